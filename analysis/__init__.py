@@ -1,0 +1,3 @@
+"""analysis package (see DESIGN.md)."""
+
+__all__: list[str] = []

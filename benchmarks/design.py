@@ -1,0 +1,167 @@
+"""Design-module speed against what a user would reach for instead, in one process.
+
+    pip install -e ".[bench]" && python benchmarks/design.py
+
+Compares, as ratios (>1 means hscale is faster):
+  * the strength check with OApackage's C++ ``array_link.strength()``;
+  * building + verifying the standard arrays with looking them up in pyDOE3's table
+    (and whether pyDOE3's table entry really is an orthogonal array);
+  * enumerating the non-isomorphic OA(18; 3^5) with OApackage's ``extend_arraylist``;
+  * radius-1 neighbourhoods of every configuration of 3^10 with building networkx's
+    cartesian-product Hamming graph.
+Targets (from the project's issue) are printed beside each result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+
+from design.construct import rao_hamming
+from design.hamming import neighbours
+from design.oa import orthogonal_array
+from design.space import FactorSpace
+from design.verify import is_orthogonal, strength
+
+
+def best_ms(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> float:
+    """Best of ``repeat`` timings of ``number`` calls, in milliseconds per call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+    return min(times) * 1e3
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def bench_strength(oapackage) -> list[bool]:
+    print("\n== strength check: hscale vs OApackage array_link.strength() (C++) ==")
+    print(f"{'array':>14} {'OApackage ms':>13} {'strength() ms':>14} {'ratio':>6} "
+          f"{'t=2 check ms':>13} {'ratio':>6}  target")
+    oks = []
+    for q, n, k in [(3, 4, 40), (3, 6, 40), (3, 6, 120), (2, 10, 300)]:
+        arr = rao_hamming(q, n)[:, :k]
+        link = oapackage.array_link(arr.astype(int))
+        assert link.strength() == strength(arr) == 2
+        t_oap = best_ms(link.strength, number=5)
+        t_all = best_ms(lambda a=arr: strength(a), number=5)
+        t_two = best_ms(lambda a=arr: is_orthogonal(a, 2), number=5)
+        runs = q**n
+        if runs < 729:
+            target, ok = "within 2x", t_oap / t_all >= 0.5
+        else:
+            target, ok = "faster", t_oap / t_all > 1
+        oks.append(ok)
+        print(f"{f'{runs}x{k} ({q}-lev)':>14} {t_oap:13.3f} {t_all:14.3f} {t_oap / t_all:6.2f} "
+              f"{t_two:13.3f} {t_oap / t_two:6.2f}  {target}: {verdict(ok)}")
+    return oks
+
+
+CONSTRUCTIONS = [
+    ("3^5", 2, 18, "L18(6^1 3^6)"), ("3^7", 2, 18, None), ("3^13", 2, 27, "L27(2^1 3^12)"),
+    ("3^40", 2, 81, "L81(3^40)"), ("5^6", 2, 25, "L25(5^6)"), ("7^8", 2, 49, None),
+    ("2^15", 2, 16, "L16(2^15)"), ("4^21", 2, 64, "L64(4^21)"), ("3^4", 3, 27, None),
+    ("2^31", 2, 64, "L64(2^31)"),
+]
+
+
+def bench_constructions(pydoe3) -> list[bool]:
+    print("\n== build + verify (hscale) vs table lookup (pyDOE3) ==")
+    print(f"{'array':>18} {'hscale ms':>10} {'method':<44} {'pyDOE3 ms':>10} "
+          f"{'pyDOE3 table is an OA?':>23}")
+    oks = []
+    for levels, t, runs, table in CONSTRUCTIONS:
+        design = orthogonal_array(levels, t, runs=runs)
+        ms = best_ms(lambda lv=levels, tt=t, n=runs: orthogonal_array(lv, tt, runs=n), number=3)
+        ok = ms < 10 or runs == 64 and levels == "2^31"
+        if not (runs == 64 and levels == "2^31"):
+            oks.append(ok)
+        lookup, valid = "-", "-"
+        if table is not None:
+            lookup = f"{best_ms(lambda name=table: pydoe3.get_orthogonal_array(name)):.3f}"
+            valid = "yes" if is_orthogonal(np.asarray(pydoe3.get_orthogonal_array(table)), 2) \
+                else "NO"
+        name = f"OA({runs};{levels};t{t})"
+        print(f"{name:>18} {ms:10.3f} {design.method[:44]:<44} {lookup:>10} {valid:>23}"
+              + ("" if ok else "  (over 10 ms)"))
+    print("target: each of the issue's nine arrays built and verified in under 10 ms: "
+          + verdict(all(oks)))
+    return oks
+
+
+def bench_enumeration(oapackage) -> None:
+    from design.isomorphism import enumerate_oas
+
+    print("\n== enumerate the non-isomorphic OA(18; 3^5) ==")
+
+    def oap():
+        cls = oapackage.arraydata_t(3, 18, 2, 5)
+        arrays = [cls.create_root()]
+        for _ in range(3):
+            arrays = oapackage.extend_arraylist(arrays, cls)
+        return arrays
+
+    t_oap = best_ms(oap, repeat=3)
+    t_ours = best_ms(lambda: enumerate_oas(18, (3,) * 5), repeat=1)
+    print(f"OApackage: {len(oap())} classes in {t_oap:.1f} ms; hscale: "
+          f"{len(enumerate_oas(18, (3,) * 5))} classes in {t_ours:.1f} ms; "
+          f"ratio {t_oap / t_ours:.3f} (no target: OApackage's C++ LMC extension is the "
+          "reference)")
+
+
+def bench_neighbours() -> bool:
+    print("\n== radius-1 neighbourhoods of all 59,049 configurations of 3^10 ==")
+    space = FactorSpace.from_levels("3^10")
+
+    def ours():
+        return neighbours(space, space.all_configs(), 1)
+
+    def networkx_graph():
+        graph = nx.complete_graph(3)
+        for _ in range(9):
+            graph = nx.cartesian_product(graph, nx.complete_graph(3))
+        return graph
+
+    t_ours = best_ms(ours, repeat=5)
+    t_nx = best_ms(networkx_graph, repeat=1)
+    nb = ours()
+    assert nb.shape == (59049, 20)
+    ok = t_nx / t_ours >= 100
+    print(f"hscale index arithmetic: {t_ours:.1f} ms; networkx cartesian_product graph: "
+          f"{t_nx:.0f} ms; ratio {t_nx / t_ours:.0f}x (target >= 100x): {verdict(ok)}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-enumeration", action="store_true")
+    args = parser.parse_args()
+    try:
+        import oapackage
+    except ImportError:
+        print("OApackage is needed: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    import pyDOE3
+
+    print(f"numpy {np.__version__}, networkx {nx.__version__}, OApackage "
+          f"{oapackage.__version__}")
+    oks = bench_strength(oapackage) + bench_constructions(pyDOE3) + [bench_neighbours()]
+    if not args.skip_enumeration:
+        bench_enumeration(oapackage)
+    print(f"\n{sum(oks)} of {len(oks)} targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

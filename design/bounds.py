@@ -1,0 +1,173 @@
+"""Necessary conditions for an orthogonal array OA(N; L_1..L_k; t) to exist.
+
+Each bound is a function returning a number; :func:`feasibility` collects every bound that a
+request violates, with the reason in words, and :func:`smallest_runs` finds the least N that
+no bound excludes. Passing every bound does not prove existence: only a construction does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations_with_replacement
+from math import floor, lcm, prod, sqrt
+
+from design.errors import HscaleError
+from design.space import format_levels, parse_levels
+
+
+def _elementary_symmetric(values: Sequence[int], upto: int) -> list[int]:
+    """e_0..e_upto of ``values``, exactly, as coefficients of prod(1 + v z)."""
+    coeffs = [1] + [0] * upto
+    for v in values:
+        for i in range(upto, 0, -1):
+            coeffs[i] += coeffs[i - 1] * v
+    return coeffs
+
+
+def _check(levels: Sequence[int], strength: int) -> tuple[int, ...]:
+    lv = parse_levels(levels) if isinstance(levels, str) else tuple(int(s) for s in levels)
+    if strength < 1:
+        raise HscaleError(f"strength must be at least 1, got {strength}", "use --strength 2")
+    if strength > len(lv):
+        raise HscaleError(f"strength {strength} exceeds the number of factors {len(lv)}",
+                          f"use a strength between 1 and {len(lv)}")
+    return lv
+
+
+def rao_bound(levels: Sequence[int] | str, strength: int = 2) -> int:
+    """Rao's bound, pure or mixed levels, even or odd strength.
+
+    t = 2u:   N >= sum_{i<=u} e_i(L_1 - 1, ..., L_k - 1).
+    t = 2u+1: N >= max_p L_p * [that sum for t-1 over the other factors], since the runs at any
+    one level of factor p form an array of strength t-1 in the others.
+    """
+    lv = _check(levels, strength)
+    u = strength // 2
+    if strength % 2 == 0:
+        return sum(_elementary_symmetric([s - 1 for s in lv], u))
+    best = 0
+    for p in set(range(len(lv))):
+        others = [s - 1 for i, s in enumerate(lv) if i != p]
+        best = max(best, lv[p] * sum(_elementary_symmetric(others, u)))
+    return best
+
+
+def divisor(levels: Sequence[int] | str, strength: int = 2) -> int:
+    """N must be a multiple of L_i1 * ... * L_it for every t factors: the lcm of those products."""
+    lv = _check(levels, strength)
+    counts = Counter(lv)
+    out = 1
+    for combo in combinations_with_replacement(sorted(counts), strength):
+        if all(combo.count(s) <= counts[s] for s in set(combo)):
+            out = lcm(out, prod(combo))
+    return out
+
+
+def bush_bound(s: int, strength: int) -> int:
+    """Most factors in an index-unity OA(s^t; s^k; t) (Bush 1952).
+
+    s <= t: k <= t + 1. s > t: k <= s + t - 1, and k <= s + t - 2 when s is odd and t >= 3.
+    """
+    if s <= strength:
+        return strength + 1
+    if s % 2 == 1 and strength >= 3:
+        return s + strength - 2
+    return s + strength - 1
+
+
+def bose_bush_bound(s: int, lam: int) -> int | None:
+    """Most factors in an OA(lam s^2; s^k; 2) by Bose and Bush (1952), or None if it adds nothing.
+
+    Write lam - 1 = a (s - 1) + b with 0 <= b < s - 1. When b >= 1, with
+    theta = (sqrt(1 + 4 s (s - 1 - b)) - (2 s - 2 b - 1)) / 2,
+    k <= floor((lam s^2 - 1) / (s - 1) - floor(theta) - 1). For lam = 2, s = 3 this is 7.
+    """
+    if s < 3:
+        return None
+    b = (lam - 1) % (s - 1)
+    if b == 0:
+        return None
+    theta = (sqrt(1 + 4 * s * (s - 1 - b)) - (2 * s - 2 * b - 1)) / 2
+    # floor(theta) exactly: theta >= m iff sqrt(D) >= 2m + c, with integers only
+    disc, c = 1 + 4 * s * (s - 1 - b), 2 * s - 2 * b - 1
+    m = max(0, floor(theta))
+    while m + 1 + c >= 0 and disc >= (2 * (m + 1) + c) ** 2:
+        m += 1
+    while m > 0 and (2 * m + c < 0 or disc < (2 * m + c) ** 2):
+        m -= 1
+    return ((lam * s * s - 1) - (m + 1) * (s - 1)) // (s - 1)
+
+
+@dataclass(frozen=True)
+class Feasibility:
+    """What the bounds say about OA(N; levels; t): ``reasons`` is empty when none excludes it."""
+
+    levels: tuple[int, ...]
+    strength: int
+    runs: int
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+
+def feasibility(levels: Sequence[int] | str, strength: int, runs: int) -> Feasibility:
+    """Every bound that excludes OA(runs; levels; strength), each as one sentence."""
+    lv = _check(levels, strength)
+    name = f"OA({runs}; {format_levels(lv)}) of strength {strength}"
+    reasons: list[str] = []
+    if runs < 1:
+        raise HscaleError(f"the number of runs must be positive, got {runs}")
+    d = divisor(lv, strength)
+    if runs % d:
+        reasons.append(f"{name} needs N divisible by {d} (the lcm of the level products of "
+                       f"any {strength} factors), got N={runs}")
+    rao = rao_bound(lv, strength)
+    if runs < rao:
+        reasons.append(f"{name} violates the Rao bound N >= {rao}")
+    pure = len(set(lv)) == 1
+    s, k = lv[0], len(lv)
+    if pure and runs == s**strength:
+        kmax = bush_bound(s, strength)
+        if k > kmax:
+            reasons.append(f"{name} has index 1, and the Bush bound allows at most {kmax} "
+                           f"factors at {s} levels and strength {strength}, got {k}")
+    if pure and strength == 2 and runs % (s * s) == 0:
+        kmax = bose_bush_bound(s, runs // (s * s))
+        if kmax is not None and k > kmax:
+            reasons.append(f"{name} has index {runs // (s * s)}, and the Bose-Bush bound allows at "
+                           f"most {kmax} factors at {s} levels, got {k}")
+    return Feasibility(lv, strength, runs, reasons)
+
+
+def smallest_runs(levels: Sequence[int] | str, strength: int = 2, limit: int = 10**7) -> int:
+    """The least N that no bound here excludes (a lower limit on any real array's size)."""
+    lv = _check(levels, strength)
+    d = divisor(lv, strength)
+    n = max(d, -(-rao_bound(lv, strength) // d) * d)
+    while n <= limit:
+        if feasibility(lv, strength, n).ok:
+            return n
+        n += d
+    raise HscaleError(f"no N up to {limit} passes the bounds for {format_levels(lv)}",
+                      "use fewer factors or a lower strength")
+
+
+def max_factors(s: int, strength: int, runs: int, limit: int = 10_000) -> int:
+    """The most s-level factors that no bound here excludes in an N-run array of strength t."""
+    k = strength
+    if not feasibility((s,) * k, strength, runs).ok:
+        return 0
+    while k < limit and feasibility((s,) * (k + 1), strength, runs).ok:
+        k += 1
+    return k
+
+
+__all__ = [
+    "Feasibility", "bose_bush_bound", "bush_bound", "divisor", "feasibility", "max_factors",
+    "rao_bound", "smallest_runs",
+]
+

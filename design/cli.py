@@ -1,0 +1,321 @@
+"""``hscale design ...``: build, verify and bound orthogonal arrays; explore factor spaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from design.errors import HscaleError
+
+app = typer.Typer(help="Design harness factor spaces: orthogonal arrays, bounds, neighbourhoods.",
+                  no_args_is_help=True, add_completion=False)
+console = Console(highlight=False, soft_wrap=True)
+
+LevelsArg = Annotated[str, typer.Argument(help="Level counts, e.g. 3^5 or 2^1,3^7.")]
+StrengthOpt = Annotated[int, typer.Option("--strength", "-t", help="Strength t.")]
+
+
+def _array_table(array: np.ndarray, names: list[str], limit: int = 60) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("run", justify="right", style="dim")
+    for n in names:
+        table.add_column(n, justify="right")
+    for i, row in enumerate(array[:limit]):
+        table.add_row(str(i), *(str(int(v)) for v in row))
+    if len(array) > limit:
+        table.add_row("...", *(["..."] * len(names)))
+    return table
+
+
+def _fmt_gwlp(values) -> str:
+    """A_1..A_k of a GWLP (A_0 = 1 is dropped) as a short tuple."""
+    return "(" + ", ".join(f"{v:.4g}" for v in values[1:]) + ")"
+
+
+@app.command("oa")
+def oa_cmd(
+    levels: LevelsArg,
+    strength: StrengthOpt = 2,
+    runs: Annotated[int | None, typer.Option("--runs", "-n", help="Number of runs N.")] = None,
+    lam: Annotated[int | None, typer.Option("--lam", help="Index: N = lam * L^t.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the array as CSV.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Shuffle rows and levels reproducibly.")] = None,
+    names: Annotated[str | None, typer.Option(help="Factor names, comma-separated.")] = None,
+) -> None:
+    """Build an orthogonal array, verify it and print it with its checks."""
+    from design.criteria import distance_range, gwlp
+    from design.io import write_array
+    from design.oa import orthogonal_array
+    from design.space import FactorSpace, format_levels
+
+    space = None
+    if names is not None:
+        space = FactorSpace.from_levels(levels, [n.strip() for n in names.split(",")])
+    design = orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed, space=space)
+    cols = list(design.space.names)
+    if out is not None:
+        write_array(out, design.array, cols)
+    console.print(f"[bold]OA({design.runs}; {format_levels(design.levels)}; strength "
+                  f"{design.strength})[/bold] via {design.method}")
+    console.print(_array_table(design.array, cols))
+    lo, hi = distance_range(design.array)
+    console.print(f"verified: strength {design.strength} holds for every "
+                  f"{design.strength}-tuple of columns")
+    console.print(f"GWLP A1..Ak: {_fmt_gwlp(gwlp(design.array, design.levels))}; "
+                  f"pairwise Hamming distance {lo}..{hi}")
+    if out is not None:
+        console.print(f"wrote {out}")
+
+
+@app.command("verify")
+def verify_cmd(
+    file: Annotated[Path, typer.Argument(help="CSV array: a header of factor names, then runs.")],
+    strength: StrengthOpt = 2,
+    levels: Annotated[str | None, typer.Option(help="Level counts (default: max level + 1).")
+                      ] = None,
+    table: Annotated[bool, typer.Option("--table", help="Print the full balance table.")] = False,
+) -> None:
+    """Check that FILE is an orthogonal array. Exit 0: it is; 1: it is not; 2: bad input."""
+    from design.io import read_array
+    from design.space import parse_levels
+    from design.verify import balance_table, check_strength
+
+    array, names = read_array(file)
+    lv = parse_levels(levels) if levels else None
+    if lv is not None and len(lv) != len(names):
+        raise HscaleError(f"--levels gives {len(lv)} factors, {file} has {len(names)} columns",
+                          "give one level count per column")
+    report = check_strength(array, strength, lv)
+    if table:
+        _print_balance(balance_table(array, report.levels), names, report.levels)
+    dup = len(array) - len(np.unique(array, axis=0))
+    extra = f" ({dup} duplicate rows)" if dup else ""
+    console.print(f"{file}: {report.summary()}{extra}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _print_balance(counts: np.ndarray, names: list[str], levels: tuple[int, ...]) -> None:
+    table = Table(title="balance table: runs at each level pair", show_edge=False)
+    for col in ("factors", "counts (rows: first factor's level)", "expected"):
+        table.add_column(col)
+    n = int(counts[0, 0].sum())
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            block = counts[i, j, : levels[i], : levels[j]]
+            rows = " | ".join(" ".join(str(int(v)) for v in r) for r in block)
+            exp = n / (levels[i] * levels[j])
+            style = "" if (block == exp).all() else "red"
+            table.add_row(f"{names[i]} x {names[j]}", rows, f"{exp:g}", style=style)
+    console.print(table)
+
+
+@app.command("bounds")
+def bounds_cmd(
+    levels: LevelsArg,
+    strength: StrengthOpt = 2,
+    runs: Annotated[int | None, typer.Option("--runs", "-n", help="Check this N (exit 1 if a "
+                                                                   "bound excludes it).")] = None,
+) -> None:
+    """Rao, divisibility, Bush and Bose-Bush bounds; the smallest feasible and buildable N."""
+    from design.bounds import (
+        bose_bush_bound,
+        bush_bound,
+        divisor,
+        feasibility,
+        rao_bound,
+        smallest_runs,
+    )
+    from design.errors import NotConstructedError
+    from design.oa import orthogonal_array
+    from design.space import format_levels, parse_levels
+
+    lv = parse_levels(levels)
+    rao, div = rao_bound(lv, strength), divisor(lv, strength)
+    smallest = smallest_runs(lv, strength)
+    table = Table(title=f"bounds for OA(N; {format_levels(lv)}; strength {strength})",
+                  show_edge=False)
+    table.add_column("bound")
+    table.add_column("says")
+    table.add_row("Rao", f"N >= {rao}")
+    table.add_row("divisibility", f"N is a multiple of {div}")
+    pure = len(set(lv)) == 1
+    if pure:
+        s = lv[0]
+        table.add_row("Bush (index 1)", f"at N = {s ** strength}: at most "
+                      f"{bush_bound(s, strength)} factors")
+        if strength == 2:
+            lam = max(1, smallest // (s * s))
+            bb = bose_bush_bound(s, lam) if smallest % (s * s) == 0 else None
+            table.add_row("Bose-Bush", f"at N = {lam * s * s}: at most {bb} factors"
+                          if bb is not None else "adds nothing here")
+    table.add_row("smallest N passing all", str(smallest))
+    try:
+        built = orthogonal_array(lv, strength)
+        table.add_row("smallest N hscale builds", f"{built.runs} via {built.method}")
+    except NotConstructedError as exc:
+        table.add_row("smallest N hscale builds", f"none found ({exc.message})")
+    console.print(table)
+    if runs is not None:
+        verdict = feasibility(lv, strength, runs)
+        if verdict.ok:
+            console.print(f"N = {runs}: no bound excludes it")
+        else:
+            for reason in verdict.reasons:
+                console.print(f"N = {runs}: impossible: {reason}")
+            raise typer.Exit(1)
+
+
+def _space(levels: str | None):
+    from design.space import FactorSpace, harness_space
+
+    return harness_space() if levels in (None, "harness") else FactorSpace.from_levels(levels)
+
+
+@app.command("space")
+def space_cmd(
+    levels: Annotated[str | None, typer.Argument(help="Level counts, or 'harness' (default): "
+                                                      "the papers' S,T,O,C,W space.")] = None,
+    limit: Annotated[int, typer.Option(help="Print at most this many configurations.")] = 30,
+    start: Annotated[int, typer.Option(help="First index to print.")] = 0,
+) -> None:
+    """List a space's factors and its configurations with index and label."""
+    space = _space(levels)
+    if start < 0 or start >= space.size:
+        raise HscaleError(f"--start must be 0..{space.size - 1}, got {start}",
+                          "give an index inside the space")
+    console.print(f"[bold]{space}[/bold]: {space.size} configurations")
+    for f in space.factors:
+        desc = f" ({f.description})" if f.description else ""
+        console.print(f"  {f.name}{desc}: " + ", ".join(f"{i}={n}" for i, n in
+                                                       enumerate(f.levels)))
+    stop = min(space.size, start + max(limit, 0))
+    table = Table(show_edge=False)
+    table.add_column("index", justify="right")
+    table.add_column("label")
+    table.add_column("realizations")
+    configs = space.from_index(np.arange(start, stop, dtype=np.int64))
+    for idx, cfg in zip(range(start, stop), configs, strict=True):
+        table.add_row(str(idx), space.label(cfg),
+                      " ".join(space.level_name(j, int(v)) for j, v in enumerate(cfg)))
+    console.print(table)
+    if stop < space.size:
+        console.print(f"... {space.size - stop} more (use --start / --limit)")
+
+
+@app.command("neighbours")
+def neighbours_cmd(
+    label: Annotated[str, typer.Argument(help="A configuration label such as S0-T1-O2-C0-W1.")],
+    radius: Annotated[int, typer.Option("--radius", "-r", help="Hamming distance.")] = 1,
+    levels: Annotated[str | None, typer.Option(help="Space levels (default: harness).")] = None,
+    within: Annotated[bool, typer.Option("--within", help="Include everything up to the "
+                                                          "radius.")] = False,
+) -> None:
+    """Configurations at Hamming distance R from LABEL, by index arithmetic."""
+    from design.hamming import neighbours
+
+    space = _space(levels)
+    cfg = space.parse_label(label)
+    idx = neighbours(space, cfg, radius, exact=not within)
+    labels = space.labels(space.from_index(idx))
+    word = "within" if within else "at"
+    console.print(f"{len(labels)} configurations {word} distance {radius} of {label}:")
+    for lab in labels:
+        console.print(f"  {lab}")
+
+
+@app.command("candidates")
+def candidates_cmd(
+    levels: LevelsArg,
+    runs: Annotated[int, typer.Option("--runs", "-n", help="Number of runs N.")],
+    strength: StrengthOpt = 2,
+    criterion: Annotated[str, typer.Option(help="Rank by gwlp, min_distance or "
+                                                "covering_radius.")] = "gwlp",
+    out: Annotated[Path | None, typer.Option(help="Write the best candidate as CSV.")] = None,
+) -> None:
+    """List every non-isomorphic OA(N; LEVELS) with its criteria, best first."""
+    from design.bounds import feasibility
+    from design.choose import candidates
+    from design.errors import InfeasibleError
+    from design.io import write_array
+    from design.space import FactorSpace, parse_levels
+
+    lv = parse_levels(levels)
+    verdict = feasibility(lv, strength, runs)
+    if not verdict.ok:
+        raise InfeasibleError(verdict.reasons[0], "hscale design bounds LEVELS shows the bounds")
+    ranked = candidates(runs, lv, strength, criterion=criterion)
+    table = Table(title=f"{len(ranked)} non-isomorphic OA({runs}; {levels}; strength "
+                  f"{strength}), best by {criterion} first", show_edge=False)
+    for col in (f"GWLP A{strength + 1}..A{len(lv)}" if col == "GWLP" else col
+                for col in ("id", "GWLP", "min distance", "distance range", "covering radius")):
+        table.add_column(col)
+    for c in ranked:
+        s = c.summary
+        # _fmt_gwlp drops its first value: here A_t, which is 0 for a strength-t array
+        table.add_row(c.id, _fmt_gwlp(s["gwlp"][strength:]), str(s["min_distance"]),
+                      f"{s['min_distance']}..{s['max_distance']}",
+                      str(s["covering_radius"]))
+    console.print(table)
+    if out is not None and ranked:
+        write_array(out, ranked[0].array, list(FactorSpace.from_levels(lv).names))
+        console.print(f"wrote {ranked[0].id} to {out}")
+
+
+@app.command("paper")
+def paper_cmd(
+    out: Annotated[Path | None, typer.Option(help="Folder for train.csv, eval.csv, "
+                                                  "first_order.csv.")] = None,
+) -> None:
+    """The papers' harness design: OA-18 training set with h0, the held-out eval set, checks."""
+    from design.criteria import covering_radius, distance_range, gwlp
+    from design.hamming import distance_matrix
+    from design.io import write_array
+    from design.recipes import eval_set, first_order, structured
+    from design.space import harness_space
+    from design.verify import check_strength
+
+    space = harness_space()
+    train = structured(space, runs=18)
+    fo = first_order(space)
+    evals = eval_set(space, [train, fo])  # held out from every arm but Full-243
+    console.print(f"[bold]{space}[/bold], {space.size} configurations; base harness h0 = "
+                  f"{space.label(space.base)}")
+    for title, d in (("training set (Structured-18)", train), ("in-space eval set", evals),
+                     ("first-order coverage set", fo)):
+        console.print(f"\n[bold]{title}[/bold]: {d.runs} configurations via {d.method}")
+        for start in range(0, d.runs, 6):
+            console.print("  " + "  ".join(d.labels[start:start + 6]), soft_wrap=True)
+    lo, hi = distance_range(train.array)
+    elo, ehi = evals.notes["pairwise_distance_range"]
+    cross = distance_matrix(evals.array, train.array)
+    checks = [
+        ("training set is an OA(18; 3^5) of strength 2", check_strength(train.array, 2).ok),
+        ("training set contains h0", bool((train.indices == 0).any())),
+        (f"training GWLP A3..A5 = {_fmt_gwlp(gwlp(train.array)[2:])}, distances {lo}..{hi}",
+         True),
+        (f"training covering radius = {covering_radius(train.array, space.levels)}", True),
+        ("eval set is disjoint from training", not np.isin(evals.indices, train.indices).any()),
+        ("eval set excludes h0", not (evals.indices == 0).any()),
+        ("eval set is disjoint from the first-order set",
+         not np.isin(evals.indices, fo.indices).any()),
+        ("eval set uses every realization 6 times",
+         all(c == [6, 6, 6] for c in evals.notes["level_counts"])),
+        (f"eval pairwise distances {elo}..{ehi} (paper: 2..5)", (elo, ehi) == (2, 5)),
+        (f"eval-to-training distances {cross.min()}..{cross.max()}", cross.min() >= 1),
+        ("first-order set uses every realization once",
+         all(sorted(fo.array[:, j].tolist()) == [0, 1, 2] for j in range(5))),
+    ]
+    console.print("\n[bold]checks[/bold]")
+    for text, ok in checks:
+        console.print(f"  [{'green' if ok else 'red'}]{'PASS' if ok else 'FAIL'}[/] {text}")
+    if out is not None:
+        for name, d in (("train", train), ("eval", evals), ("first_order", fo)):
+            write_array(out / f"{name}.csv", d.array, list(space.names))
+        console.print(f"wrote {out}/train.csv, eval.csv, first_order.csv")
+    if not all(ok for _, ok in checks):
+        raise typer.Exit(1)

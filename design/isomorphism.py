@@ -1,0 +1,284 @@
+"""Isomorphism of orthogonal arrays, classification, and complete enumeration of small OAs.
+
+Two arrays are isomorphic when one becomes the other by permuting rows, permuting columns that
+have the same number of levels, and permuting the levels within each column. Isomorphic arrays
+are the same design for every purpose here (strength, GWLP, distances), so listing the
+non-isomorphic ones lists every genuinely different design.
+
+Testing goes through a coloured graph (rows, columns, and (column, level) nodes) whose graph
+isomorphisms are exactly the array isomorphisms; cheap invariants reject most pairs first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import combinations, permutations, product
+from math import prod
+
+import networkx as nx
+import numpy as np
+
+from design.criteria import distance_distribution, gwlp
+from design.errors import HscaleError
+from design.hamming import distance_matrix
+from design.verify import as_array
+
+Progress = Callable[[str, int, int], None]
+
+
+def to_graph(array: np.ndarray | Sequence, levels: Sequence[int] | None = None) -> nx.Graph:
+    """A node-coloured graph, isomorphic to another such graph iff the arrays are isomorphic.
+
+    Row r joins level node (c, x_rc); level node (c, v) joins column node c. Column colours
+    carry the level count, so columns only map to columns with as many levels.
+    """
+    arr, lv = as_array(array, levels)
+    graph = nx.Graph()
+    graph.add_nodes_from((("r", r) for r in range(arr.shape[0])), color="row")
+    for c, size in enumerate(lv):
+        graph.add_node(("c", c), color=f"col{size}")
+        for v in range(size):
+            graph.add_node(("l", c, v), color="level")
+            graph.add_edge(("c", c), ("l", c, v))
+    graph.add_edges_from((("r", r), ("l", c, int(v)))
+                         for (r, c), v in np.ndenumerate(arr))
+    return graph
+
+
+def invariant(array: np.ndarray | Sequence, levels: Sequence[int] | None = None) -> tuple:
+    """A hashable isomorphism invariant: equal for isomorphic arrays, usually not otherwise."""
+    arr, lv = as_array(array, levels)
+    _, mult = np.unique(arr, axis=0, return_counts=True)
+    dist = distance_matrix(arr)
+    k = arr.shape[1]
+    profiles = np.stack([np.bincount(row, minlength=k + 1) for row in dist])
+    profiles = profiles[np.lexsort(profiles.T[::-1])]
+    return (arr.shape, tuple(sorted(lv)), tuple(np.round(gwlp(arr, lv), 9)),
+            tuple(distance_distribution(arr)), tuple(sorted(mult.tolist())),
+            profiles.tobytes())
+
+
+def _perms(size: int) -> np.ndarray:
+    """All permutations of range(size) as rows: candidate level relabellings of one column."""
+    return np.array(list(permutations(range(size))), dtype=np.int64)
+
+
+def _lexmin_rows(block: np.ndarray) -> np.ndarray:
+    """Indices of the rows of a 2-D array that are lexicographically smallest."""
+    rows = np.arange(block.shape[0])
+    for i in range(block.shape[1]):
+        col = block[rows, i]
+        rows = rows[col == col.min()]
+        if rows.size == 1:
+            break
+    return rows
+
+
+def canonical_form(array: np.ndarray | Sequence, levels: Sequence[int] | None = None
+                   ) -> np.ndarray:
+    """The isomorphic copy of ``array`` whose row-sorted, column-major reading is smallest.
+
+    Columns are ordered by level count. Column j of the row-sorted array depends only on the
+    sorted codes of the first j + 1 columns, so a breadth-first search that keeps, column by
+    column, every (column choice, level permutation) reaching the smallest prefix is exact
+    and needs no pairwise tests: arrays are isomorphic iff their canonical forms are equal.
+    Cost grows with the automorphism group, which is small for most OAs.
+    """
+    arr, lv = as_array(array, levels)
+    n, k = arr.shape
+    lv_arr = np.asarray(lv)
+    codes = np.zeros((1, n), dtype=np.int64)  # per state: prefix code of each row of arr
+    used = np.zeros((1, k), dtype=bool)
+    chosen = np.zeros((1, 0), dtype=np.int64)  # column picked at each position
+    relabel: list[np.ndarray] = []  # per position: level map of each state, (states, L)
+    for size in sorted(lv):
+        perms = _perms(size)
+        best: np.ndarray | None = None
+        keep: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []
+        for c in np.flatnonzero(lv_arr == size):
+            states = np.flatnonzero(~used[:, c])
+            if states.size == 0:
+                continue
+            new = codes[states, None, :] * size + perms[:, arr[:, c]][None, :, :]
+            new = new.reshape(-1, n)
+            ordered = np.sort(new, axis=1)
+            rows = _lexmin_rows(ordered)
+            cand = ordered[rows[0]]
+            if best is not None:
+                diff = np.flatnonzero(cand != best)
+                if diff.size and cand[diff[0]] > best[diff[0]]:
+                    continue
+                if diff.size:
+                    keep = []
+            best = cand
+            keep.append((states[rows // len(perms)], int(c), perms[rows % len(perms)], new[rows]))
+        parent = np.concatenate([s for s, _, _, _ in keep])
+        col = np.concatenate([np.full(len(s), c) for s, c, _, _ in keep])
+        relabel = [m[parent] for m in relabel] + [np.concatenate([p for _, _, p, _ in keep])]
+        raw = np.concatenate([x for _, _, _, x in keep])
+        _, inverse = np.unique(raw, return_inverse=True)  # order-preserving, avoids overflow
+        codes = inverse.reshape(raw.shape).astype(np.int64)
+        used = used[parent]
+        used[np.arange(len(col)), col] = True
+        chosen = np.column_stack([chosen[parent], col])
+    cols = chosen[0]
+    out = np.column_stack([relabel[j][0][arr[:, c]] for j, c in enumerate(cols)])
+    return _sort_rows(out)
+
+
+def canonical_key(array: np.ndarray | Sequence, levels: Sequence[int] | None = None
+                  ) -> tuple:
+    """A hashable certificate: equal exactly for isomorphic arrays."""
+    arr, lv = as_array(array, levels)
+    canon = canonical_form(arr, lv)
+    return (canon.shape, tuple(sorted(lv)), canon.tobytes())
+
+
+def are_isomorphic(a: np.ndarray | Sequence, b: np.ndarray | Sequence,
+                   levels_a: Sequence[int] | None = None,
+                   levels_b: Sequence[int] | None = None, method: str = "canonical") -> bool:
+    """True when ``b`` is ``a`` up to row, column (equal level counts) and level permutations.
+
+    Cheap invariants reject most pairs. ``method="canonical"`` then compares canonical forms;
+    ``method="graph"`` runs networkx VF2++ on :func:`to_graph` instead, which is exact too but
+    can take seconds even on 18-run OAs, whose graphs look alike locally everywhere.
+    """
+    arr_a, lv_a = as_array(a, levels_a)
+    arr_b, lv_b = as_array(b, levels_b)
+    if invariant(arr_a, lv_a) != invariant(arr_b, lv_b):
+        return False
+    if method == "graph":
+        return nx.vf2pp_is_isomorphic(to_graph(arr_a, lv_a), to_graph(arr_b, lv_b),
+                                      node_label="color")
+    if method != "canonical":
+        raise HscaleError(f"unknown isomorphism method {method!r}", "use 'canonical' or 'graph'")
+    return canonical_key(arr_a, lv_a) == canonical_key(arr_b, lv_b)
+
+
+class _Classes:
+    """Representatives keyed by canonical form; adding an array keeps it only if it is new."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple] = set()
+        self.reps: list[np.ndarray] = []
+
+    def add(self, arr: np.ndarray, lv: Sequence[int]) -> bool:
+        key = canonical_key(arr, lv)
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.reps.append(arr)
+        return True
+
+
+def classify(arrays: Sequence[np.ndarray], levels: Sequence[int] | None = None
+             ) -> list[np.ndarray]:
+    """One representative per isomorphism class, in order of first appearance."""
+    classes = _Classes()
+    for a in arrays:
+        arr, lv = as_array(a, levels)
+        classes.add(arr, lv)
+    return classes.reps
+
+
+def _sort_rows(arr: np.ndarray) -> np.ndarray:
+    """Rows in lexicographic order, so rows equal in all columns are adjacent."""
+    return arr[np.lexsort(arr.T[::-1])]
+
+
+def _extension_columns(prev: np.ndarray, prev_levels: Sequence[int], size: int,
+                       strength: int) -> list[np.ndarray]:
+    """Every new column (up to the symmetries below) that keeps ``prev`` of strength t.
+
+    Each (t-1)-subset of the previous columns with the new column must hold every level
+    combination exactly cap = N / (L_1 ... L_t) times; the DFS over rows keeps every count at
+    most cap, which with the fixed totals forces equality. Symmetry breaking: rows equal in all
+    previous columns (adjacent, as ``prev`` is sorted) get non-decreasing values, and levels
+    first appear in the order 0, 1, 2, ... (level permutations are isomorphisms).
+    """
+    n, k = prev.shape
+    subsets = list(combinations(range(k), strength - 1))
+    slots: list[list[int]] = [[] for _ in range(n)]  # flat count index of row r, per subset
+    caps: list[int] = []
+    offset = 0
+    for sub in subsets:
+        cells = prod(prev_levels[c] for c in sub)
+        if n % (cells * size):
+            return []
+        caps.append(n // (cells * size))
+        code = np.zeros(n, dtype=np.int64)
+        for c in sub:
+            code = code * prev_levels[c] + prev[:, c]
+        for r in range(n):
+            slots[r].append(offset + int(code[r]) * size)
+        offset += cells * size
+    cap_of = [caps[i] for i in range(len(subsets))]
+    counts = [0] * offset
+    same = [r > 0 and bool((prev[r] == prev[r - 1]).all()) for r in range(n)]
+    column = [0] * n
+    found: list[np.ndarray] = []
+
+    def dfs(r: int, top: int) -> None:
+        if r == n:
+            found.append(np.array(column, dtype=np.int64))
+            return
+        lo = column[r - 1] if same[r] else 0
+        for v in range(lo, min(size - 1, top + 1) + 1):
+            idx = [s + v for s in slots[r]]
+            if any(counts[i] >= cap for i, cap in zip(idx, cap_of, strict=True)):
+                continue
+            for i in idx:
+                counts[i] += 1
+            column[r] = v
+            dfs(r + 1, max(top, v))
+            for i in idx:
+                counts[i] -= 1
+
+    dfs(0, -1)
+    return found
+
+
+def _root(runs: int, levels: Sequence[int]) -> np.ndarray | None:
+    """The full factorial on ``levels`` repeated to ``runs`` rows: every OA's first t columns."""
+    cells = prod(levels)
+    if runs % cells:
+        return None
+    full = np.array(list(product(*(range(s) for s in levels))), dtype=np.int64)
+    return np.repeat(full, runs // cells, axis=0)
+
+
+def enumerate_oas(runs: int, levels: Sequence[int] | str, strength: int = 2,
+                  progress: Progress | None = None) -> list[np.ndarray]:
+    """All non-isomorphic OA(runs; levels) of the given strength, by column-wise extension.
+
+    The first t columns of any strength-t OA are a repeated full factorial (unique up to
+    isomorphism); every class of k + 1 columns arises by extending a representative of its
+    first k columns, so extending each representative with every admissible column and
+    classifying the results is complete. Columns are added in the order of ``levels``.
+    ``progress(stage, done, total)`` is called after each representative is extended.
+    """
+    from design.space import parse_levels
+
+    lv = parse_levels(levels)
+    if strength < 1:
+        raise HscaleError(f"strength must be at least 1, got {strength}")
+    if runs < 1:
+        raise HscaleError(f"runs must be positive, got {runs}")
+    t = min(strength, len(lv))
+    root = _root(runs, lv[:t])
+    if root is None:
+        return []
+    reps = [root]
+    for k in range(t, len(lv)):
+        classes = _Classes()
+        stage = f"column {k + 1} of {len(lv)}"
+        for done, rep in enumerate(reps):
+            prev = _sort_rows(rep)
+            for col in _extension_columns(prev, lv[:k], lv[k], strength):
+                classes.add(np.column_stack([prev, col]), lv[:k + 1])
+            if progress is not None:
+                progress(stage, done + 1, len(reps))
+        reps = classes.reps
+        if not reps:
+            return []
+    return [_sort_rows(r) for r in reps]

@@ -1,0 +1,284 @@
+"""Strength verification and balance tables, vectorised over all column tuples at once.
+
+An N x k array has strength t when, for every t columns, every combination of their levels
+appears equally often, namely N / (L_1 ... L_t) times. The check encodes each t-tuple of a row
+as one mixed-radix integer per column tuple, offsets each tuple's codes into its own block and
+counts all blocks with a single ``np.bincount``: no Python loop over column tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import cache
+from itertools import combinations
+from math import comb, prod
+
+import numpy as np
+
+from design.errors import HscaleError
+
+# Largest number of (row, column-tuple) codes built at once; bounds memory at ~32 MB.
+_CHUNK_CELLS = 4_000_000
+# Below this many multiply-adds a BLAS call runs on one thread: waking a thread pool costs
+# more than the product, and on a loaded machine it can cost milliseconds.
+_SINGLE_THREAD_FLOPS = 1_000_000_000
+
+
+@cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _blas_threads(flops: int):
+    if flops >= _SINGLE_THREAD_FLOPS:
+        return nullcontext()
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def as_array(array: np.ndarray | Sequence, levels: Sequence[int] | None = None
+             ) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A validated (N, k) integer array and its level counts (inferred as max + 1 if not given)."""
+    arr = np.asarray(array)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise HscaleError(f"an array needs rows and columns, got shape {arr.shape}",
+                          "give one row per run and one column per factor")
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0):
+            arr = arr.astype(np.int64)
+        else:
+            raise HscaleError("array entries must be integer levels 0..L-1")
+    if (arr < 0).any():
+        raise HscaleError("array entries must be levels 0..L-1, found a negative value")
+    if levels is None:
+        levels = tuple(int(v) + 1 for v in arr.max(axis=0))
+        levels = tuple(max(2, s) for s in levels)
+    else:
+        levels = tuple(int(s) for s in levels)
+        if len(levels) != arr.shape[1]:
+            raise HscaleError(f"{len(levels)} level counts for {arr.shape[1]} columns",
+                              "give one level count per column")
+        over = np.flatnonzero(arr.max(axis=0) >= np.asarray(levels))
+        if over.size:
+            c = int(over[0])
+            raise HscaleError(f"column {c} holds level {int(arr[:, c].max())} but has "
+                              f"{levels[c]} levels", "check the level counts")
+    return arr.astype(np.int64, copy=False), levels
+
+
+@dataclass(frozen=True)
+class TupleFailure:
+    """A column tuple whose level combinations are not all equally frequent."""
+
+    columns: tuple[int, ...]
+    expected: float
+    min_count: int
+    max_count: int
+
+    @property
+    def deviation(self) -> float:
+        return max(self.expected - self.min_count, self.max_count - self.expected)
+
+
+@dataclass(frozen=True)
+class StrengthReport:
+    """Result of a strength-t check; ``failures`` lists every failing column tuple."""
+
+    runs: int
+    levels: tuple[int, ...]
+    strength: int
+    tuples_checked: int
+    failures: list[TupleFailure] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.reason
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def summary(self, limit: int = 5) -> str:
+        head = f"{self.runs} runs, {len(self.levels)} factors, strength {self.strength}"
+        if self.ok:
+            return f"OK: orthogonal array of {head}"
+        if self.reason:
+            return f"NOT an orthogonal array of {head}: {self.reason}"
+        worst = sorted(self.failures, key=lambda f: -f.deviation)[:limit]
+        parts = [f"columns {f.columns} counts {f.min_count}..{f.max_count} "
+                 f"(expected {f.expected:g})" for f in worst]
+        more = len(self.failures) - len(worst)
+        tail = f"; and {more} more" if more > 0 else ""
+        return (f"NOT an orthogonal array of {head}: {len(self.failures)} of "
+                f"{self.tuples_checked} column tuples unbalanced: " + "; ".join(parts) + tail)
+
+
+def _onehot(arr: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indicator matrix (N, sum L): column offsets[j] + v is 1 where factor j is at level v."""
+    offsets = np.concatenate(([0], np.cumsum(levels)[:-1]))
+    x = np.zeros((arr.shape[0], int(levels.sum())), dtype=np.float32)
+    np.put_along_axis(x, arr + offsets, 1.0, axis=1)
+    return x, offsets
+
+
+def _prefix_chunks(k: int, t: int, levels: np.ndarray, budget: int, start: int):
+    """(t-1)-subsets of columns that leave room for one more, in blocks of cells.
+
+    Blocks start at ``start`` cells and grow fourfold up to ``budget``, so a yes/no check of
+    a non-array usually stops after a small first block.
+    """
+    if t == 2:  # every pair at once: the Gram matrix of the indicators is small
+        yield np.arange(k - 1)[:, None]
+        return
+    block: list[tuple[int, ...]] = []
+    cells, limit = 0, start
+    for sub in combinations(range(k - 1), t - 1):
+        size = int(np.prod(levels[list(sub)]))
+        if block and cells + size > limit:
+            yield np.asarray(block, dtype=np.int64)
+            block, cells, limit = [], 0, min(budget, limit * 4)
+        block.append(sub)
+        cells += size
+    if block:
+        yield np.asarray(block, dtype=np.int64)
+
+
+def _failures(arr: np.ndarray, levels: np.ndarray, t: int, first_only: bool,
+              onehot: tuple[np.ndarray, np.ndarray] | None = None
+              ) -> tuple[list[TupleFailure], int]:
+    """Every unbalanced t-tuple of columns, counted with one matrix product per block.
+
+    For a block of (t-1)-column prefixes S, the indicator matrix Y of their level combinations
+    times the level indicator X gives, in one BLAS call, the count of every (S-combination,
+    level of column j) cell; tuple S + (j,) is balanced when its block of counts is constant
+    at N / (prod L_S * L_j).
+    """
+    n, k = arr.shape
+    x, col_off = onehot if onehot is not None else _onehot(arr, levels)
+    col_factor, col_levels = np.repeat(np.arange(k), levels), np.repeat(levels, levels)
+    found: list[TupleFailure] = []
+    budget = max(256, _CHUNK_CELLS // max(n, 1))
+    for prefixes in _prefix_chunks(k, t, levels, budget, start=32 if first_only else budget):
+        sizes = np.prod(levels[prefixes], axis=1)
+        if t > 2:
+            codes = arr[:, prefixes[:, 0]]
+            for c in range(1, prefixes.shape[1]):
+                codes = codes * levels[prefixes[:, c]] + arr[:, prefixes[:, c]]
+        row_off = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        if t == 2:  # the prefixes' indicators are the first k-1 factors' indicators
+            y = x[:, : int(sizes.sum())]
+        else:
+            y = np.zeros((n, int(sizes.sum())), dtype=np.float32)
+            np.put_along_axis(y, codes + row_off, 1.0, axis=1)
+        with _blas_threads(n * y.shape[1] * x.shape[1]):
+            counts = y.T @ x
+        # fast path: compare every cell with its expected count at once
+        row_last = np.repeat(prefixes[:, -1], sizes)
+        row_cells = np.repeat(sizes, sizes)[:, None] * col_levels[None, :]
+        wrong = (col_factor[None, :] > row_last[:, None]) & (counts * row_cells != n)
+        if not wrong.any():
+            continue
+        if first_only:  # one failing tuple suffices: read its block directly
+            r, c = np.unravel_index(int(np.argmax(wrong)), wrong.shape)
+            p = int(np.searchsorted(row_off, r, side="right") - 1)
+            j = int(col_factor[c])
+            block = counts[row_off[p]:row_off[p] + sizes[p], col_off[j]:col_off[j] + levels[j]]
+            found.append(TupleFailure((*map(int, prefixes[p]), j),
+                                      n / int(sizes[p] * levels[j]), int(block.min()),
+                                      int(block.max())))
+            break
+        mins = np.minimum.reduceat(np.minimum.reduceat(counts, row_off, axis=0), col_off, axis=1)
+        maxs = np.maximum.reduceat(np.maximum.reduceat(counts, row_off, axis=0), col_off, axis=1)
+        cells = sizes[:, None] * levels[None, :]
+        valid = np.arange(k)[None, :] > prefixes[:, -1:]
+        bad = valid & ((mins != maxs) | (mins * cells != n))
+        for p, j in np.argwhere(bad):
+            found.append(TupleFailure((*map(int, prefixes[p]), int(j)), n / int(cells[p, j]),
+                                      int(mins[p, j]), int(maxs[p, j])))
+    return found, comb(k, t)
+
+
+def _level_failures(arr: np.ndarray, levels: np.ndarray) -> list[TupleFailure]:
+    found = []
+    for j, s in enumerate(levels.tolist()):
+        counts = np.bincount(arr[:, j], minlength=s)
+        if counts.min() != counts.max():
+            found.append(TupleFailure((j,), arr.shape[0] / s, int(counts.min()),
+                                      int(counts.max())))
+    return found
+
+
+def _levels_balanced(arr: np.ndarray, levels: np.ndarray) -> bool:
+    """Every level of every column equally often, via one bincount over offset codes."""
+    offsets = np.concatenate(([0], np.cumsum(levels)[:-1]))
+    counts = np.bincount((arr + offsets).ravel(), minlength=int(levels.sum()))
+    return bool((counts * np.repeat(levels, levels) == arr.shape[0]).all())
+
+
+def check_strength(array: np.ndarray | Sequence, strength: int = 2,
+                   levels: Sequence[int] | None = None, first_only: bool = False
+                   ) -> StrengthReport:
+    """Check every ``strength``-tuple of columns; report each failing tuple and by how much.
+
+    ``first_only`` stops after the first block that holds a failure (for yes/no questions).
+    """
+    arr, lv = as_array(array, levels)
+    n, k = arr.shape
+    if strength < 1:
+        raise HscaleError(f"strength must be at least 1, got {strength}")
+    if strength > k:
+        raise HscaleError(f"strength {strength} exceeds the number of factors {k}",
+                          f"use a strength between 1 and {k}")
+    levels_arr = np.asarray(lv, dtype=np.int64)
+    if strength == 1:
+        return StrengthReport(n, lv, 1, k, _level_failures(arr, levels_arr))
+    failures, n_tuples = _failures(arr, levels_arr, strength, first_only)
+    return StrengthReport(n, lv, strength, n_tuples, failures)
+
+
+def is_orthogonal(array: np.ndarray | Sequence, strength: int = 2,
+                  levels: Sequence[int] | None = None) -> bool:
+    """True when ``array`` is an orthogonal array of the given strength."""
+    return check_strength(array, strength, levels, first_only=True).ok
+
+
+def strength(array: np.ndarray | Sequence, levels: Sequence[int] | None = None) -> int:
+    """The largest t such that the array has strength t (0 if not even balanced)."""
+    arr, lv = as_array(array, levels)
+    levels_arr = np.asarray(lv, dtype=np.int64)
+    if not _levels_balanced(arr, levels_arr):
+        return 0
+    onehot = _onehot(arr, levels_arr)
+    t = 1
+    while t < arr.shape[1] and not _failures(arr, levels_arr, t + 1, True, onehot)[0]:
+        t += 1
+    return t
+
+
+def balance_table(array: np.ndarray | Sequence, levels: Sequence[int] | None = None
+                  ) -> np.ndarray:
+    """Counts of every level pair for every factor pair: shape (k, k, Lmax, Lmax).
+
+    ``table[i, j, a, b]`` is the number of runs with factor i at level a and factor j at
+    level b; the diagonal blocks ``table[i, i]`` hold the one-factor counts on their diagonal.
+    """
+    arr, lv = as_array(array, levels)
+    n, k = arr.shape
+    lmax = max(lv)
+    onehot = np.zeros((n, k, lmax), dtype=np.int64)
+    onehot[np.arange(n)[:, None], np.arange(k)[None, :], arr] = 1
+    return np.einsum("nia,njb->ijab", onehot, onehot)
+
+
+def expected_pair_counts(runs: int, levels: Sequence[int]) -> np.ndarray:
+    """N / (L_i L_j) for every factor pair: what a strength-2 array's balance table holds."""
+    lv = np.asarray(levels, dtype=float)
+    return runs / np.outer(lv, lv)
+
+
+def index_of(runs: int, levels: Sequence[int], strength: int) -> float:
+    """The index lambda = N / prod(levels of t factors) for a pure array (first t levels)."""
+    return runs / prod(sorted(levels, reverse=True)[:strength])

@@ -1,0 +1,3 @@
+"""harness package (see DESIGN.md)."""
+
+__all__: list[str] = []

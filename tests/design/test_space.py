@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from design.errors import HscaleError
+from design.space import Factor, FactorSpace, format_levels, harness_space, parse_levels
+
+level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
+
+
+def test_shorthand():
+    assert parse_levels("3^5") == (3,) * 5
+    assert parse_levels("2^1,3^7") == (2,) + (3,) * 7
+    assert parse_levels("2, 3,3") == (2, 3, 3)
+    assert format_levels((2, 3, 3, 3)) == "2^1,3^3"
+
+
+@pytest.mark.parametrize("bad", ["", "3^", "x^2", "1^3", "3^5;2", "0"])
+def test_bad_shorthand_names_the_part(bad):
+    with pytest.raises(HscaleError) as err:
+        parse_levels(bad)
+    assert err.value.hint or "level" in err.value.message
+
+
+@given(level_lists)
+def test_format_parse_round_trip(levels):
+    assert parse_levels(format_levels(levels)) == tuple(levels)
+
+
+def test_harness_space_is_the_papers():
+    space = harness_space()
+    assert space.names == ("S", "T", "O", "C", "W")
+    assert space.levels == (3,) * 5 and space.size == 243
+    cfg = space.parse_label("S0-T1-O2-C0-W1")
+    assert cfg.tolist() == [0, 1, 2, 0, 1]
+    assert space.label(cfg) == "S0-T1-O2-C0-W1"
+    assert space.label(space.base) == "S0-T0-O0-C0-W0"
+    assert space.level_name(1, 0) == "json_call"
+
+
+@given(level_lists, st.data())
+def test_index_config_label_round_trip(levels, data):
+    space = FactorSpace.from_levels(levels)
+    idx = data.draw(st.integers(0, space.size - 1))
+    cfg = space.from_index(idx)
+    assert space.to_index(cfg) == idx
+    assert np.array_equal(space.parse_label(space.label(cfg)), cfg)
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(2, 5), min_size=1, max_size=5))
+def test_enumeration_is_index_order_and_complete(levels):
+    space = FactorSpace.from_levels(levels)
+    configs = space.all_configs()
+    assert len(configs) == space.size == int(np.prod(levels))
+    assert np.array_equal(space.to_index(configs), np.arange(space.size))
+    assert np.array_equal(configs, np.array(list(np.ndindex(*levels))))
+    chunks = np.concatenate(list(space.iter_configs(chunk=7)))
+    assert np.array_equal(chunks, configs)
+
+
+def test_huge_space_size_and_membership_without_enumeration():
+    space = FactorSpace.from_levels("3^60")
+    assert space.size == 3**60
+    assert space.contains([2] * 60) and [2] * 60 in space
+    assert not space.contains([3] + [0] * 59)
+    assert not space.contains([0] * 59)
+    with pytest.raises(HscaleError, match="too many"):
+        space.all_configs()
+    with pytest.raises(HscaleError, match="too many"):
+        space.to_index([0] * 60)
+
+
+@pytest.mark.parametrize("label", ["S0-T1-O2-C0", "S0-T1-O3-C0-W1", "S0-X1-O2-C0-W1", "junk"])
+def test_bad_labels(label):
+    space = harness_space()
+    with pytest.raises(HscaleError):
+        space.parse_label(label)
+    assert not space.contains(label)
+
+
+def test_factor_validation():
+    with pytest.raises(HscaleError, match="digits"):
+        Factor("S1", ("a", "b"))
+    with pytest.raises(HscaleError, match="at least 2"):
+        Factor("S", ("a",))
+    with pytest.raises(HscaleError, match="repeat"):
+        FactorSpace((Factor("S", ("a", "b")), Factor("S", ("c", "d"))))

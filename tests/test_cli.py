@@ -1,0 +1,175 @@
+"""End-to-end tests of the ``hscale`` command line, run as a user runs it: a subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from design.io import read_array, write_array
+from design.verify import is_orthogonal
+
+
+def hscale(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "train.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *words: str) -> None:
+    """Exit 2, exactly one line on stderr, a hint, no traceback."""
+    assert result.returncode == 2, result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and "hint" in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_help_is_fast_and_imports_no_heavy_packages():
+    code = ("import sys; from train.cli import app; "
+            "bad = [m for m in ('torch', 'verl', 'ray', 'transformers') if m in sys.modules]; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+    result = hscale("--help")
+    assert result.returncode == 0 and "design" in result.stdout
+
+
+def test_oa_writes_a_verified_array(tmp_path):
+    out = tmp_path / "oa18.csv"
+    result = hscale("design", "oa", "3^5", "--runs", "18", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "OA(18; 3^5; strength 2)" in result.stdout
+    array, names = read_array(out)
+    assert array.shape == (18, 5) and names == ["A", "B", "C", "D", "E"]
+    assert is_orthogonal(array, 2)
+    verify = hscale("design", "verify", str(out))
+    assert verify.returncode == 0 and "OK" in verify.stdout
+
+
+@pytest.mark.parametrize("args, runs, cols", [
+    (("2^1,3^7",), 18, 8),
+    (("3^4", "--strength", "3"), 27, 4),
+    (("3^5", "--lam", "3"), 27, 5),
+    (("2^7", "--names", "a,b,c,d,e,f,g"), 8, 7),
+])
+def test_oa_variants(tmp_path, args, runs, cols):
+    out = tmp_path / "a.csv"
+    result = hscale("design", "oa", *args, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    array, _ = read_array(out)
+    assert array.shape == (runs, cols)
+    t = int(args[args.index("--strength") + 1]) if "--strength" in args else 2
+    assert is_orthogonal(array, t)
+
+
+def test_oa_impossible_request_explains_and_writes_nothing(tmp_path):
+    out = tmp_path / "x.csv"
+    result = hscale("design", "oa", "3^8", "--runs", "18", "--out", str(out))
+    assert_user_error(result, "Bose-Bush", "7")
+    assert not out.exists()
+    assert_user_error(hscale("design", "oa", "3^5", "--strength", "3", "--runs", "27"), "Bush")
+    assert_user_error(hscale("design", "oa", "3^5", "--runs", "12"), "divisible by 9")
+
+
+@pytest.mark.parametrize("args, word", [
+    (("design", "oa", "3^x"), "3^x"),
+    (("design", "oa", "3^5", "--runs", "18", "--lam", "2"), "either"),
+    (("design", "oa", "3^5", "--runs", "eighteen"), "--runs"),
+    (("design", "oa", "3^3", "--strength", "4"), "strength"),
+    (("design", "bounds", "1^3"), "2 levels"),
+    (("design", "neighbours", "S0-T1"), "S<level>"),
+    (("design", "neighbours", "S0-T1-O2-C0-W1", "--radius", "9"), "radius"),
+    (("design", "space", "3^3", "--start", "99"), "--start"),
+    (("design", "frobnicate",), "frobnicate"),
+    (("design", "oa"), "levels"),
+])
+def test_bad_input_is_one_line_exit_2(args, word):
+    assert_user_error(hscale(*args), word)
+
+
+def test_verify_rejects_a_non_array_with_exit_1(tmp_path):
+    path = tmp_path / "bad.csv"
+    array = np.array([[0, 0], [0, 1], [1, 0], [1, 1], [1, 1], [0, 0]])
+    array[0] = [1, 1]
+    write_array(path, array, ["A", "B"])
+    result = hscale("design", "verify", str(path), "--table")
+    assert result.returncode == 1
+    assert "NOT an orthogonal array" in result.stdout and "(0, 1)" in result.stdout
+    assert "duplicate rows" in result.stdout
+    assert "balance table" in result.stdout
+
+
+def test_verify_strength_three_and_levels(tmp_path):
+    path = tmp_path / "ff.csv"
+    write_array(path, np.array(list(np.ndindex(2, 2, 2))), ["A", "B", "C"])
+    assert hscale("design", "verify", str(path), "--strength", "3").returncode == 0
+    # declaring 3 levels for A makes the level-2 cell empty: not an array
+    assert hscale("design", "verify", str(path), "--levels", "3,2,2").returncode == 1
+
+
+@pytest.mark.parametrize("content, word", [
+    ("", "empty"), ("A,B\n0,z\n", "line 2"), ("0,1\n1,0\n", "header")])
+def test_verify_bad_files(tmp_path, content, word):
+    path = tmp_path / "f.csv"
+    path.write_text(content)
+    assert_user_error(hscale("design", "verify", str(path)), "f.csv", word)
+    assert_user_error(hscale("design", "verify", str(tmp_path / "none.csv")), "no such file")
+
+
+def test_verify_levels_mismatch(tmp_path):
+    path = tmp_path / "f.csv"
+    write_array(path, np.array([[0, 1], [1, 0]]), ["A", "B"])
+    assert_user_error(hscale("design", "verify", str(path), "--levels", "2^3"), "--levels")
+
+
+def test_bounds():
+    result = hscale("design", "bounds", "3^5")
+    assert result.returncode == 0, result.stderr
+    assert "N >= 11" in result.stdout and "multiple of 9" in result.stdout
+    assert "18" in result.stdout
+    result = hscale("design", "bounds", "3^8", "--runs", "18")
+    assert result.returncode == 1 and "Bose-Bush" in result.stdout
+    result = hscale("design", "bounds", "3^5", "--strength", "3", "--runs", "27")
+    assert result.returncode == 1 and "Bush" in result.stdout
+    assert hscale("design", "bounds", "3^7", "--runs", "18").returncode == 0
+
+
+def test_space_and_neighbours():
+    result = hscale("design", "space", "--limit", "5")
+    assert result.returncode == 0
+    assert "243 configurations" in result.stdout and "S0-T0-O0-C0-W1" in result.stdout
+    assert "json_call" in result.stdout
+    result = hscale("design", "neighbours", "S0-T1-O2-C0-W1")
+    assert result.returncode == 0
+    lines = [ln.strip() for ln in result.stdout.splitlines()[1:] if ln.strip()]
+    assert len(lines) == 10 and "S1-T1-O2-C0-W1" in lines
+    result = hscale("design", "neighbours", "A0-B0-C0", "--levels", "2^3", "--radius", "2",
+                    "--within")
+    assert result.returncode == 0 and "7 configurations within" in result.stdout
+
+
+def test_candidates_lists_ten_classes(tmp_path):
+    out = tmp_path / "best.csv"
+    result = hscale("design", "candidates", "3^5", "--runs", "18", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "10 non-isomorphic" in result.stdout
+    best = next(line for line in result.stdout.splitlines() if "OA18.3^5#1 " in line)
+    cells = [c.strip() for c in best.split("│")]
+    assert cells[2:5] == ["3", "3..5", "2"]  # min distance, distance range, covering radius
+    array, _ = read_array(out)
+    assert is_orthogonal(array, 2)
+
+
+def test_paper_design(tmp_path):
+    result = hscale("design", "paper", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "FAIL" not in result.stdout and result.stdout.count("PASS") >= 8
+    train, _ = read_array(tmp_path / "train.csv")
+    evals, _ = read_array(tmp_path / "eval.csv")
+    assert is_orthogonal(train, 2) and is_orthogonal(evals, 2)
+    assert (train == 0).all(axis=1).any()
+    assert not {tuple(r) for r in train} & {tuple(r) for r in evals}

@@ -1,0 +1,3 @@
+"""train package (see DESIGN.md)."""
+
+__all__: list[str] = []

@@ -1,0 +1,62 @@
+"""The ``hscale`` command line. Subcommands import their heavy dependencies lazily."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+try:  # typer >= 0.25 vendors click; older releases use click itself
+    from typer._click import exceptions as _cx
+except ImportError:  # pragma: no cover
+    from click import exceptions as _cx
+
+from design.cli import app as design_app
+from design.errors import HscaleError
+
+app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablations for "
+                       "agentic RL.", no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False)
+app.add_typer(design_app, name="design")
+
+
+def _fail(message: str) -> None:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _command_path(argv: list[str] | None) -> str:
+    """``hscale design oa`` for argv ``design oa 3^5 ...``: the words naming the command."""
+    group = typer.main.get_command(app)
+    words = ["hscale"]
+    for token in sys.argv[1:] if argv is None else argv:
+        sub = getattr(group, "commands", {}).get(token)
+        if sub is None:
+            break
+        words.append(token)
+        group = sub
+    return " ".join(words)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: user errors become one line on stderr and exit status 2, never a traceback."""
+    try:
+        code = app(args=argv, prog_name="hscale", standalone_mode=False)
+    except HscaleError as exc:
+        if exc.hint is None:
+            exc.hint = f"run '{_command_path(argv)} --help'"
+        _fail(exc.one_line())
+    except _cx.NoArgsIsHelpError:
+        sys.exit(0)  # typer has already printed the help
+    except _cx.UsageError as exc:
+        cmd = exc.ctx.command_path if exc.ctx else "hscale"
+        _fail(f"{exc.format_message()} (hint: run '{cmd} --help')")
+    except typer.Abort:
+        _fail("interrupted")
+    except _cx.ClickException as exc:
+        _fail(exc.format_message())
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()
