@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,8 +15,10 @@ from design.verify import check_strength
 
 # How far past the smallest feasible N to look when the caller gives no N.
 _RUN_SEARCH_MULTIPLES = 64
-# Seconds of search fallback per candidate N when the caller gives no N.
+# Seconds of search fallback per candidate N when the caller gives no N, and in all: past
+# the budget, larger N are tried with the algebraic constructions only.
 _AUTO_SEARCH_TIME = 0.1
+_AUTO_SEARCH_BUDGET = 1.0
 
 
 def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int | None = None,
@@ -53,9 +56,11 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
         start = smallest_runs(lv, strength)
         step = divisor(lv, strength)
         found = None
+        deadline = time.monotonic() + _AUTO_SEARCH_BUDGET
         for n in range(start, start + _RUN_SEARCH_MULTIPLES * step, step):
             if feasibility(lv, strength, n).ok:
-                found = _build(lv, strength, n, search_time=_AUTO_SEARCH_TIME)
+                search = _AUTO_SEARCH_TIME if time.monotonic() < deadline else 0.0
+                found = _build(lv, strength, n, search_time=search)
                 if found is not None:
                     break
         if found is None:
@@ -84,6 +89,11 @@ def _build(levels: tuple[int, ...], strength: int, runs: int, search_time: float
             continue
         if check_strength(arr, strength, levels).ok:
             return method, arr
+    from design.product import product_candidate
+
+    crossed = product_candidate(levels, strength, runs)
+    if crossed is not None and check_strength(crossed[1], strength, levels).ok:
+        return crossed
     return None
 
 
