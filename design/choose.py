@@ -127,8 +127,16 @@ def _orderings(subset: tuple[int, ...], parent_levels: tuple[int, ...],
         yield tuple(order)
 
 
+Decoder = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
 class _Search:
-    """Vectorised feasibility checks of placements of one parent array."""
+    """Vectorised feasibility checks of placements of one parent array.
+
+    A placement is a column order (k parent columns) and a level map per position; batches
+    are produced as the config codes of every placed row, (B, N), with a decoder that turns
+    a batch index back into (columns, level maps).
+    """
 
     def __init__(self, arr: np.ndarray, target: tuple[int, ...], include: np.ndarray,
                  exclude: np.ndarray) -> None:
@@ -142,64 +150,93 @@ class _Search:
         self.perms = [np.array(list(permutations(range(s))), dtype=np.int64) for s in target]
         self.tried = self.with_include = self.without_exclude = 0
 
-    def evaluate(self, cols: np.ndarray, maps: np.ndarray) -> np.ndarray:
-        """Feasible mask for placements given as parent columns (B, k) and level maps (B, k, L)."""
-        values = self.arr.T[cols]  # (B, k, N)
-        image = np.take_along_axis(maps, values, axis=2)
-        codes = np.einsum("bkn,k->bn", image, self.strides)
-        has = np.ones(len(cols), dtype=bool)
+    def evaluate(self, codes: np.ndarray) -> np.ndarray:
+        """Feasible mask: the placed rows hold every included and no excluded code."""
+        has = np.ones(len(codes), dtype=bool)
         for code in self.include_codes:
             has &= (codes == code).any(axis=1)
         clean = ~np.isin(codes, self.exclude_codes).any(axis=1)
-        self.tried += len(cols)
+        self.tried += len(codes)
         self.with_include += int(has.sum())
         self.without_exclude += int(clean.sum())
         return has & clean
-
-    def _pad(self, perms: np.ndarray) -> np.ndarray:
-        out = np.zeros((*perms.shape[:-1], self.lmax), dtype=np.int64)
-        out[..., :perms.shape[-1]] = perms
-        return out
 
     def space_size(self, n_orderings: int) -> int:
         if len(self.include):
             return n_orderings * self.arr.shape[0] * prod(factorial(s - 1) for s in self.target)
         return n_orderings * prod(factorial(s) for s in self.target)
 
-    def exhaustive(self, order: tuple[int, ...]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """All placements with this column order; anchored so include[0] is a row if given."""
-        k = len(order)
-        cols = np.asarray(order)
-        if not len(self.include):
-            idx = np.array(list(product(*(range(len(p)) for p in self.perms))), dtype=np.int64)
-            for start in range(0, len(idx), _BATCH):
-                block = idx[start:start + _BATCH]
-                maps = np.stack([self._pad(self.perms[p][block[:, p]]) for p in range(k)], 1)
-                yield np.broadcast_to(cols, (len(block), k)), maps
-            return
-        anchor = self.include[0]
-        # allowed[p][a]: the permutations of position p that send parent level a to anchor[p]
-        allowed = [[p_[p_[:, a] == anchor[p]] for a in range(s)]
-                   for p, (p_, s) in enumerate(zip(self.perms, self.target, strict=True))]
-        combos = np.array(list(product(*(range(factorial(s - 1)) for s in self.target))),
-                          dtype=np.int64)
-        dist = (self.arr[:, cols] != anchor).sum(axis=1)
-        for r in np.argsort(dist, kind="stable"):  # rows needing fewest relabels first
-            maps = np.stack([self._pad(allowed[p][self.arr[r, c]][combos[:, p]])
-                             for p, c in enumerate(order)], axis=1)
-            yield np.broadcast_to(cols, (len(combos), k)), maps
+    def _tables(self) -> tuple[np.ndarray, list[int]]:
+        """Level maps by (position, anchor row's parent level, choice), and choices per position.
+
+        Anchored (include given): the choices at position p are the relabellings sending the
+        anchor row's parent level to include[0][p]; otherwise every relabelling.
+        """
+        k = len(self.target)
+        anchored = bool(len(self.include))
+        counts = [factorial(s - 1) if anchored else factorial(s) for s in self.target]
+        table = np.zeros((k, self.lmax, max(counts), self.lmax), dtype=np.int64)
+        for p, (perms, s) in enumerate(zip(self.perms, self.target, strict=True)):
+            for a in range(s):
+                chosen = perms[perms[:, a] == self.include[0][p]] if anchored else perms
+                table[p, a, :len(chosen), :s] = chosen
+        return table, counts
+
+    def exhaustive(self, orders: np.ndarray) -> Iterator[tuple[np.ndarray, Decoder]]:
+        """Every placement with these column orders (O, k), in batches of whole orders.
+
+        A row's code is a sum over positions of a term that depends on one level choice only,
+        so the codes of all choice combinations are one broadcast sum, without a gather per
+        placement. Anchored so include[0] is the image of some row; rows needing the fewest
+        relabels come first, so a parent that already fits comes back unchanged.
+        """
+        table, counts = self._tables()
+        k, n = len(self.target), self.arr.shape[0]
+        weighted = table * self.strides[:, None, None, None]
+        anchored = bool(len(self.include))
+        n_rows = n if anchored else 1
+        if anchored:
+            dist = (self.arr[:, orders] != self.include[0]).sum(axis=2)  # (N, O)
+            row_order = np.argsort(dist.T, axis=1, kind="stable")
+        else:
+            row_order = np.zeros((len(orders), 1), dtype=np.int64)
+        per_order = n_rows * prod(counts) * n
+        step = max(1, 4_000_000 // per_order)
+        for start in range(0, len(orders), step):
+            cols = orders[start:start + step]  # (O, k)
+            values = self.arr[:, cols].transpose(1, 2, 0)  # (O, k, N)
+            rows = row_order[start:start + step]  # (O, R)
+            level = (self.arr[rows[:, :, None], cols[:, None, :]] if anchored
+                     else np.zeros((len(cols), 1, k), dtype=np.int64))  # (O, R, k)
+            codes = np.zeros((len(cols), n_rows, *([1] * k), n), dtype=np.int64)
+            for p in range(k):
+                term = weighted[p][level[:, :, p, None, None],
+                                   np.arange(counts[p])[None, None, :, None],
+                                   values[:, None, None, p, :]]  # (O, R, F_p, N)
+                shape = [len(cols), n_rows] + [1] * k + [n]
+                shape[2 + p] = counts[p]
+                codes = codes + term.reshape(shape)
+
+            def decode(b: int, cols=cols, level=level) -> tuple[np.ndarray, np.ndarray]:
+                o, r, *choice = np.unravel_index(b, (len(cols), n_rows, *counts))
+                maps = table[np.arange(k), level[o, r], np.asarray(choice)]
+                return cols[o], maps
+
+            yield codes.reshape(-1, n), decode
 
     def sampled(self, subset: tuple[int, ...], parent_levels: tuple[int, ...],
-                rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """``size`` random placements of the subset (orders and level maps), anchored likewise."""
-        k = len(self.target)
+                rng: np.random.Generator, size: int, first: bool = False
+                ) -> tuple[np.ndarray, Decoder]:
+        """``size`` random placements of the subset, anchored likewise; ``first`` puts the
+        unchanged parent columns first when nothing is anchored."""
+        k, n = len(self.target), self.arr.shape[0]
         cols = np.zeros((size, k), dtype=np.int64)
         for g in set(self.target):
             pos = [p for p, s in enumerate(self.target) if s == g]
             pool = np.array([c for c in subset if parent_levels[c] == g])
             cols[:, pos] = pool[rng.random((size, len(pos))).argsort(axis=1)]
         maps = np.zeros((size, k, self.lmax), dtype=np.int64)
-        rows = rng.integers(0, self.arr.shape[0], size)  # the row that becomes include[0]
+        rows = rng.integers(0, n, size)  # the row that becomes include[0]
         for p, s in enumerate(self.target):
             perm = rng.random((size, s)).argsort(axis=1)
             if len(self.include):
@@ -209,7 +246,14 @@ class _Search:
                 b = np.arange(size)
                 perm[b, j], perm[b, a] = perm[b, a], perm[b, j].copy()
             maps[:, p, :s] = perm
-        return cols, maps
+        if not len(self.include) and first:  # try the parent as it is before random ones
+            cols[0] = next(_orderings(subset, parent_levels, self.target))
+            maps[0] = np.arange(self.lmax)
+        flat = (maps * self.strides[None, :, None]).ravel()
+        index = (np.arange(size * k).reshape(size, k, 1) * self.lmax
+                 + self.arr.T[cols])  # (B, k, N) positions in flat
+        codes = np.take(flat, index).sum(axis=1)
+        return codes, lambda b: (cols[b], maps[b])
 
 
 def _configs(configs, target: tuple[int, ...], what: str) -> np.ndarray:
@@ -261,17 +305,18 @@ def place(array: np.ndarray | Sequence, k_or_levels: int | str | Sequence[int] |
     sampled = False
     out: list[Placement] = []
     for key, subset, info in scored:
-        orders = list(_orderings(subset, plv, target))
-        if search.space_size(len(orders)) <= max_tries:
-            batches = (b for order in orders for b in search.exhaustive(order))
+        n_orders = prod(factorial(target.count(g)) for g in set(target))
+        if search.space_size(n_orders) <= max_tries:
+            batches = search.exhaustive(np.array(list(_orderings(subset, plv, target))))
         else:
             sampled = True
-            batches = (search.sampled(subset, plv, rng, min(_BATCH, max_tries - start))
+            batches = (search.sampled(subset, plv, rng, min(_BATCH, max_tries - start),
+                                      first=start == 0)
                        for start in range(0, max_tries, _BATCH))
         found = 0
-        for cols, maps in batches:
-            for b in np.flatnonzero(search.evaluate(cols, maps))[:per_subset - found]:
-                out.append(_placement(arr, target, cols[b], maps[b], info, key))
+        for codes, decode in batches:
+            for b in np.flatnonzero(search.evaluate(codes))[:per_subset - found]:
+                out.append(_placement(arr, target, *decode(int(b)), info, key))
                 found += 1
             if found >= per_subset:
                 break

@@ -5,8 +5,10 @@ have the same number of levels, and permuting the levels within each column. Iso
 are the same design for every purpose here (strength, GWLP, distances), so listing the
 non-isomorphic ones lists every genuinely different design.
 
-Testing goes through a coloured graph (rows, columns, and (column, level) nodes) whose graph
-isomorphisms are exactly the array isomorphisms; cheap invariants reject most pairs first.
+Cheap invariants reject most pairs. Exact tests use a canonical form (the isomorphic copy with
+the smallest row-sorted reading), so classifying thousands of arrays is one dictionary lookup
+each. A coloured graph whose graph isomorphisms are exactly the array isomorphisms is offered
+too (networkx VF2++), but it is slow on OAs: they look the same locally everywhere.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from design.criteria import distance_distribution, gwlp
 from design.errors import HscaleError
 from design.hamming import distance_matrix
+from design.space import parse_levels
 from design.verify import as_array
 
 Progress = Callable[[str, int, int], None]
@@ -143,6 +146,8 @@ def are_isomorphic(a: np.ndarray | Sequence, b: np.ndarray | Sequence,
     ``method="graph"`` runs networkx VF2++ on :func:`to_graph` instead, which is exact too but
     can take seconds even on 18-run OAs, whose graphs look alike locally everywhere.
     """
+    if method not in ("canonical", "graph"):
+        raise HscaleError(f"unknown isomorphism method {method!r}", "use 'canonical' or 'graph'")
     arr_a, lv_a = as_array(a, levels_a)
     arr_b, lv_b = as_array(b, levels_b)
     if invariant(arr_a, lv_a) != invariant(arr_b, lv_b):
@@ -150,8 +155,6 @@ def are_isomorphic(a: np.ndarray | Sequence, b: np.ndarray | Sequence,
     if method == "graph":
         return nx.vf2pp_is_isomorphic(to_graph(arr_a, lv_a), to_graph(arr_b, lv_b),
                                       node_label="color")
-    if method != "canonical":
-        raise HscaleError(f"unknown isomorphism method {method!r}", "use 'canonical' or 'graph'")
     return canonical_key(arr_a, lv_a) == canonical_key(arr_b, lv_b)
 
 
@@ -212,7 +215,6 @@ def _extension_columns(prev: np.ndarray, prev_levels: Sequence[int], size: int,
         for r in range(n):
             slots[r].append(offset + int(code[r]) * size)
         offset += cells * size
-    cap_of = [caps[i] for i in range(len(subsets))]
     counts = [0] * offset
     same = [r > 0 and bool((prev[r] == prev[r - 1]).all()) for r in range(n)]
     column = [0] * n
@@ -225,7 +227,7 @@ def _extension_columns(prev: np.ndarray, prev_levels: Sequence[int], size: int,
         lo = column[r - 1] if same[r] else 0
         for v in range(lo, min(size - 1, top + 1) + 1):
             idx = [s + v for s in slots[r]]
-            if any(counts[i] >= cap for i, cap in zip(idx, cap_of, strict=True)):
+            if any(counts[i] >= cap for i, cap in zip(idx, caps, strict=True)):
                 continue
             for i in idx:
                 counts[i] += 1
@@ -257,14 +259,13 @@ def enumerate_oas(runs: int, levels: Sequence[int] | str, strength: int = 2,
     classifying the results is complete. Columns are added in the order of ``levels``.
     ``progress(stage, done, total)`` is called after each representative is extended.
     """
-    from design.space import parse_levels
-
     lv = parse_levels(levels)
-    if strength < 1:
-        raise HscaleError(f"strength must be at least 1, got {strength}")
+    if not 1 <= strength <= len(lv):
+        raise HscaleError(f"strength must be 1..{len(lv)} for {len(lv)} factors, got {strength}",
+                          "use a strength between 1 and the number of factors")
     if runs < 1:
         raise HscaleError(f"runs must be positive, got {runs}")
-    t = min(strength, len(lv))
+    t = strength
     root = _root(runs, lv[:t])
     if root is None:
         return []

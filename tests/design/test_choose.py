@@ -1,10 +1,10 @@
-from itertools import product
+from itertools import combinations, product
 
 import numpy as np
 import pytest
 
 from design.choose import candidates, contains, normalize_to_contain, place
-from design.criteria import gwlp, rank_key
+from design.criteria import gwlp, min_distance, rank_key
 from design.errors import HscaleError
 from design.isomorphism import are_isomorphic, enumerate_oas
 from design.space import harness_space
@@ -21,18 +21,14 @@ def listed():
 @pytest.fixture(scope="module")
 def parent():
     """An OA(18; 3^7) whose 5-column projections include the best OA(18; 3^5)."""
-    best = None
-    for arr in enumerate_oas(18, [3] * 7):
-        scores = sorted(tuple(gwlp(arr[:, list(c)])) for c in _five_of_seven())
-        if best is None or scores[0] < best[0]:
-            best = (scores[0], arr)
-    return best[1]
-
-
-def _five_of_seven():
-    from itertools import combinations
-
-    return list(combinations(range(7), 5))
+    try:
+        from design.construct import addelman_kempthorne
+    except ImportError:  # the construction lives in a sibling module; enumeration also works
+        addelman_kempthorne = None
+    if addelman_kempthorne is not None:
+        return addelman_kempthorne(3)
+    return max(enumerate_oas(18, [3] * 7),
+               key=lambda a: max(min_distance(a[:, list(c)]) for c in combinations(range(7), 5)))
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +101,16 @@ def test_place_contains_h0_avoids_eval_set_and_stays_orthogonal(parent, eval_set
         assert "factor 0 <- column" in p.describe()
 
 
+def test_place_keeps_a_parent_that_already_fits(listed):
+    arr = normalize_to_contain(listed[4].array, H0)
+    for include in ([H0], None):
+        found = place(arr, 5, include=include)
+        assert len(found) == 1
+        assert found[0].columns == (0, 1, 2, 3, 4)
+        assert found[0].permutations == ((0, 1, 2),) * 5
+        assert np.array_equal(found[0].array, arr)
+
+
 def test_place_with_a_factor_space_and_several_per_subset(parent, eval_set):
     found = place(parent, harness_space(), include=[H0], exclude=eval_set, per_subset=3,
                   max_subsets=4, rng=np.random.default_rng(1))
@@ -118,11 +124,11 @@ def test_place_with_a_factor_space_and_several_per_subset(parent, eval_set):
 def test_place_samples_large_searches(parent):
     rng = np.random.default_rng(0)
     exclude = rng.integers(0, 3, (30, 7))
-    found = place(parent, 7, include=[[0] * 7, [1] * 7], exclude=exclude, max_tries=20_000,
+    found = place(parent, 7, include=[[0] * 7, [1] * 6 + [0]], exclude=exclude, max_tries=20_000,
                   rng=rng)
     assert len(found) == 1
     held_out = {tuple(r) for r in exclude.tolist()}
-    assert contains(found[0].array, [0] * 7) and contains(found[0].array, [1] * 7)
+    assert contains(found[0].array, [0] * 7) and contains(found[0].array, [1] * 6 + [0])
     assert not held_out & {tuple(r) for r in found[0].array.tolist()}
     assert is_orthogonal(found[0].array, 2, [3] * 7)
 

@@ -43,7 +43,8 @@ def brute_isomorphic(a, b, levels):
         if any(levels[c] != levels[i] for i, c in enumerate(cols)):
             continue
         for perms in product(*(permutations(range(levels[c])) for c in cols)):
-            image = np.column_stack([np.array(p)[a[:, c]] for p, c in zip(perms, cols)])
+            image = np.column_stack([np.array(p)[a[:, c]]
+                                     for p, c in zip(perms, cols, strict=True)])
             if sorted(map(tuple, image.tolist())) == target:
                 return True
     return False
@@ -145,6 +146,8 @@ def test_small_counts_and_progress():
     assert len(enumerate_oas(8, [2] * 4, strength=3)) == 1  # the half fraction x4 = x1+x2+x3
     assert enumerate_oas(10, [3] * 3) == []  # 10 is not a multiple of 9
     assert len(enumerate_oas(9, [3] * 5)) == 0  # at most 4 factors at 9 runs
+    with pytest.raises(HscaleError):
+        enumerate_oas(18, [3] * 2, strength=3)
     with pytest.raises(HscaleError):
         enumerate_oas(18, [3] * 3, strength=0)
 
