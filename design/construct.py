@@ -123,6 +123,110 @@ def bush(q: int, t: int) -> np.ndarray:
     return _bush(int(q), int(t)).copy()
 
 
+# Linear arrays are searched for in GF(q)^n up to this size (the span marks are t boolean
+# arrays of q^n entries, and a greedy pass scans them once per chosen column).
+_LINEAR_MAX_VECTORS = 1 << 16
+# Greedy passes per column set: the fixed order first, then shuffles of it. On arcs and caps
+# the shuffles gain up to half again (q = 8, n = t = 3: 6 points in order, a hyperoval of 10).
+# Each pass costs about q^n, so larger spaces get fewer (one at _LINEAR_MAX_VECTORS).
+_LINEAR_PASSES = 16
+
+
+def _digits(codes: np.ndarray, q: int, n: int) -> np.ndarray:
+    """The vectors of GF(q)^n with these codes (code = sum x_i q^(n-1-i), full-factorial order)."""
+    return (np.asarray(codes, dtype=np.int64)[:, None] // q ** np.arange(n - 1, -1, -1)) % q
+
+
+def _greedy_columns(gf: GF, n: int, t: int, points: np.ndarray, cap: int) -> list[int]:
+    """Codes of projective points taken in ``points`` order when no t-1 taken ones span them.
+
+    ``spans[j]`` marks every vector in the span of at most j taken points; it is a union of
+    subspaces, so a point is blocked exactly when its normalised code is marked in row t-1.
+    Taking v adds (span of j-1) + c v for c != 0 to row j, from the top row down so that each
+    row grows from the one below as it was before v. Any t taken points are then independent:
+    the last one taken was outside the span of the other t-1.
+    """
+    q = gf.q
+    weights = q ** np.arange(n - 1, -1, -1)
+    spans = np.zeros((t, q**n), dtype=bool)
+    spans[:, 0] = True
+    scalars = np.arange(1, q)
+    chosen: list[int] = []
+    pos = 0
+    while len(chosen) < cap:
+        free = ~spans[t - 1, points[pos:]]
+        if not free.any():
+            break
+        pos += int(free.argmax())
+        chosen.append(int(points[pos]))
+        multiples = gf.mul[scalars[:, None], _digits(points[pos:pos + 1], q, n)]
+        for j in range(t - 1, 0, -1):
+            below = _digits(np.flatnonzero(spans[j - 1]), q, n)
+            spans[j, gf.add[below[:, None, :], multiples[None, :, :]] @ weights] = True
+    return chosen
+
+
+@lru_cache(maxsize=128)
+def _linear_columns(q: int, n: int, t: int, seed: int) -> np.ndarray:
+    """The largest greedy column set over the fixed order and shuffles of it (from ``seed``),
+    at most as many columns as an array of ``_MAX_CELLS`` cells holds."""
+    gf = field(q)
+    points = projective_points(q, n) @ q ** np.arange(n - 1, -1, -1)
+    cap = _MAX_CELLS // q**n
+    passes = max(1, min(_LINEAR_PASSES, _LINEAR_MAX_VECTORS // q**n))
+    rng = np.random.default_rng(seed)
+    best = _greedy_columns(gf, n, t, points, cap)
+    for _ in range(passes - 1):
+        if len(best) >= cap:
+            break
+        found = _greedy_columns(gf, n, t, rng.permutation(points), cap)
+        if len(found) > len(best):
+            best = found
+    return _frozen(_digits(np.sort(best), q, n))
+
+
+@lru_cache(maxsize=128)
+def _linear(q: int, n: int, t: int, seed: int) -> np.ndarray:
+    """The array one coordinate at a time (the rows with x_i = a are a v_i plus the array of
+    the later coordinates): one table gather per cell, where ``GF.dot`` needs n."""
+    gf = field(q)
+    cols = _linear_columns(q, n, t, seed)
+    array = np.zeros((1, len(cols)), dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        shift = gf.mul[np.arange(q)[:, None], cols[None, :, i]]
+        array = gf.add[shift[:, None, :], array[None, :, :]].reshape(-1, len(cols))
+    return _frozen(array)
+
+
+def linear_oa(q: int, n: int, t: int, k: int | None = None, seed: int | None = None
+              ) -> np.ndarray:
+    """OA(q^n, k, q, t): rows are all x in GF(q)^n, column j holds <x, v_j>.
+
+    The v_j are projective points of which any t are linearly independent, so any t columns
+    are an onto linear map GF(q)^n -> GF(q)^t and every t-tuple appears q^(n-t) times. They
+    are picked greedily (a point joins when no t-1 chosen ones span it) in a fixed order and
+    in shuffles drawn from ``seed`` (None: a fixed default), keeping the largest set: for
+    t = 3 these are caps (arcs when n = 3), beyond Bush's q + 1 columns once n > t; t = 2
+    gives every point (Rao-Hamming). ``k`` = None returns all columns found.
+    """
+    gf = _field_or_error(q)
+    n, t = _positive("n", n), _positive("t", t, 2)
+    if n < t:
+        raise HscaleError(f"linear_oa needs n >= t, got n={n} and t={t}",
+                          f"use n >= {t}: strength t takes at least q^t runs")
+    if gf.q**n > _LINEAR_MAX_VECTORS:
+        raise HscaleError(f"linear_oa(q={q}, n={n}) would search {gf.q**n} vectors "
+                          f"(at most {_LINEAR_MAX_VECTORS})", "use a smaller n or q")
+    seed = 0 if seed is None else _positive("seed", seed, 0)
+    array = _linear(gf.q, n, t, seed)
+    if k is not None and _positive("k", k) > array.shape[1]:
+        raise HscaleError(f"the greedy search found {array.shape[1]} columns for linear_oa("
+                          f"q={q}, n={n}, t={t}), fewer than k={k}",
+                          f"ask for at most {array.shape[1]} columns, try another seed, "
+                          "or use a larger n")
+    return array[:, :k].copy()
+
+
 def _nonsquare(gf: GF) -> int:
     return int(np.setdiff1d(np.arange(1, gf.q), gf.squares())[0])
 
@@ -723,6 +827,23 @@ def _algebraic_families(strength: int, runs: int) -> Iterator[Family]:
                    lambda r=r, s=s: from_difference_scheme(_algebraic_scheme(r, s), s))
 
 
+def _linear_families(levels: tuple[int, ...], strength: int, runs: int) -> Iterator[Family]:
+    """Greedy linear arrays for strength >= 3 and runs = q^n with every level count dividing q
+    (collapsed columns keep strength). n = t is left to Bush where it applies: its q + 1
+    (q + 2) columns are about all an arc in GF(q)^t can have (the MDS bound), more than the
+    greedy finds. The greedy runs only when the generator gets this far."""
+    if strength < 3:
+        return
+    for q, n in _prime_powers_of(runs, strength):
+        bush_fits = strength <= q or (strength == 3 and q % 2 == 0)
+        if (runs > _LINEAR_MAX_VECTORS or any(q % s for s in levels)
+                or (n == strength and bush_fits)):
+            continue
+        k = len(_linear_columns(q, n, strength, 0))
+        yield (f"linear(q={q},n={n},t={strength})", (q,) * k,
+               lambda q=q, n=n: _linear(q, n, strength, 0))
+
+
 def _scheme_shapes(runs: int) -> list[tuple[int, int]]:
     """(s, r) with s a prime power, r s = runs, s | r and r > s (r = s is Rao-Hamming)."""
     return [(s, runs // s) for s in range(2, isqrt(runs) + 1) if runs % (s * s) == 0
@@ -770,7 +891,8 @@ def _direct(levels: tuple[int, ...], strength: int, runs: int,
         yield f"full_factorial({format_levels(levels)})", full_factorial(levels)
     if strength == 1 and all(runs % s == 0 for s in levels):
         yield "cyclic", np.arange(runs)[:, None] % np.asarray(levels)[None, :]
-    families = [_algebraic_families(strength, runs), _table_families(strength, runs)]
+    families = [_algebraic_families(strength, runs), _linear_families(levels, strength, runs),
+                _table_families(strength, runs)]
     if searched:
         families.append(_searched_families(strength, runs))
     for family in families:
@@ -791,11 +913,11 @@ def candidates(levels: Sequence[int], strength: int, runs: int, *,
 
     Each array has ``runs`` rows and column j has ``levels[j]`` levels (base columns are
     selected, collapsed or expanded to match). Order: the algebraic arrays with N = runs
-    (full factorial, Rao-Hamming or Bush, Hadamard, Addelman-Kempthorne, difference schemes),
-    pyDOE3's tables, searched difference schemes, lambda-multiples of all those, foldovers
-    (two-level, strength 3), a foldover join (mixed levels with many two-level columns) and
-    last the backtracking search, which gets ``search_time`` seconds (0 skips it). Nothing
-    here is verified: the caller checks each array.
+    (full factorial, Rao-Hamming or Bush, greedy linear arrays for strength >= 3, Hadamard,
+    Addelman-Kempthorne, difference schemes), pyDOE3's tables, searched difference schemes,
+    lambda-multiples of all those, foldovers (two-level, strength 3), a foldover join (mixed
+    levels with many two-level columns) and last the backtracking search, which gets
+    ``search_time`` seconds (0 skips it). Nothing here is verified: the caller checks each array.
     """
     lv = tuple(_positive("a level count", s, 2) for s in levels)
     strength, runs = _positive("strength", strength), _positive("runs", runs)

@@ -18,6 +18,7 @@ from design.criteria import (
 )
 from design.errors import HscaleError
 from design.space import FactorSpace, harness_space
+from tests.design.strategies import level_arrays
 
 
 def contrasts(size):
@@ -50,13 +51,8 @@ def brute_distances(arr):
     return counts
 
 
-@st.composite
-def arrays(draw, max_rows=12, max_cols=4):
-    k = draw(st.integers(1, max_cols))
-    levels = draw(st.lists(st.integers(2, 4), min_size=k, max_size=k))
-    n = draw(st.integers(2, max_rows))
-    cols = [draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)) for s in levels]
-    return np.array(cols, dtype=np.int64).T, levels
+def arrays(max_rows=12, max_cols=4):
+    return level_arrays(max_rows, max_cols, 4)
 
 
 def oa9():

@@ -16,6 +16,7 @@ from design.isomorphism import (
     to_graph,
 )
 from design.verify import is_orthogonal
+from tests.design.strategies import level_arrays
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +51,8 @@ def brute_isomorphic(a, b, levels):
     return False
 
 
-@st.composite
-def small_arrays(draw, max_rows=8, max_cols=3):
-    k = draw(st.integers(1, max_cols))
-    levels = draw(st.lists(st.integers(2, 3), min_size=k, max_size=k))
-    n = draw(st.integers(2, max_rows))
-    cols = [draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)) for s in levels]
-    return np.array(cols, dtype=np.int64).T, levels
+def small_arrays(max_rows=8, max_cols=3):
+    return level_arrays(max_rows, max_cols, 3)
 
 
 @given(small_arrays(max_rows=10, max_cols=4), st.integers(0, 2**32 - 1))
