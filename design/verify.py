@@ -119,9 +119,15 @@ class StrengthReport:
 def _onehot(arr: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indicator matrix (N, sum L): column offsets[j] + v is 1 where factor j is at level v."""
     offsets = np.concatenate(([0], np.cumsum(levels)[:-1]))
-    x = np.zeros((arr.shape[0], int(levels.sum())), dtype=np.float32)
-    np.put_along_axis(x, arr + offsets, 1.0, axis=1)
-    return x, offsets
+    return _indicator(arr + offsets, int(levels.sum())), offsets
+
+
+def _indicator(columns: np.ndarray, width: int) -> np.ndarray:
+    """(N, width) float32 matrix with a 1 at (r, columns[r, j]) for every r, j."""
+    n = columns.shape[0]
+    out = np.zeros(n * width, dtype=np.float32)
+    out[(columns + (np.arange(n) * width)[:, None]).ravel()] = 1.0
+    return out.reshape(n, width)
 
 
 def _prefix_chunks(k: int, t: int, levels: np.ndarray, budget: int, start: int):
@@ -161,7 +167,7 @@ def _failures(arr: np.ndarray, levels: np.ndarray, t: int, first_only: bool,
     col_factor, col_levels = np.repeat(np.arange(k), levels), np.repeat(levels, levels)
     found: list[TupleFailure] = []
     budget = max(256, _CHUNK_CELLS // max(n, 1))
-    for prefixes in _prefix_chunks(k, t, levels, budget, start=32 if first_only else budget):
+    for prefixes in _prefix_chunks(k, t, levels, budget, start=1 if first_only else budget):
         sizes = np.prod(levels[prefixes], axis=1)
         if t > 2:
             codes = arr[:, prefixes[:, 0]]
@@ -171,8 +177,7 @@ def _failures(arr: np.ndarray, levels: np.ndarray, t: int, first_only: bool,
         if t == 2:  # the prefixes' indicators are the first k-1 factors' indicators
             y = x[:, : int(sizes.sum())]
         else:
-            y = np.zeros((n, int(sizes.sum())), dtype=np.float32)
-            np.put_along_axis(y, codes + row_off, 1.0, axis=1)
+            y = _indicator(codes + row_off, int(sizes.sum()))
         with _blas_threads(n * y.shape[1] * x.shape[1]):
             counts = y.T @ x
         # fast path: compare every cell with its expected count at once
