@@ -1,0 +1,281 @@
+"""The sandboxed task environment: a fresh workspace and the canonical tools acting inside it.
+
+Model tool calls are untrusted input. Every path is checked twice: lexically (relative, no
+``..``, no NUL, short) and after resolving symlinks (it must stay under the workspace); files
+are opened with O_NOFOLLOW. Writes, outputs, file counts and ``calc`` numbers are capped, every
+tool runs under a wall-clock limit in a worker thread, and errors come back as
+``ToolResult(ok=False)`` with short messages in the built-in world's words (``WORDS``).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from design.errors import HscaleError
+from harness.tasks import Task, call_with_timeout, path_problem, run_checker
+from harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
+from harness.vocab import tokenize
+
+# Words of the messages below; harness.world adds them to the vocabulary.
+WORDS = (
+    "unknown tool tools are expects args no arg must be text",
+    "path is empty bad too long relative leaves the workspace points outside",
+    "no file is a folder not plain file files has other links many big",
+    "wrote no files no file has word empty",
+    "expr is too long bad expr use whole numbers and + - * / // % only",
+    "division by zero number too big",
+    "took too long and was stopped failed",
+    "cut output too long",
+)
+
+TRUNCATION_MARKER = "\n[cut : output too long]"
+
+_CALC_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+             ast.Div: int.__floordiv__, ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}
+
+
+class ToolError(Exception):
+    """A tool refused or failed; the message is shown to the model."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Time and size limits of one environment."""
+
+    tool_seconds: float = 2.0
+    checker_seconds: float = 10.0
+    max_write_bytes: int = 4096
+    max_output_chars: int = 400
+    max_read_bytes: int = 65536
+    max_entries: int = 64          # files and folders in the workspace
+    max_path_chars: int = 200
+    max_word_chars: int = 50
+    calc_max_chars: int = 100
+    calc_max_nodes: int = 64
+    calc_max_abs: int = 10**6
+
+
+class Env:
+    """A task's workspace (a new temporary folder under ``root``) and its tools.
+
+    Use as a context manager, or call :meth:`close`, to delete the workspace.
+    ``tools`` maps each canonical tool name to its implementation (replaceable, e.g. in tests).
+    """
+
+    def __init__(self, task: Task, root: str | Path | None = None,
+                 limits: Limits | None = None) -> None:
+        self.task = task
+        self.limits = limits or Limits()
+        if root is not None:
+            Path(root).mkdir(parents=True, exist_ok=True)
+        self.workspace = Path(tempfile.mkdtemp(prefix="hscale-ws-", dir=root)).resolve()
+        self.closed = False
+        self.tools: dict[str, Callable[..., str]] = {
+            "list": self._list, "read": self._read, "write": self._write,
+            "search": self._search, "calc": self._calc,
+        }
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self) -> None:
+        for rel, text in self.task.input_files.items():
+            try:
+                self._create(rel, text.encode("utf-8", "surrogateescape"), setup=True)
+            except (ToolError, OSError) as exc:
+                raise HscaleError(f"task {self.task.task_id}: cannot create input file {rel!r} "
+                                  f"({exc})", "give input files distinct, valid paths") from None
+
+    def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Delete the workspace (symlinks are removed, never followed)."""
+        if not self.closed:
+            self.closed = True
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+    # ------------------------------------------------------------------------ public API
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Run one canonical tool call; any problem becomes an error result, never an exception."""
+        if self.closed:
+            raise RuntimeError("the environment is closed")
+        expected = CANONICAL_TOOLS.get(call.name)
+        impl = self.tools.get(call.name)
+        if expected is None or impl is None:
+            return ToolResult(False, error=f"unknown tool {str(call.name)[:40]} ; tools are "
+                              + " , ".join(CANONICAL_TOOLS))
+        args = call.args if isinstance(call.args, dict) else {}
+        if set(args) != set(expected) or not isinstance(call.args, dict):
+            want = f"args : {' , '.join(expected)}" if expected else "no args"
+            return ToolResult(False, error=f"{call.name} expects {want}")
+        for key in expected:
+            if not isinstance(args[key], str):
+                return ToolResult(False, error=f"arg {key} must be text")
+        try:
+            output = call_with_timeout(lambda: impl(*(args[k] for k in expected)),
+                                       self.limits.tool_seconds)
+        except TimeoutError:
+            return ToolResult(False, error=f"{call.name} took too long and was stopped")
+        except ToolError as exc:
+            return ToolResult(False, error=str(exc))
+        except Exception:
+            return ToolResult(False, error=f"{call.name} failed")
+        return self._cap(str(output))
+
+    def reward(self, final_answer: str | None) -> float:
+        """The task's checker on this workspace and final answer, under the checker time limit."""
+        return run_checker(self.task.checker, self.workspace, final_answer or "",
+                           timeout=self.limits.checker_seconds)
+
+    # ------------------------------------------------------------------------ helpers
+
+    def _cap(self, output: str) -> ToolResult:
+        cap = self.limits.max_output_chars
+        if len(output) <= cap:
+            return ToolResult(True, output=output)
+        return ToolResult(True, output=output[:cap] + TRUNCATION_MARKER, truncated=True)
+
+    def _resolve(self, rel: str) -> Path:
+        """The absolute path of ``rel``; refused unless it (after symlinks) is in the workspace."""
+        problem = path_problem(rel, self.limits.max_path_chars)
+        if problem:
+            raise ToolError(problem)
+        try:
+            resolved = (self.workspace / rel).resolve()
+        except (OSError, RuntimeError):  # e.g. a symlink loop
+            raise ToolError("bad path") from None
+        if not self._inside(resolved):
+            raise ToolError("path points outside the workspace")
+        return resolved
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path``, symlinks resolved, is the workspace or below it."""
+        try:
+            return path.resolve().is_relative_to(self.workspace)
+        except (OSError, RuntimeError):
+            return False
+
+    def _entries(self) -> list[Path]:
+        """Files and folders in the workspace, symlinks not followed, in sorted order."""
+        found = []
+        for top, dirs, files in os.walk(self.workspace):
+            dirs.sort()
+            found.extend(Path(top) / name for name in dirs + sorted(files))
+        return found
+
+    def _create(self, rel: str, data: bytes, setup: bool = False) -> Path:
+        """Create or replace a regular file inside the workspace (for setup and ``write``)."""
+        path = self._resolve(rel)
+        if path == self.workspace or path.is_dir():
+            raise ToolError(f"{rel} is a folder")
+        if (not setup and not path.exists()
+                and len(self._entries()) >= self.limits.max_entries):
+            raise ToolError("too many files")
+        if path.exists() and os.stat(path, follow_symlinks=False).st_nlink > 1:
+            raise ToolError("file has other links")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        return path
+
+    def _read_text(self, path: Path) -> str:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError("not a plain file")
+            if info.st_nlink > 1:  # a hard link may share its data with a file outside
+                raise ToolError("file has other links")
+            data = handle.read(self.limits.max_read_bytes)
+        return data.decode("utf-8", errors="replace")
+
+    # ------------------------------------------------------------------------ the tools
+
+    def _list(self) -> str:
+        names = sorted(p.relative_to(self.workspace).as_posix() for p in self._entries()
+                       if not p.is_dir() and self._inside(p))
+        return "\n".join(names) if names else "no files"
+
+    def _read(self, path: str) -> str:
+        resolved = self._resolve(path)
+        if resolved.is_dir():
+            raise ToolError(f"{path} is a folder")
+        if not resolved.exists():
+            raise ToolError(f"no file {path}")
+        return self._read_text(resolved)
+
+    def _write(self, path: str, text: str) -> str:
+        data = text.encode("utf-8", errors="replace")
+        if len(data) > self.limits.max_write_bytes:
+            raise ToolError("text is too big")
+        self._create(path, data)
+        return f"wrote {path}"
+
+    def _search(self, word: str) -> str:
+        word = word.strip()
+        if not word:
+            raise ToolError("word is empty")
+        if len(word) > self.limits.max_word_chars or "\n" in word:
+            raise ToolError("word is too long")
+        single = len(tokenize(word)) == 1
+        needle = word.lower()
+        hits = []
+        for path in self._entries():
+            if path.is_symlink() or not path.is_file():
+                continue
+            rel = path.relative_to(self.workspace).as_posix()
+            try:
+                text = self._read_text(path)
+            except ToolError:
+                continue
+            for line in text.splitlines():
+                low = line.lower()
+                if (needle in tokenize(low)) if single else (needle in low):
+                    hits.append(f"{rel}: {line.strip()}")
+        return "\n".join(hits) if hits else f"no file has {word}"
+
+    def _calc(self, expr: str) -> str:
+        lim = self.limits
+        if len(expr) > lim.calc_max_chars:
+            raise ToolError("expr is too long")
+        bad = "bad expr , use whole numbers and + - * / // % only"
+        try:
+            tree = ast.parse(expr.strip(), mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise ToolError(bad) from None
+        if sum(1 for _ in ast.walk(tree)) > lim.calc_max_nodes:
+            raise ToolError("expr is too long")
+
+        def value(node: ast.AST) -> int:
+            if isinstance(node, ast.Constant) and type(node.value) is int:
+                result = node.value
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+                inner = value(node.operand)
+                result = -inner if isinstance(node.op, ast.USub) else inner
+            elif isinstance(node, ast.BinOp) and type(node.op) in _CALC_OPS:
+                left, right = value(node.left), value(node.right)
+                if right == 0 and not isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+                    raise ToolError("division by zero")
+                result = _CALC_OPS[type(node.op)](left, right)
+            else:
+                raise ToolError(bad)
+            if abs(result) > lim.calc_max_abs:
+                raise ToolError("number too big")
+            return result
+
+        return str(value(tree.body))

@@ -1,0 +1,63 @@
+"""The built-in world's closed vocabulary and its word-level tokenizer.
+
+Every text a harness shows the model or expects from it in the built-in world (prompts, tool
+syntax, observations, task files) is made of these tokens, so a word-level tokenizer covers
+it exactly and a small model can learn on a CPU. Each module that writes text declares its
+words in a module-level ``WORDS`` tuple; this module gathers them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from functools import cache
+
+# A token is a run of letters/digits/underscores, or a single other visible character.
+_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
+
+PUNCTUATION = tuple("{}[]()<>\"'`:;,.=+-*/#|_!?@$%&^~\\")
+NUMBERS = tuple(str(i) for i in range(1000))
+SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>", "<nl>")
+
+# Modules that declare WORDS; added to as components and the world grow.
+WORD_MODULES = (
+    "harness.world",
+    "harness.env",
+    "harness.components.system_prompt",
+    "harness.components.tool_interface",
+    "harness.components.observation",
+    "harness.components.context",
+    "harness.components.workflow",
+    "harness.out_of_space",
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Word-level tokens; a newline is its own token so layout survives a round trip."""
+    out: list[str] = []
+    for i, line in enumerate(text.split("\n")):
+        if i:
+            out.append("<nl>")
+        out.extend(_TOKEN.findall(line))
+    return out
+
+
+@cache
+def vocabulary() -> tuple[str, ...]:
+    """Every token of the built-in world, specials first, then sorted."""
+    words: set[str] = set(PUNCTUATION) | set(NUMBERS)
+    for name in WORD_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        for word in getattr(module, "WORDS", ()):
+            words.update(tokenize(word))
+    words.difference_update(SPECIAL)
+    return SPECIAL + tuple(sorted(words))
+
+
+def out_of_vocabulary(text: str) -> list[str]:
+    """Tokens of ``text`` the vocabulary lacks (empty when the text is covered exactly)."""
+    known = set(vocabulary())
+    return [t for t in tokenize(text) if t not in known]
