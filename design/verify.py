@@ -174,10 +174,9 @@ def _failures(arr: np.ndarray, levels: np.ndarray, t: int, first_only: bool,
             for c in range(1, prefixes.shape[1]):
                 codes = codes * levels[prefixes[:, c]] + arr[:, prefixes[:, c]]
         row_off = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        if t == 2:  # the prefixes' indicators are the first k-1 factors' indicators
-            y = x[:, : int(sizes.sum())]
-        else:
-            y = _indicator(codes + row_off, int(sizes.sum()))
+        # for t = 2 the prefixes' indicators are the first k-1 factors' indicators
+        width = int(sizes.sum())
+        y = x[:, :width] if t == 2 else _indicator(codes + row_off, width)
         with _blas_threads(n * y.shape[1] * x.shape[1]):
             counts = y.T @ x
         # fast path: compare every cell with its expected count at once

@@ -1,3 +1,17 @@
-"""harness package (see DESIGN.md)."""
+"""What a harness is: components, the task world, the sandboxed environment, the agent loop.
 
-__all__: list[str] = []
+Heavy dependencies (torch, veRL) are imported only by the modules that use them.
+"""
+
+from harness.harness import Harness
+from harness.loop import Episode, Generation, Policy, run_episode
+from harness.out_of_space import OUT_OF_SPACE
+from harness.policies import DoNothing, NoisyOracle, Oracle
+from harness.tasks import Task, load_tasks, write_task_folder
+from harness.types import Message, ToolCall, ToolResult
+
+__all__ = [
+    "OUT_OF_SPACE", "DoNothing", "Episode", "Generation", "Harness", "Message", "NoisyOracle",
+    "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "load_tasks", "run_episode",
+    "write_task_folder",
+]

@@ -12,12 +12,14 @@ import importlib
 import re
 from functools import cache
 
-# A token is a run of letters/digits/underscores, or a single other visible character.
-_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
+# A token is an escaped newline (inside JSON strings), a run of letters/digits/underscores,
+# or a single other visible character.
+_TOKEN = re.compile(r"\\n|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 
 PUNCTUATION = tuple("{}[]()<>\"'`:;,.=+-*/#|_!?@$%&^~\\")
 NUMBERS = tuple(str(i) for i in range(1000))
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>", "<nl>")
+ESCAPES = ("\\n",)
 
 # Modules that declare WORDS; added to as components and the world grow.
 WORD_MODULES = (
@@ -29,6 +31,7 @@ WORD_MODULES = (
     "harness.components.context",
     "harness.components.workflow",
     "harness.out_of_space",
+    "harness.policies",
 )
 
 
@@ -45,7 +48,7 @@ def tokenize(text: str) -> list[str]:
 @cache
 def vocabulary() -> tuple[str, ...]:
     """Every token of the built-in world, specials first, then sorted."""
-    words: set[str] = set(PUNCTUATION) | set(NUMBERS)
+    words: set[str] = set(PUNCTUATION) | set(NUMBERS) | set(ESCAPES)
     for name in WORD_MODULES:
         try:
             module = importlib.import_module(name)

@@ -173,3 +173,23 @@ def test_paper_design(tmp_path):
     assert is_orthogonal(train, 2) and is_orthogonal(evals, 2)
     assert (train == 0).all(axis=1).any()
     assert not {tuple(r) for r in train} & {tuple(r) for r in evals}
+
+
+def test_harness_list_and_render():
+    result = hscale("harness", "list")
+    assert result.returncode == 0 and "tool_interface/json_call" in result.stdout
+    assert "oos/shell" in result.stdout
+    result = hscale("harness", "render", "S1-T2-O0-C0-W1")
+    assert result.returncode == 0, result.stderr
+    assert "model call 0" in result.stdout and "reward 1" in result.stdout
+    assert "fetch(" in result.stdout  # python_call syntax reaches the model
+    assert_user_error(hscale("harness", "render", "S9-T0"), "S9-T0")
+    assert_user_error(hscale("harness", "render", "S0-T0-O0-C0-W0", "--task", "nope"), "nope")
+
+
+def test_harness_selfcheck():
+    result = hscale("harness", "selfcheck", "--tasks", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "S0-T0-O0-C0-W0 100%" in result.stdout and "oos/actions 100%" in result.stdout
+    assert "overall 100.00%" in result.stdout and "do-nothing reward 0" in result.stdout
+    assert_user_error(hscale("harness", "selfcheck", "--tasks", "0"), "--tasks")

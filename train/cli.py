@@ -13,11 +13,13 @@ except ImportError:  # pragma: no cover
 
 from design.cli import app as design_app
 from design.errors import HscaleError
+from harness.cli import app as harness_app
 
 app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablations for "
                        "agentic RL.", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False)
 app.add_typer(design_app, name="design")
+app.add_typer(harness_app, name="harness")
 
 
 def _fail(message: str) -> None:

@@ -1,0 +1,139 @@
+"""``hscale harness ...``: list the components, render what a model sees, self-check the world."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from design.errors import HscaleError
+
+app = typer.Typer(help="Harnesses: components, rendering, and an oracle self-check.",
+                  no_args_is_help=True, add_completion=False)
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _all_labels() -> list[str]:
+    from design.space import harness_space
+    from harness.out_of_space import OUT_OF_SPACE
+
+    space = harness_space()
+    return space.labels(space.all_configs()) + list(OUT_OF_SPACE)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Registered realizations per component, and the out-of-space harnesses."""
+    from harness.components.registry import COMPONENTS, available, load_builtins
+    from harness.out_of_space import OUT_OF_SPACE
+
+    load_builtins()
+    table = Table(show_edge=False)
+    table.add_column("component")
+    table.add_column("registered realizations")
+    for component in COMPONENTS:
+        table.add_row(component, ", ".join(available(component)))
+    console.print(table)
+    console.print("out-of-space harnesses: " + ", ".join(OUT_OF_SPACE))
+
+
+def _task(task_id: str | None, seed: int):
+    from harness.world import generate
+
+    tasks = generate(20, seed=seed)
+    if task_id is None:
+        return tasks[0]
+    for task in tasks:
+        if task.task_id == task_id:
+            return task
+    raise HscaleError(f"no built-in task {task_id!r} for seed {seed}",
+                      f"choose one of {', '.join(t.task_id for t in tasks[:5])}, ...")
+
+
+def _harness(label: str):
+    from harness.harness import Harness
+    from harness.out_of_space import OUT_OF_SPACE
+
+    try:
+        return Harness.from_name(label)
+    except HscaleError:
+        raise HscaleError(f"unknown harness {label!r}", "give a label such as S0-T1-O2-C0-W1 "
+                          f"or one of {', '.join(OUT_OF_SPACE)}") from None
+
+
+@app.command("render")
+def render_cmd(
+    label: Annotated[str, typer.Argument(help="A configuration label (S0-T1-O2-C0-W1) or an "
+                                              "out-of-space harness (oos/shell).")],
+    task: Annotated[str | None, typer.Option("--task", help="Built-in task id.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
+) -> None:
+    """Show exactly what the model sees at each turn of an oracle episode under LABEL."""
+    from harness.loop import run_episode
+    from harness.policies import Oracle
+
+    harness = _harness(label)
+    chosen = _task(task, seed)
+    seen: list[list] = []
+
+    class Recording(Oracle):
+        def generate(self, messages):
+            seen.append(list(messages))
+            return super().generate(messages)
+
+    episode = run_episode(Recording(chosen, harness), harness, chosen)
+    for turn, view in enumerate(seen):
+        console.rule(f"model call {turn}: {len(view)} messages in view")
+        for message in view:
+            console.print(f"[bold]\\[{message.role}][/bold] {message.content}", markup=True)
+        console.print(f"[bold green]\\[assistant][/bold green] "
+                      f"{episode.generations[turn].text}", markup=True)
+    console.rule()
+    console.print(f"task {chosen.task_id} ({chosen.category}) under {harness.name}: reward "
+                  f"{episode.reward:g}, {episode.turns} turns, ended by {episode.termination}")
+
+
+@app.command("selfcheck")
+def selfcheck_cmd(
+    tasks: Annotated[int, typer.Option("--tasks", "-n", help="Built-in tasks per harness.")
+                     ] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
+    threshold: Annotated[float, typer.Option(help="Least success rate per harness.")] = 0.99,
+) -> None:
+    """Run the oracle on every configuration and out-of-space harness; exit 1 below 99%."""
+    from harness.harness import Harness
+    from harness.loop import run_episode
+    from harness.policies import DoNothing, Oracle
+    from harness.world import generate
+
+    if tasks < 1:
+        raise HscaleError(f"--tasks must be at least 1, got {tasks}")
+    task_list = generate(tasks, seed=seed)
+    labels = _all_labels()
+    rates: dict[str, float] = {}
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task("oracle episodes", total=len(labels) * len(task_list))
+        for label in labels:
+            harness = Harness.from_name(label)
+            wins = 0
+            for task in task_list:
+                wins += run_episode(Oracle(task, harness), harness, task).success
+                progress.advance(bar)
+            rates[label] = wins / len(task_list)
+    floor = Harness.from_name(labels[0])
+    nothing = sum(run_episode(DoNothing(), floor, t).reward for t in task_list)
+    width = max(map(len, labels)) + 6
+    cells = [f"{label} {rate:4.0%}".ljust(width) for label, rate in rates.items()]
+    for start in range(0, len(cells), 5):
+        console.print("".join(cells[start:start + 5]))
+    low = [label for label, rate in rates.items() if rate < threshold]
+    overall = sum(rates.values()) / len(rates)
+    console.print(f"oracle success overall {overall:.2%} over {len(labels)} harnesses x "
+                  f"{len(task_list)} tasks; do-nothing reward {nothing:g}")
+    if low:
+        console.print(f"[red]{len(low)} harnesses below {threshold:.0%}: "
+                      f"{', '.join(low[:10])}[/red]")
+        raise typer.Exit(1)

@@ -1,0 +1,162 @@
+"""Realizations registered by stable name ``<component>/<realization>``.
+
+A manifest names a harness by these strings, so a name must always rebuild the same object:
+``get("context/window", k=3)``. Users add realizations with ``@register(component, name)``;
+the built-in ones are imported on first lookup, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from design.errors import HscaleError
+
+COMPONENTS = ("system_prompt", "tool_interface", "observation", "context", "workflow")
+
+# Modules whose import registers the built-in realizations (and the out-of-space harnesses).
+BUILTIN_MODULES = (
+    "harness.components.system_prompt",
+    "harness.components.tool_interface",
+    "harness.components.observation",
+    "harness.components.context",
+    "harness.components.workflow",
+    "harness.out_of_space",
+)
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*(/[a-z0-9_]+)*")
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+_loaded = False
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register(component: str, name: str, *, replace: bool = False) -> Callable[[F], F]:
+    """Class (or factory) decorator: make it buildable as ``get("<component>/<name>")``.
+
+    The decorated class gets ``registry_name``; registering another object under a taken
+    name is an error unless ``replace=True`` (re-registering the same class is allowed).
+    """
+    full = f"{component}/{name}"
+    if not _NAME.fullmatch(full):
+        raise HscaleError(
+            f"bad realization name {full!r}",
+            "use lowercase letters, digits and underscores, e.g. context/window",
+        )
+
+    def deco(factory: F) -> F:
+        old = _REGISTRY.get(full)
+        if old is not None and not replace and _qualname(old) != _qualname(factory):
+            raise HscaleError(
+                f"{full} is already registered ({_qualname(old)})",
+                "pick another name or pass replace=True",
+            )
+        _REGISTRY[full] = factory
+        if isinstance(factory, type):
+            factory.registry_name = full  # type: ignore[attr-defined]
+        return factory
+
+    return deco
+
+
+def unregister(name: str) -> None:
+    """Remove a full name (for tests and for users replacing a realization)."""
+    _REGISTRY.pop(name, None)
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def load_builtins() -> None:
+    """Import the modules that register the built-in realizations (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)
+    except Exception:
+        _loaded = False
+        raise
+
+
+def available(component: str | None = None) -> list[str]:
+    """Registered full names, sorted; only those of ``component`` when given."""
+    load_builtins()
+    names = sorted(_REGISTRY)
+    if component is None:
+        return names
+    return [n for n in names if n.split("/", 1)[0] == component]
+
+
+def factory(name: str) -> Callable[..., Any]:
+    """The registered class or factory for a full name, with a did-you-mean error."""
+    load_builtins()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    component = name.split("/", 1)[0] if "/" in name else None
+    pool = available(component) if component in _components() else available()
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.5)
+    if not close and "/" not in name:
+        close = [n for n in pool if n.split("/", 1)[1] == name]
+    hint = (f"did you mean {', '.join(close)}? " if close else "") + f"available: {', '.join(pool)}"
+    raise HscaleError(f"no realization named {name!r}", hint)
+
+
+def _components() -> set[str]:
+    return {n.split("/", 1)[0] for n in _REGISTRY}
+
+
+def get(name: str, **params: Any) -> Any:
+    """Build the realization ``<component>/<realization>`` with optional parameters."""
+    build = factory(name)
+    try:
+        return build(**params)
+    except TypeError as exc:
+        allowed = _param_names(build)
+        raise HscaleError(
+            f"cannot build {name} with params {params}: {exc}",
+            f"its params are: {', '.join(allowed) or 'none'}",
+        ) from None
+
+
+def _param_names(build: Callable[..., Any]) -> list[str]:
+    if dataclasses.is_dataclass(build):
+        return [f.name for f in dataclasses.fields(build) if f.init]
+    return []
+
+
+def params_of(obj: Any) -> dict[str, Any]:
+    """A realization's constructor parameters (dataclass init fields), for specs."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+    return {}
+
+
+def name_of(obj: Any) -> str:
+    """The full registered name of a realization instance."""
+    name = getattr(type(obj), "registry_name", None)
+    if name is None:
+        raise HscaleError(
+            f"{type(obj).__name__} is not a registered realization",
+            "decorate its class with @register(component, name)",
+        )
+    return name
+
+
+def spec_of(obj: Any) -> dict[str, Any]:
+    """``{"name": "<component>/<realization>", "params": {...}}``: enough to rebuild ``obj``."""
+    return {"name": name_of(obj), "params": params_of(obj)}
+
+
+def from_spec(spec: str | dict[str, Any]) -> Any:
+    """Inverse of :func:`spec_of`; a bare full name means default parameters."""
+    if isinstance(spec, str):
+        return get(spec)
+    return get(spec["name"], **dict(spec.get("params") or {}))

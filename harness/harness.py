@@ -1,0 +1,152 @@
+"""A harness: one realization per component, buildable from a label, names or a spec.
+
+``Harness.from_label("S0-T1-O2-C0-W1")`` reads level names from the factor space (a level
+name is the realization name), so a space with other levels works as long as realizations
+of those names are registered. ``to_spec()`` is what a manifest stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from design.errors import HscaleError
+from design.space import FactorSpace, harness_space
+from harness.components import registry
+from harness.components.context import Context
+from harness.components.observation import Observation
+from harness.components.system_prompt import PromptParts, SystemPrompt
+from harness.components.tool_interface import Parsed, ToolInterface
+from harness.components.workflow import Action, Workflow
+from harness.types import Message, ParseError, ToolCall, ToolResult
+
+COMPONENTS = registry.COMPONENTS
+# Factor name in a space -> component it sets.
+FACTOR_COMPONENTS = {
+    "S": "system_prompt", "T": "tool_interface", "O": "observation", "C": "context",
+    "W": "workflow",
+}
+# Realizations used for components a space or a spec leaves out (the base harness h0).
+BASE = {
+    "system_prompt": "terse", "tool_interface": "json_call", "observation": "plain",
+    "context": "full", "workflow": "react",
+}
+
+ComponentSpec = str | Mapping[str, Any]
+
+
+def _full_name(component: str, name: str) -> str:
+    return name if name.startswith(component + "/") else f"{component}/{name}"
+
+
+def _build(component: str, spec: ComponentSpec) -> Any:
+    if isinstance(spec, str):
+        return registry.get(_full_name(component, spec))
+    name = _full_name(component, str(spec["name"]))
+    return registry.get(name, **dict(spec.get("params") or {}))
+
+
+@dataclass
+class Harness:
+    """One realization per component; ``name`` is its label or preset name."""
+
+    system_prompt: SystemPrompt
+    tool_interface: ToolInterface
+    observation: Observation
+    context: Context
+    workflow: Workflow
+    name: str = ""
+
+    # --- construction ---------------------------------------------------------------
+    @classmethod
+    def from_names(cls, names: Mapping[str, ComponentSpec] | None = None,
+                   name: str = "") -> Harness:
+        """Components by realization name (``"window"`` or ``"context/window"``) or spec dict;
+        missing components take the base realization."""
+        names = dict(names or {})
+        unknown = sorted(set(names) - set(COMPONENTS))
+        if unknown:
+            raise HscaleError(f"unknown components {unknown}",
+                              f"components are: {', '.join(COMPONENTS)}")
+        parts = {c: _build(c, names.get(c, BASE[c])) for c in COMPONENTS}
+        return cls(**parts, name=name)
+
+    @classmethod
+    def from_label(cls, label: str, space: FactorSpace | None = None) -> Harness:
+        """``S0-T1-O2-C0-W1`` -> the realizations named by the space's level names."""
+        space = space or harness_space()
+        config = space.parse_label(label)
+        names: dict[str, str] = {}
+        for i, factor in enumerate(space.factors):
+            component = FACTOR_COMPONENTS.get(factor.name)
+            if component is None:
+                raise HscaleError(
+                    f"factor {factor.name} of space {space.name} sets no harness component",
+                    f"name factors {', '.join(FACTOR_COMPONENTS)} (one per component)",
+                )
+            names[component] = factor.levels[int(config[i])]
+        return cls.from_names(names, name=space.label(config))
+
+    @classmethod
+    def from_name(cls, name: str, space: FactorSpace | None = None) -> Harness:
+        """A label of the space, or a registered harness preset such as ``oos/shell``."""
+        space = space or harness_space()
+        if space.contains(name):
+            return cls.from_label(name, space)
+        return registry.get(name if name.startswith("harness/") else f"harness/{name}")
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Harness:
+        """Inverse of :meth:`to_spec`."""
+        return cls.from_names(spec.get("components", {}), name=str(spec.get("name", "")))
+
+    def to_spec(self) -> dict[str, Any]:
+        """``{"name": ..., "components": {component: {"name": ..., "params": ...}}}``."""
+        return {"name": self.name,
+                "components": {c: registry.spec_of(getattr(self, c)) for c in COMPONENTS}}
+
+    def fresh(self) -> Harness:
+        """A copy with fresh per-episode state (for concurrent episodes)."""
+        return Harness.from_spec(self.to_spec())
+
+    def realization_names(self) -> dict[str, str]:
+        return {c: registry.name_of(getattr(self, c)) for c in COMPONENTS}
+
+    # --- rendering ------------------------------------------------------------------
+    def render_system(self) -> str:
+        return self.system_prompt.render(PromptParts(
+            tools=self.tool_interface.describe(),
+            workflow=self.workflow.instructions(),
+            observation=self.observation.describe(),
+            context=self.context.describe(),
+        ))
+
+    def initial_messages(self, task_query: str) -> list[Message]:
+        """System prompt and task message (no state is touched)."""
+        return [Message("system", self.render_system()),
+                Message("user", self.system_prompt.render_task(task_query))]
+
+    # --- what the agent loop calls --------------------------------------------------
+    def start(self, task_query: str) -> list[Message]:
+        """Reset context and workflow state; the episode's first messages."""
+        self.context.start()
+        return self.workflow.start(self.initial_messages(task_query))
+
+    def view(self, history: Sequence[Message]) -> list[Message]:
+        return self.context.view(history, self.tool_interface.parse)
+
+    def parse(self, text: str) -> Parsed:
+        return self.tool_interface.parse(text)
+
+    def format_call(self, call: ToolCall) -> str:
+        return self.tool_interface.format_call(call)
+
+    def observe(self, result: ToolResult | ParseError) -> Message:
+        """The tool message for a result (a ParseError shows as an error result)."""
+        if isinstance(result, ParseError):
+            result = ToolResult(ok=False, error=result.message)
+        return Message("tool", self.observation.render(result))
+
+    def after_assistant(self, turn: int, parsed: Parsed, text: str) -> Action:
+        return self.workflow.after_assistant(turn, parsed, text)
