@@ -32,9 +32,10 @@ def _array_table(array: np.ndarray, names: list[str], limit: int = 60) -> Table:
     return table
 
 
-def _fmt_gwlp(values) -> str:
-    """A_1..A_k of a GWLP (A_0 = 1 is dropped) as a short tuple."""
-    return "(" + ", ".join(f"{v:.4g}" for v in values[1:]) + ")"
+def _fmt_gwlp(values, most: int = 6) -> str:
+    """A_1..A_k of a GWLP (A_0 = 1 is dropped) as a short tuple, the first ``most`` terms."""
+    shown = ", ".join(f"{v:.4g}" for v in values[1:most + 1])
+    return "(" + shown + (", ..." if len(values) > most + 1 else "") + ")"
 
 
 @app.command("oa")

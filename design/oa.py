@@ -13,6 +13,8 @@ from design.errors import HscaleError, InfeasibleError, NotConstructedError
 from design.space import FactorSpace, format_levels, parse_levels
 from design.verify import check_strength
 
+# Largest array (runs x factors) hscale builds: beyond this a request is almost surely a typo.
+_MAX_CELLS = 50_000_000
 # How far past the smallest feasible N to look when the caller gives no N.
 _RUN_SEARCH_MULTIPLES = 64
 # Seconds of search fallback per candidate N when the caller gives no N, and in all: past
@@ -42,6 +44,10 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
         if lam < 1:
             raise HscaleError(f"lam must be a positive integer, got {lam}")
         runs = lam * divisor(lv, strength)
+    if runs is not None and runs * len(lv) > _MAX_CELLS:
+        raise HscaleError(f"OA({runs}; {format_levels(lv)}) would hold {runs * len(lv)} "
+                          f"entries, more than hscale builds ({_MAX_CELLS})",
+                          "ask for fewer runs or factors")
     if runs is not None:
         verdict = feasibility(lv, strength, runs)
         if not verdict.ok:

@@ -94,5 +94,5 @@ def run_episode(policy: Policy, harness: Harness, task: Task, max_turns: int = 1
                 history.append(h.observe(parsed))
         reward = env.reward(final)
     return Episode(task.task_id, h.name, history, generations, calls,
-                   list(h.context.segments), final, reward, len(generations), termination,
+                   h.context.closed(history), final, reward, len(generations), termination,
                    parse_errors, error)

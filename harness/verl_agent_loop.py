@@ -1,0 +1,427 @@
+"""veRL adapter: the hscale agent loop as a veRL 0.9.1 agent loop, and veRL training rows.
+
+veRL's rollout workers call ``run(sampling_params, **row)`` once per rollout. This loop reads
+the harness label and the task from the row's ``extra_info`` and runs the steps of
+:func:`harness.loop.run_episode` in the same order (view, generate, parse, workflow action,
+tool, observation, checker), with the model behind veRL's ``server_manager``. Tokens go
+through veRL's Continuous Token helpers (``AgentLoopBase.ct_*``): the model's tokens are kept
+exactly as generated (mask 1, with their log-probs) and every message the harness adds (tool
+observations, workflow injections, compaction summaries) is rendered by the chat template
+with mask 0. The row's ``prompt`` is not re-read: the harness renders the initial messages,
+which :func:`to_verl_rows` wrote into ``prompt`` for veRL's dataset filters and logs.
+
+Context policies that rewrite history (``window``, ``compact``) make the model see several
+token sequences, one per segment (harness.components.context). ``segment_mode`` says what is
+trained:
+
+- ``segments``: one AgentLoopOutput per segment, each the exact tokens its model calls saw,
+  mask 1 on the turns generated inside it, all with the rollout's reward. veRL 0.9.1's
+  TransferQueue trainer (``trainer.v1``) takes such a list and gives every output the GRPO
+  advantage of the final one: the papers' recipe.
+- ``last_segment``: one output, the segment holding the final turn (exact tokens, on-policy
+  log-probs); turns of earlier segments are generated but not trained. The classic
+  AgentLoopWorker takes one output per rollout; this is the honest choice there.
+- ``full_history``: one output, the whole history as one sequence with every model turn
+  trained. Under window/compact that is a context the model did not see; the log-probs are
+  those of the calls as made, so a rollout-correction weight sees the mismatch.
+- ``auto`` (default): ``segments`` under the TransferQueue trainer, else ``last_segment``.
+
+Under the ``full`` context policy all modes give the same single sequence (in ``segments``
+mode, a list of one).
+
+The response budget (``rollout.response_length``) applies to each trained sequence: a turn is
+generated with at most the tokens left; one that fills them is cut and never parsed, and an
+observation that reaches the limit ends the rollout (termination ``length``, final answer "").
+
+Importing this module is cheap: veRL is imported when ``HscaleAgentLoop`` is first looked up,
+as veRL's workers do through :data:`AGENT_LOOP_CONFIG` (see :func:`write_agent_loop_config`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from design.errors import HscaleError
+from harness.components.workflow import Kind
+from harness.env import Env
+from harness.harness import Harness
+from harness.tasks import Task, task_from_row, task_to_row
+from harness.types import Message, ParseError, ToolCall
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# HscaleAgentLoop is defined by the module's __getattr__ (built on first lookup).
+__all__ = [
+    "AGENT_LOOP_CONFIG", "AGENT_NAME", "SEGMENT_MODES", "HscaleAgentLoop",  # noqa: F822
+    "to_verl_rows", "write_agent_loop_config",
+]
+
+AGENT_NAME = "hscale_harness"
+CLASS_PATH = f"{__name__}.HscaleAgentLoop"
+# veRL's ``rollout.agent.agent_loop_config_path`` format: hydra targets by agent name.
+AGENT_LOOP_CONFIG = ({"name": AGENT_NAME, "_target_": CLASS_PATH},)
+SEGMENT_MODES = ("auto", "segments", "last_segment", "full_history")
+DEFAULT_MAX_TURNS = 16  # run_episode's default
+ROW_HINT = ("build rows with harness.verl_agent_loop.to_verl_rows: extra_info needs 'harness' "
+            "(a label) and 'task' (a task row, as JSON or a dict)")
+
+
+# ------------------------------------------------------------------------------- training rows
+
+
+def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[str, Sequence[str]],
+                 split: str, *, data_source: str = "hscale",
+                 max_turns: int = DEFAULT_MAX_TURNS) -> pd.DataFrame:
+    """veRL rows, one per (task, harness): every label for every task, or per task id.
+
+    ``prompt`` holds the harness's initial messages; ``extra_info.task`` is the task row as
+    JSON (parquet would merge the differing keys of ``input_files`` across rows into nulls);
+    ``reward_model.ground_truth`` is the checker spec as JSON (the agent loop scores, not
+    veRL's reward function).
+    """
+    import pandas as pd
+
+    if not isinstance(split, str) or not split:
+        raise HscaleError(f"split must be a non-empty string, got {split!r}", "use 'train'")
+    if isinstance(harness_labels, str):
+        raise HscaleError(f"harness_labels must be a list of labels, got {harness_labels!r}",
+                          f"write [{harness_labels!r}]")
+    harnesses: dict[str, Harness] = {}
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
+                  else harness_labels)
+        if not labels:
+            raise HscaleError(f"task {task.task_id}: no harness labels",
+                              "map every task id to at least one harness label")
+        task_json = json.dumps(task_to_row(task), sort_keys=True)
+        for label in labels:
+            if label not in harnesses:
+                harnesses[label] = Harness.from_name(label)
+            h = harnesses[label]
+            rows.append({
+                "data_source": data_source,
+                "prompt": _dicts(h.start(task.user_query)),
+                "ability": task.category,
+                "reward_model": {"style": "rule",
+                                 "ground_truth": json.dumps(task.checker, sort_keys=True)},
+                "agent_name": AGENT_NAME,
+                "extra_info": {"index": len(rows), "split": split, "harness": label,
+                               "task_id": task.task_id, "task": task_json,
+                               "max_turns": int(max_turns)},
+            })
+    return pd.DataFrame(rows, columns=["data_source", "prompt", "ability", "reward_model",
+                                       "agent_name", "extra_info"])
+
+
+def write_agent_loop_config(path: str | Path, segment_mode: str = "auto") -> Path:
+    """Write the YAML that ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` names."""
+    import yaml
+
+    _check_mode(segment_mode)
+    entries = [dict(e, segment_mode=segment_mode) for e in AGENT_LOOP_CONFIG]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        yaml.safe_dump(entries, out, sort_keys=False)
+    os.replace(tmp, path)
+    return path
+
+
+# ------------------------------------------------------------------------------- the agent loop
+
+
+@dataclass
+class _Stream:
+    """One growing token sequence: the messages it renders, its token ids and, per response
+    token, the loss mask and the log-prob (None while the server has sent none)."""
+
+    messages: list[dict[str, str]]
+    ids: list[int]
+    mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    turns: int = 0  # model turns generated into this sequence
+
+
+@dataclass
+class _Tally:
+    """Per-rollout counters: veRL's metrics, the server's extra fields, the loop's outcome."""
+
+    generate_s: float = 0.0
+    tools_s: float = 0.0
+    score_s: float = 0.0
+    preempted: int | None = None
+    server_fields: dict[str, Any] = field(default_factory=dict)
+    final: str = ""
+    termination: str = "max_turns"
+    parse_errors: int = 0
+
+    def add_server_output(self, out: Any) -> None:
+        n = getattr(out, "num_preempted", None)
+        if n is not None:
+            self.preempted = (self.preempted or 0) + n
+        fields = dict(getattr(out, "extra_fields", None) or {})
+        if not self.server_fields:
+            self.server_fields = fields
+        elif fields.get("max_global_steps") is not None:
+            self.server_fields["max_global_steps"] = fields["max_global_steps"]
+
+
+class _HarnessLoop:
+    """The loop; :func:`_agent_loop_class` mixes it into veRL's ``AgentLoopBase``.
+
+    Constructor keywords beyond veRL's: ``segment_mode`` (see the module docstring) and
+    ``workspace_root`` (where task workspaces are made; the system's temp folder by default).
+    """
+
+    def __init__(self, *args: Any, segment_mode: str = "auto",
+                 workspace_root: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.segment_mode = _check_mode(segment_mode)
+        self.workspace_root = workspace_root
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+        """One rollout; an AgentLoopOutput, or a list of them in ``segments`` mode."""
+        info = _extra_info(kwargs.get("extra_info"))
+        task, label = _task_of(info), str(info.get("harness") or "")
+        if not label:
+            raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
+        h = Harness.from_name(label)
+        limit = int(self.rollout_config.response_length)
+        max_turns = self._max_turns(info)
+        mode = self._mode()
+        history = h.start(task.user_query)
+        segments: list[_Stream] = []  # one per context segment, in order
+        whole: _Stream | None = None  # the full history (full_history mode)
+        tally = _Tally()
+        request_id = uuid4().hex
+        loop = asyncio.get_running_loop()
+        with Env(task, root=self.workspace_root) as env:
+            for turn in range(max_turns):
+                view = _dicts(h.view(history))
+                if len(segments) < len(h.context.segments):
+                    segments.append(await self._open(view))
+                else:
+                    await self._extend(segments[-1], view)
+                if mode == "full_history":
+                    if whole is None:
+                        whole = await self._open(_dicts(history))
+                    else:
+                        await self._extend(whole, _dicts(history))
+                trained = whole if whole is not None else segments[-1]
+                budget = limit - len(trained.mask)
+                if budget <= 0:
+                    tally.termination = "length"
+                    break
+                out = await self._generate(request_id, segments[-1].ids, sampling_params,
+                                           budget, tally)
+                text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+                history.append(Message("assistant", text))
+                for stream in (segments[-1], whole):
+                    if stream is not None:
+                        await self._add_assistant(stream, out, text)
+                if len(out.token_ids) >= budget:  # cut by the response budget: never parsed
+                    tally.termination = "length"
+                    break
+                parsed = h.parse(text)
+                action = h.after_assistant(turn, parsed, text)
+                if action.kind is Kind.FINISH:
+                    tally.final, tally.termination = action.text, "answer"
+                    break
+                if action.kind is Kind.INJECT:
+                    history.append(Message("user", action.text))
+                elif isinstance(parsed, ToolCall):
+                    start = time.perf_counter()
+                    result = await loop.run_in_executor(None, env.execute, parsed)
+                    tally.tools_s += time.perf_counter() - start
+                    history.append(h.observe(result))
+                elif isinstance(parsed, ParseError):
+                    tally.parse_errors += 1
+                    history.append(h.observe(parsed))
+            start = time.perf_counter()
+            reward = float(await loop.run_in_executor(None, env.reward, tally.final))
+            tally.score_s = time.perf_counter() - start
+        if mode == "full_history":
+            trained_streams = [whole]
+        elif mode == "last_segment":
+            trained_streams = segments[-1:]
+        else:
+            trained_streams = [s for s in segments if s.turns] or segments[-1:]
+        extra = {
+            **tally.server_fields, "turn_scores": [], "tool_rewards": [],
+            "reward_extra_info": {"success": float(reward >= 1.0)},
+            "hscale_harness": label, "hscale_task_id": task.task_id,
+            "hscale_termination": tally.termination, "hscale_segments": len(segments),
+            "hscale_turns": sum(m.role == "assistant" for m in history),
+            "hscale_parse_errors": tally.parse_errors,
+        }
+        outputs = [self._output(s, reward, _num_turns(history),
+                                tally if i == len(trained_streams) - 1 else None,
+                                {**extra, "hscale_segment": i, "hscale_trained_turns": s.turns},
+                                limit)
+                   for i, s in enumerate(trained_streams)]
+        return outputs if mode == "segments" else outputs[0]
+
+    # --- pieces --------------------------------------------------------------------------
+    def _mode(self) -> str:
+        if self.segment_mode != "auto":
+            return self.segment_mode
+        queue = self.config.get("transfer_queue") or {}
+        return "segments" if queue.get("enable") else "last_segment"
+
+    def _max_turns(self, info: Mapping[str, Any]) -> int:
+        multi_turn = self.rollout_config.get("multi_turn") or {}
+        value = info.get("max_turns") or multi_turn.get("max_assistant_turns") \
+            or DEFAULT_MAX_TURNS
+        if int(value) < 1:
+            raise HscaleError(f"max_turns must be at least 1, got {value}", ROW_HINT)
+        return int(value)
+
+    async def _generate(self, request_id: str, prompt_ids: list[int],
+                        sampling_params: dict[str, Any], budget: int, tally: _Tally) -> Any:
+        """One model call, limited to the ``budget`` tokens left in the trained sequence."""
+        params = dict(sampling_params)
+        params["max_tokens"] = min(budget, int(params.get("max_tokens") or budget))
+        start = time.perf_counter()
+        out = await self.server_manager.generate(request_id=request_id, prompt_ids=prompt_ids,
+                                                 sampling_params=params)
+        tally.generate_s += time.perf_counter() - start
+        tally.add_server_output(out)
+        return out
+
+    async def _open(self, messages: list[dict[str, str]]) -> _Stream:
+        """A new sequence: the chat template over ``messages`` plus the generation prompt."""
+        ids = await self.ct_build_initial_tokens(messages)
+        return _Stream(list(messages), list(ids))
+
+    async def _extend(self, stream: _Stream, messages: list[dict[str, str]]) -> None:
+        """Append the messages past ``stream.messages`` (not the model's) with mask 0."""
+        if len(messages) == len(stream.messages):  # nothing new: the generation prompt only
+            delta = self.continuous_token_builder.render_delta_token_id(
+                messages, [], add_generation_prompt=True)
+            stream.ids = stream.ids + list(delta)
+            stream.mask = stream.mask + [0] * len(delta)
+            if stream.logprobs is not None:
+                stream.logprobs = stream.logprobs + [0.0] * len(delta)
+            return
+        merged, mask, logprobs = await self.ct_merge_context_msg(
+            stream.messages, messages, stream.ids, stream.mask, stream.logprobs)
+        stream.ids, stream.mask, stream.messages = list(merged.token_ids), mask, list(messages)
+        if stream.logprobs is not None:
+            stream.logprobs = list(logprobs or [])
+
+    async def _add_assistant(self, stream: _Stream, out: Any, text: str) -> None:
+        """Append the model's tokens as generated (mask 1, their log-probs)."""
+        token_ids = list(out.token_ids)
+        logprobs = list(out.log_probs) if out.log_probs else None
+        if logprobs is not None and stream.logprobs is None:
+            stream.logprobs = [0.0] * len(stream.mask)
+        if stream.logprobs is not None and logprobs is None:
+            logprobs = [0.0] * len(token_ids)
+        merged, mask, aligned = await self.ct_merge_assistant_token(
+            stream.ids, token_ids, stream.mask, stream.logprobs, assistant_logprobs=logprobs)
+        stream.ids, stream.mask = list(merged.token_ids), mask
+        if stream.logprobs is not None:
+            stream.logprobs = list(aligned or [])
+        stream.messages.append({"role": "assistant", "content": text})
+        stream.turns += 1
+
+    def _output(self, stream: _Stream, reward: float, num_turns: int, tally: _Tally | None,
+                extra: dict[str, Any], limit: int) -> Any:
+        """veRL's AgentLoopOutput for one trained sequence, cut to the response limit; the
+        rollout's timings go on the last output only (``tally``), so sums stay right."""
+        from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
+
+        prompt = stream.ids[: len(stream.ids) - len(stream.mask)]
+        metrics = AgentLoopMetrics() if tally is None else AgentLoopMetrics(
+            generate_sequences=tally.generate_s, tool_calls=tally.tools_s,
+            compute_score=tally.score_s,
+            num_preempted=-1 if tally.preempted is None else tally.preempted)
+        return AgentLoopOutput(
+            prompt_ids=prompt,
+            response_ids=stream.ids[len(prompt):][:limit],
+            response_mask=stream.mask[:limit],
+            response_logprobs=None if stream.logprobs is None else stream.logprobs[:limit],
+            reward_score=reward,
+            num_turns=num_turns,
+            metrics=metrics,
+            extra_fields=extra,
+        )
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _num_turns(history: Sequence[Message]) -> int:
+    """veRL's count (user, assistant and tool messages): the non-system messages up to the
+    last model turn; what came after it was never shown to the model."""
+    last = max((i for i, m in enumerate(history) if m.role == "assistant"), default=-1)
+    return sum(m.role != "system" for m in history[: last + 1])
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in SEGMENT_MODES:
+        raise HscaleError(f"unknown segment_mode {mode!r}", f"choose from {SEGMENT_MODES}")
+    return mode
+
+
+def _extra_info(raw: object) -> Mapping[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise HscaleError("the row's extra_info is not valid JSON", ROW_HINT) from None
+    if not isinstance(raw, Mapping):
+        raise HscaleError("the row has no extra_info mapping", ROW_HINT)
+    return raw
+
+
+def _task_of(info: Mapping[str, Any]) -> Task:
+    raw = info.get("task")
+    where = f"extra_info.task of row {info.get('index', '?')}"
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise HscaleError(f"{where}: not valid JSON", ROW_HINT) from None
+    if not isinstance(raw, Mapping):
+        raise HscaleError(f"{where}: missing", ROW_HINT)
+    return task_from_row(dict(raw), where)
+
+
+@cache
+def _agent_loop_class() -> type:
+    """Subclass veRL's AgentLoopBase (importing veRL, seconds) and register it by name."""
+    try:
+        from verl.experimental.agent_loop.agent_loop import AgentLoopBase, register
+    except ImportError as exc:
+        raise HscaleError(f"veRL is not importable ({exc})", 'pip install -e ".[train]"') from exc
+    cls = type("HscaleAgentLoop", (_HarnessLoop, AgentLoopBase), {
+        "__module__": __name__, "__qualname__": "HscaleAgentLoop",
+        "__doc__": "hscale's agent loop for veRL: a harness and a task per row "
+                   "(see harness.verl_agent_loop).",
+    })
+    return register(AGENT_NAME)(cls)
+
+
+def __getattr__(name: str) -> Any:
+    """``HscaleAgentLoop`` is built on first lookup so importing this module stays cheap."""
+    if name == "HscaleAgentLoop":
+        return _agent_loop_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
