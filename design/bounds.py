@@ -7,17 +7,15 @@ no bound excludes. Passing every bound does not prove existence: only a construc
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import combinations_with_replacement
-from math import floor, lcm, prod, sqrt
+from math import floor, sqrt
 
 from design.errors import HscaleError
 from design.space import format_levels, parse_levels
 
 
-def _elementary_symmetric(values: Sequence[int], upto: int) -> list[int]:
+def elementary_symmetric(values: Sequence[int], upto: int) -> list[int]:
     """e_0..e_upto of ``values``, exactly, as coefficients of prod(1 + v z)."""
     coeffs = [1] + [0] * upto
     for v in values:
@@ -46,23 +44,45 @@ def rao_bound(levels: Sequence[int] | str, strength: int = 2) -> int:
     lv = _check(levels, strength)
     u = strength // 2
     if strength % 2 == 0:
-        return sum(_elementary_symmetric([s - 1 for s in lv], u))
+        return sum(elementary_symmetric([s - 1 for s in lv], u))
     best = 0
     for p in set(range(len(lv))):
         others = [s - 1 for i, s in enumerate(lv) if i != p]
-        best = max(best, lv[p] * sum(_elementary_symmetric(others, u)))
+        best = max(best, lv[p] * sum(elementary_symmetric(others, u)))
     return best
 
 
 def divisor(levels: Sequence[int] | str, strength: int = 2) -> int:
-    """N must be a multiple of L_i1 * ... * L_it for every t factors: the lcm of those products."""
+    """N must be a multiple of L_i1 * ... * L_it for every t factors: the lcm of those products.
+
+    Per prime p, the lcm's exponent is the sum of the t largest exponents of p among the
+    level counts, so no enumeration of t-subsets is needed.
+    """
     lv = _check(levels, strength)
-    counts = Counter(lv)
     out = 1
-    for combo in combinations_with_replacement(sorted(counts), strength):
-        if all(combo.count(s) <= counts[s] for s in set(combo)):
-            out = lcm(out, prod(combo))
+    for p in sorted({p for s in set(lv) for p in _primes(s)}):
+        exponents = sorted((_exponent(s, p) for s in lv), reverse=True)[:strength]
+        out *= p ** sum(exponents)
     return out
+
+
+def _primes(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            out.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    return out + ([n] if n > 1 else [])
+
+
+def _exponent(n: int, p: int) -> int:
+    e = 0
+    while n % p == 0:
+        n //= p
+        e += 1
+    return e
 
 
 def bush_bound(s: int, strength: int) -> int:
@@ -130,7 +150,7 @@ def feasibility(levels: Sequence[int] | str, strength: int, runs: int) -> Feasib
         reasons.append(f"{name} violates the Rao bound N >= {rao}")
     pure = len(set(lv)) == 1
     s, k = lv[0], len(lv)
-    if pure and runs == s**strength:
+    if pure and strength >= 2 and runs == s**strength:
         kmax = bush_bound(s, strength)
         if k > kmax:
             reasons.append(f"{name} has index 1, and the Bush bound allows at most {kmax} "

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from design.errors import HscaleError
+from design.space import MAX_LEVELS
 
 
 def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
@@ -45,6 +46,9 @@ def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
         values = [int(c) for c in row]
         if min(values) < 0:
             raise HscaleError(f"{path}: line {lineno}: negative level", "levels are 0..L-1")
+        if max(values) >= MAX_LEVELS:
+            raise HscaleError(f"{path}: line {lineno}: level {max(values)} is too large",
+                              f"levels are 0..L-1 with L at most {MAX_LEVELS}")
         body.append(values)
     if not body:
         raise HscaleError(f"{path}: header but no runs", "add one row per run")
@@ -62,9 +66,18 @@ def _is_int(text: str) -> bool:
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename: readers never see half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise HscaleError(f"{path} is a folder", "give a file name such as oa.csv")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise HscaleError(f"cannot write {path}: {exc.strerror}",
+                          "check the folder exists and is writable") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
         with os.fdopen(fd, "w", newline="") as fh:
             fh.write(text)
         os.replace(tmp, path)

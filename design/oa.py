@@ -64,6 +64,8 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
         found = None
         deadline = time.monotonic() + _AUTO_SEARCH_BUDGET
         for n in range(start, start + _RUN_SEARCH_MULTIPLES * step, step):
+            if n * len(lv) > _MAX_CELLS:
+                break
             if feasibility(lv, strength, n).ok:
                 search = _AUTO_SEARCH_TIME if time.monotonic() < deadline else 0.0
                 found = _build(lv, strength, n, search_time=search)
@@ -86,20 +88,21 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
 
 def _build(levels: tuple[int, ...], strength: int, runs: int, search_time: float = 2.0
            ) -> tuple[str, np.ndarray] | None:
-    """The first candidate construction whose array verifies."""
-    from design.construct import candidates
-
-    for method, array in candidates(levels, strength, runs, search_time=search_time):
-        arr = np.asarray(array, dtype=np.int64)
-        if arr.shape != (runs, len(levels)):
-            continue
-        if check_strength(arr, strength, levels).ok:
-            return method, arr
+    """The first candidate that verifies: algebra first, then products, then the search."""
+    from design.construct import candidates, search_oa
     from design.product import product_candidate
 
+    for method, array in candidates(levels, strength, runs, search_time=0.0):
+        arr = np.asarray(array, dtype=np.int64)
+        if arr.shape == (runs, len(levels)) and check_strength(arr, strength, levels).ok:
+            return method, arr
     crossed = product_candidate(levels, strength, runs)
     if crossed is not None and check_strength(crossed[1], strength, levels).ok:
         return crossed
+    if search_time > 0 and strength <= len(levels):
+        found = search_oa(levels, runs, strength, time_limit=search_time)
+        if found is not None and check_strength(found, strength, levels).ok:
+            return f"search_oa(time_limit={search_time:g})", np.asarray(found, dtype=np.int64)
     return None
 
 

@@ -35,7 +35,8 @@ def first_order(space: FactorSpace) -> Design:
     realization is used exactly once and h0 is included.
     """
     rows = np.arange(max(space.levels))[:, None] % np.asarray(space.levels)[None, :]
-    return Design(rows, space, method="first_order", strength=1)
+    balanced = len(set(space.levels)) == 1  # with mixed levels some levels repeat
+    return Design(rows, space, method="first_order", strength=int(balanced))
 
 
 def full(space: FactorSpace) -> Design:
@@ -117,7 +118,8 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
     if space.size <= max_translations:
         shifts = space.all_configs()
     else:
-        shifts = space.from_index(_rng(seed).choice(space.size, max_translations, replace=False))
+        pick = _rng(0 if seed is None else seed)  # reproducible even without a seed
+        shifts = space.from_index(pick.choice(space.size, max_translations, replace=False))
     order = (np.arange(len(shifts)) if seed is None
              else _rng(seed).permutation(len(shifts)))
     best, best_score = None, None
@@ -164,7 +166,7 @@ def structured(space: FactorSpace, runs: int | None = None, strength: int = 2,
     if exclude is not None:
         excl = np.atleast_2d(np.asarray(getattr(exclude, "array", exclude)))
     problems = []
-    for parent_name, parent in _structured_parents(space, runs, strength):
+    for parent_name, parent in _structured_parents(space, runs, strength, criterion):
         try:
             best = place(parent, space.levels, include=include, exclude=excl,
                          criterion=criterion)[0]
@@ -172,7 +174,7 @@ def structured(space: FactorSpace, runs: int | None = None, strength: int = 2,
             problems.append(f"{parent_name}: {exc.message}")
             continue
         if not check_strength(best.array, strength, space.levels).ok:
-            continue  # a placement only relabels and selects columns; kept as a guard
+            raise RuntimeError(f"internal error: placement of {parent_name} lost strength")
         return Design(best.array, space, method=f"structured({parent_name})",
                       strength=strength, notes={"criterion": criterion,
                                                 "placement": best.describe(), **best.summary})
@@ -185,7 +187,7 @@ def structured(space: FactorSpace, runs: int | None = None, strength: int = 2,
 _ENUMERATE_UP_TO = (18, 5)
 
 
-def _structured_parents(space: FactorSpace, runs: int | None, strength: int
+def _structured_parents(space: FactorSpace, runs: int | None, strength: int, criterion: str
                         ) -> list[tuple[str, np.ndarray]]:
     """Arrays to place: every non-isomorphic one when enumeration is cheap, else one built."""
     from design.oa import orthogonal_array
@@ -195,7 +197,8 @@ def _structured_parents(space: FactorSpace, runs: int | None, strength: int
             and space.n_factors <= _ENUMERATE_UP_TO[1]):
         from design.choose import candidates
 
-        return [(c.id, np.asarray(c.array)) for c in candidates(design.runs, space.levels)]
+        ranked = candidates(design.runs, space.levels, criterion=criterion)
+        return [(c.id, np.asarray(c.array)) for c in ranked]
     return [(design.method, np.asarray(design.array))]
 
 

@@ -16,7 +16,10 @@ import numpy as np
 
 from design.errors import HscaleError
 
-_SHORTHAND = re.compile(r"^\s*(\d+)\s*(?:\^\s*(\d+))?\s*$")
+_SHORTHAND = re.compile(r"^\s*([0-9]+)\s*(?:\^\s*([0-9]+))?\s*$")
+# Limits that keep a typo (3^300000, 10000000^2) from exhausting memory.
+MAX_FACTORS = 10_000
+MAX_LEVELS = 10_000
 
 
 def parse_levels(text: str | Sequence[int]) -> tuple[int, ...]:
@@ -37,6 +40,13 @@ def parse_levels(text: str | Sequence[int]) -> tuple[int, ...]:
         levels = tuple(levels)
     if not levels:
         raise HscaleError("no factors given", "write LEVELS such as 3^5 or 2^1,3^7")
+    if len(levels) > MAX_FACTORS:
+        raise HscaleError(f"{len(levels)} factors is more than hscale handles ({MAX_FACTORS})",
+                          "use fewer factors")
+    big = [s for s in levels if s > MAX_LEVELS]
+    if big:
+        raise HscaleError(f"a factor with {big[0]} levels is more than hscale handles "
+                          f"({MAX_LEVELS})", "use fewer levels per factor")
     bad = [s for s in levels if s < 2]
     if bad:
         raise HscaleError(
@@ -224,7 +234,7 @@ class FactorSpace:
             )
         cfg = []
         for part, name, size in zip(parts, self.names, self.levels, strict=True):
-            m = re.fullmatch(rf"{re.escape(name)}(\d+)", part)
+            m = re.fullmatch(rf"{re.escape(name)}([0-9]+)", part)
             if not m:
                 raise HscaleError(f"label {label!r}: part {part!r} should be {name}<level>",
                                   f"write it as {expected}")

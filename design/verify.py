@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import combinations
-from math import comb, prod
+from math import comb
 
 import numpy as np
 
@@ -237,6 +237,10 @@ def check_strength(array: np.ndarray | Sequence, strength: int = 2,
         raise HscaleError(f"strength {strength} exceeds the number of factors {k}",
                           f"use a strength between 1 and {k}")
     levels_arr = np.asarray(lv, dtype=np.int64)
+    if max(lv) > n:  # some level cannot even appear: no indicator matrix needed to say so
+        j = int(np.argmax(levels_arr))
+        return StrengthReport(n, lv, strength, comb(k, strength), reason=(
+            f"factor {j} has {lv[j]} levels but there are only {n} runs"))
     if strength == 1:
         return StrengthReport(n, lv, 1, k, _level_failures(arr, levels_arr))
     failures, n_tuples = _failures(arr, levels_arr, strength, first_only)
@@ -253,7 +257,7 @@ def strength(array: np.ndarray | Sequence, levels: Sequence[int] | None = None) 
     """The largest t such that the array has strength t (0 if not even balanced)."""
     arr, lv = as_array(array, levels)
     levels_arr = np.asarray(lv, dtype=np.int64)
-    if not _levels_balanced(arr, levels_arr):
+    if max(lv) > arr.shape[0] or not _levels_balanced(arr, levels_arr):
         return 0
     onehot = _onehot(arr, levels_arr)
     t = 1
@@ -275,14 +279,3 @@ def balance_table(array: np.ndarray | Sequence, levels: Sequence[int] | None = N
     onehot = np.zeros((n, k, lmax), dtype=np.int64)
     onehot[np.arange(n)[:, None], np.arange(k)[None, :], arr] = 1
     return np.einsum("nia,njb->ijab", onehot, onehot)
-
-
-def expected_pair_counts(runs: int, levels: Sequence[int]) -> np.ndarray:
-    """N / (L_i L_j) for every factor pair: what a strength-2 array's balance table holds."""
-    lv = np.asarray(levels, dtype=float)
-    return runs / np.outer(lv, lv)
-
-
-def index_of(runs: int, levels: Sequence[int], strength: int) -> float:
-    """The index lambda = N / prod(levels of t factors) for a pure array (first t levels)."""
-    return runs / prod(sorted(levels, reverse=True)[:strength])

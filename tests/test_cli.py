@@ -66,6 +66,10 @@ def test_oa_variants(tmp_path, args, runs, cols):
     assert is_orthogonal(array, t)
 
 
+def test_oa_out_to_a_folder_is_refused(tmp_path):
+    assert_user_error(hscale("design", "oa", "3^5", "--out", str(tmp_path)), "folder")
+
+
 def test_oa_impossible_request_explains_and_writes_nothing(tmp_path):
     out = tmp_path / "x.csv"
     result = hscale("design", "oa", "3^8", "--runs", "18", "--out", str(out))
@@ -86,6 +90,14 @@ def test_oa_impossible_request_explains_and_writes_nothing(tmp_path):
     (("design", "space", "3^3", "--start", "99"), "--start"),
     (("design", "frobnicate",), "frobnicate"),
     (("design", "oa"), "levels"),
+    (("design", "oa", "3^5", "--seed", "-1"), "--seed"),
+    (("design", "oa", "3^5", "--runs", "999999999999"), "more than hscale builds"),
+    (("design", "oa", "3^100000"), "factors"),
+    (("design", "candidates", "3^5", "--runs", "27"), "enumerator"),
+    (("design", "space", "3^40"), "too many"),
+    (("design", "bounds", "3^5", "--runs", "0"), "--runs"),
+    (("design", "neighbours", "A0-B0-C0-D0-E0-F0-G0-H0", "--levels", "10^8", "--radius", "6"),
+     "too many"),
 ])
 def test_bad_input_is_one_line_exit_2(args, word):
     assert_user_error(hscale(*args), word)

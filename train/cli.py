@@ -53,10 +53,16 @@ def main(argv: list[str] | None = None) -> None:
     except _cx.UsageError as exc:
         cmd = exc.ctx.command_path if exc.ctx else "hscale"
         _fail(f"{exc.format_message()} (hint: run '{cmd} --help')")
-    except typer.Abort:
-        _fail("interrupted")
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     except _cx.ClickException as exc:
         _fail(exc.format_message())
+    except MemoryError:
+        _fail("out of memory (hint: ask for a smaller array, space or enumeration)")
+    except OSError as exc:
+        _fail(f"{exc.strerror or exc}: {exc.filename or ''} (hint: check the path and its "
+              "permissions)")
     sys.exit(code if isinstance(code, int) else 0)
 
 

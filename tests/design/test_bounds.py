@@ -96,6 +96,22 @@ def test_smallest_runs_passes_every_bound_and_is_least(s, k, t):
     assert all(not feasibility((s,) * k, t, m).ok for m in range(d, n, d))
 
 
+def test_strength_one_has_no_bush_bound():
+    assert feasibility("3^5", 1, 3).ok  # five cyclic columns of three runs
+
+
+def test_divisor_matches_brute_force_lcm():
+    from itertools import combinations
+    from math import lcm, prod
+
+    for levels in [(2, 3, 4, 6), (2, 2, 9, 12), (5, 10, 3)]:
+        for t in range(1, len(levels) + 1):
+            expected = 1
+            for sub in combinations(levels, t):
+                expected = lcm(expected, prod(sub))
+            assert divisor(levels, t) == expected
+
+
 def test_bad_requests():
     with pytest.raises(HscaleError):
         rao_bound("3^2", 3)

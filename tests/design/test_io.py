@@ -32,6 +32,18 @@ def test_bad_files_name_file_and_line(tmp_path, text, where):
     assert "bad.csv" in err.value.message and where in err.value.message
 
 
+def test_written_files_have_the_usual_mode_and_folders_are_refused(tmp_path):
+    import os
+
+    path = tmp_path / "a.csv"
+    write_array(path, np.array([[0, 1]]), ["A", "B"])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    with pytest.raises(HscaleError, match="folder"):
+        write_array(tmp_path, np.array([[0, 1]]), ["A", "B"])
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(HscaleError, match="no such file"):
         read_array(tmp_path / "nope.csv")

@@ -96,6 +96,24 @@ def test_eval_set_from_a_given_base_and_errors():
         eval_set(SPACE, full(SPACE))
 
 
+def test_structured_follows_its_criterion():
+    space = FactorSpace.from_levels("3^4")
+    from design.choose import candidates
+    from design.criteria import covering_radius
+
+    best_radius = min(c.summary["covering_radius"] for c in candidates(18, space.levels))
+    design = structured(space, runs=18, criterion="covering_radius")
+    assert covering_radius(design.array, space.levels) == best_radius
+
+
+def test_eval_set_is_reproducible_in_a_large_space():
+    space = FactorSpace.from_levels("3^10")
+    train = structured(space, runs=27)
+    a = eval_set(space, train, max_translations=200)
+    b = eval_set(space, train, max_translations=200)
+    assert np.array_equal(a.array, b.array)
+
+
 def test_recipe_lookup_suggests():
     assert recipe("structured") is structured
     with pytest.raises(HscaleError) as err:
