@@ -81,6 +81,9 @@ class Env:
             "list": self._list, "read": self._read, "write": self._write,
             "search": self._search, "calc": self._calc,
         }
+        # The built-in tools are bounded by construction (size, entry and step limits), so
+        # they run inline; any other implementation runs under the wall-clock watchdog.
+        self._bounded = dict(self.tools)
         try:
             self._setup()
         except BaseException:
@@ -126,8 +129,11 @@ class Env:
             if not isinstance(args[key], str):
                 return ToolResult(False, error=f"arg {key} must be text")
         try:
-            output = call_with_timeout(lambda: impl(*(args[k] for k in expected)),
-                                       self.limits.tool_seconds)
+            if self._bounded.get(call.name) == impl:
+                output = impl(*(args[k] for k in expected))
+            else:
+                output = call_with_timeout(lambda: impl(*(args[k] for k in expected)),
+                                           self.limits.tool_seconds)
         except TimeoutError:
             return ToolResult(False, error=f"{call.name} took too long and was stopped")
         except ToolError as exc:

@@ -22,6 +22,7 @@ import inspect
 import json
 import math
 import os
+import queue
 import re
 import shutil
 import signal
@@ -171,23 +172,39 @@ def score_answer(spec: dict, workspace: str, final_answer: str) -> float:
     return (final_ok + file_ok) / 2
 
 
-def call_with_timeout(fn: Callable[[], Any], seconds: float) -> Any:
-    """Run ``fn`` in a daemon thread; raise TimeoutError if it is still running after ``seconds``.
+class _Worker:
+    """A daemon thread that runs jobs for one calling thread, one at a time.
 
-    A thread cannot be killed, so a stuck call is abandoned (it cannot block the caller).
+    Starting a thread per call cost more than most tools do; a stuck job cannot be killed, so
+    its worker is abandoned (it is a daemon) and the caller's next call gets a fresh one.
     """
-    box: dict[str, Any] = {}
 
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, daemon=True, name="hscale-limited").start()
 
-    worker = threading.Thread(target=target, daemon=True, name="hscale-limited")
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
+    def _loop(self) -> None:
+        while True:
+            fn, done, box = self.jobs.get()
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # re-raised in the caller's thread
+                box["error"] = exc
+            done.set()
+
+
+_workers = threading.local()
+
+
+def call_with_timeout(fn: Callable[[], Any], seconds: float) -> Any:
+    """Run ``fn`` on this thread's worker; raise TimeoutError if it runs past ``seconds``."""
+    worker = getattr(_workers, "worker", None)
+    if worker is None:
+        worker = _workers.worker = _Worker()
+    done, box = threading.Event(), {}
+    worker.jobs.put((fn, done, box))
+    if not done.wait(seconds):
+        _workers.worker = None  # abandon the stuck worker
         raise TimeoutError(f"still running after {seconds:g} s")
     if "error" in box:
         raise box["error"]
