@@ -12,9 +12,16 @@ import importlib
 import re
 from functools import cache
 
-# A token is an escaped newline (inside JSON strings), a run of letters/digits/underscores,
-# or a single other visible character.
-_TOKEN = re.compile(r"\\n|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
+# Punctuation runs that the tool syntaxes and observation formats repeat on every turn, each
+# one token (as a BPE tokenizer would learn them), so a JSON call costs what a word call does.
+MERGES = (
+    "<tool_call>", "</tool_call>", '": {"', '": {}', '": "', '", "', '": [', '": ', '"}}', '"}',
+    '{"', '["', '"]', '", ', '="', '">', '"/>', '("', '")', '"""', "</", "/>", "```", "###",
+)
+# A token is a merged punctuation run, an escaped newline (inside JSON strings), a run of
+# letters/digits/underscores, or a single other visible character.
+_TOKEN = re.compile("|".join(re.escape(m) for m in sorted(MERGES, key=len, reverse=True))
+                    + r"|\\n|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 
 PUNCTUATION = tuple("{}[]()<>\"'`:;,.=+-*/#|_!?@$%&^~\\")
 NUMBERS = tuple(str(i) for i in range(1000))
@@ -48,7 +55,7 @@ def tokenize(text: str) -> list[str]:
 @cache
 def vocabulary() -> tuple[str, ...]:
     """Every token of the built-in world, specials first, then sorted."""
-    words: set[str] = set(PUNCTUATION) | set(NUMBERS) | set(ESCAPES)
+    words: set[str] = set(PUNCTUATION) | set(NUMBERS) | set(ESCAPES) | set(MERGES)
     for name in WORD_MODULES:
         try:
             module = importlib.import_module(name)

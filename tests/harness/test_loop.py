@@ -86,3 +86,18 @@ def test_policy_errors_and_turn_limits_end_the_episode_cleanly():
     assert broken.termination == "policy_error" and "boom" in broken.error
     looping = run_episode(Looping(), harness, task, max_turns=5)
     assert looping.termination == "max_turns" and looping.turns == 5 and looping.reward == 0
+
+
+def test_whole_episodes_stay_near_the_256_token_budget():
+    """A small model must see whole episodes: oracle episodes stay around 256 tokens."""
+    from harness.vocab import tokenize
+
+    lengths = []
+    for label in LABELS:
+        harness = Harness.from_name(label)
+        for task in generate(len(CATEGORIES), seed=1):
+            episode = run_episode(Oracle(task, harness), harness, task)
+            lengths.append(sum(len(tokenize(m.content)) + 2 for m in episode.messages))
+    lengths.sort()
+    assert lengths[-1] <= 300  # two tokens per message stand for role markers
+    assert lengths[int(0.9 * len(lengths))] <= 256
