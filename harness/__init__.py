@@ -4,6 +4,7 @@ Heavy dependencies (torch, veRL) are imported only by the modules that use them.
 """
 
 from harness.harness import Harness
+from harness.http_policy import OpenAIChatPolicy
 from harness.loop import Episode, Generation, Policy, run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.policies import DoNothing, NoisyOracle, Oracle
@@ -12,6 +13,6 @@ from harness.types import Message, ToolCall, ToolResult
 
 __all__ = [
     "OUT_OF_SPACE", "DoNothing", "Episode", "Generation", "Harness", "Message", "NoisyOracle",
-    "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "load_tasks", "run_episode",
+    "OpenAIChatPolicy", "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "load_tasks", "run_episode",
     "write_task_folder",
 ]

@@ -1,0 +1,62 @@
+"""A policy served by any OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted API).
+
+Uses only the standard library, so evaluating a served model needs no extra install.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from design.errors import HscaleError
+from harness.loop import Generation
+from harness.types import Message
+
+
+@dataclass
+class OpenAIChatPolicy:
+    """POSTs the harness's view to ``{base_url}/chat/completions`` and returns the reply.
+
+    Tool observations go out as ``user`` messages, since the harness renders tool results
+    as text in its own format rather than through the endpoint's tool-calling API.
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout: float = 60.0
+    extra: dict = field(default_factory=dict)
+
+    def generate(self, messages: list[Message]) -> Generation:
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user" if m.role == "tool" else m.role, "content": m.content}
+                         for m in messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "logprobs": True,
+            **self.extra,
+        }
+        request = urllib.request.Request(
+            self.base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                reply = json.load(response)
+        except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as exc:
+            raise HscaleError(f"endpoint {self.base_url} failed: {exc}",
+                              "check the server is running and the URL ends in /v1") from None
+        try:
+            choice = reply["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise HscaleError(f"endpoint {self.base_url} sent no choices[0].message.content",
+                              "check it speaks the OpenAI chat-completions API") from None
+        content = (choice.get("logprobs") or {}).get("content") or []
+        logprobs = tuple(float(t["logprob"]) for t in content if "logprob" in t) or None
+        return Generation(text, logprobs=logprobs)
