@@ -13,6 +13,6 @@ from harness.types import Message, ToolCall, ToolResult
 
 __all__ = [
     "OUT_OF_SPACE", "DoNothing", "Episode", "Generation", "Harness", "Message", "NoisyOracle",
-    "OpenAIChatPolicy", "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "load_tasks", "run_episode",
-    "write_task_folder",
+    "OpenAIChatPolicy", "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "load_tasks",
+    "run_episode", "write_task_folder",
 ]
