@@ -48,6 +48,9 @@ def random_n(space: FactorSpace, n: int, seed: int | np.random.Generator | None 
              exclude: np.ndarray | Sequence | None = None, include_base: bool = False) -> Design:
     """``n`` distinct configurations drawn uniformly, optionally avoiding ``exclude``."""
     rng = _rng(seed)
+    if space.size >= 2**63:
+        raise HscaleError(f"space {space.name} is too large to draw from by index",
+                          "use a space with fewer than 2**63 configurations")
     excluded = _indices(space, exclude)
     base_index = 0
     if include_base and base_index in excluded:
@@ -109,6 +112,9 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
         if not check_strength(base_arr, 2, space.levels).ok:
             raise HscaleError("the base of an eval set must be a strength-2 orthogonal array",
                               "hscale design verify FILE shows which pairs are unbalanced")
+        if len(np.unique(base_arr, axis=0)) != len(base_arr):
+            raise HscaleError("the base of an eval set repeats a configuration",
+                              "use an array without repeated runs (not a lambda-multiple)")
         how = "translate of the given array"
     else:
         built = orthogonal_array(space.levels, 2, runs=runs, space=space)

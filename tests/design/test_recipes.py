@@ -59,6 +59,10 @@ def test_structured_is_the_gwlp_best_oa_with_h0():
     assert 0 in idx(train)
     assert distance_range(train.array) == (3, 5)  # the best class has minimum distance 3
     assert train.notes["min_distance"] == 3
+    from design.choose import candidates
+    from design.isomorphism import are_isomorphic
+
+    assert are_isomorphic(train.array, candidates(18, SPACE.levels)[0].array)
 
 
 def test_structured_avoids_an_excluded_set():
@@ -94,6 +98,9 @@ def test_eval_set_from_a_given_base_and_errors():
         eval_set(SPACE, train, base=train.array[:5])
     with pytest.raises(HscaleError, match="avoids"):
         eval_set(SPACE, full(SPACE))
+    doubled = np.vstack([evals.array, evals.array])  # still strength 2, but repeats runs
+    with pytest.raises(HscaleError, match="repeats"):
+        eval_set(SPACE, train, base=doubled)
 
 
 def test_structured_follows_its_criterion():
