@@ -1,0 +1,94 @@
+"""Assignment schedules: which task runs under which harness at each training step.
+
+Each task gets K harnesses used in K successive steps. A batch of ``tasks_per_step`` tasks
+therefore occupies K steps: at step ``b * K + slot`` every task of batch ``b`` runs under its
+``slot``-th harness. The modes differ only in how a task's K harnesses are chosen:
+
+- ``locality``: an anchor drawn uniformly from the training set, then the K-1 other training
+  configurations nearest to it in Hamming distance (ties broken by the seeded generator);
+- ``repeat``: the anchor K times (Repeat-K);
+- ``random``: the anchor, then K-1 other training configurations drawn uniformly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from design.errors import HscaleError
+from design.hamming import distance_matrix
+from design.space import FactorSpace
+
+MODES = ("locality", "repeat", "random")
+COLUMNS = ("step", "task_id", "harness", "anchor", "slot")
+
+
+def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Generator
+           ) -> np.ndarray:
+    """Row indices into ``train`` of shape (n_tasks, k): slot 0 is each task's anchor."""
+    if mode not in MODES:
+        raise HscaleError(f"unknown assignment mode {mode!r}", f"use one of {', '.join(MODES)}")
+    n = len(train)
+    if k < 1:
+        raise HscaleError(f"K must be at least 1, got {k}")
+    if mode != "repeat" and k > n:
+        raise HscaleError(f"{mode} assignment with K={k} needs at least {k} training "
+                          f"configurations, the training set has {n}",
+                          "lower K, or use repeat assignment")
+    anchors = rng.integers(n, size=n_tasks)
+    out = np.empty((n_tasks, k), dtype=np.int64)
+    out[:, 0] = anchors
+    if k == 1:
+        return out
+    if mode == "repeat":
+        out[:, 1:] = anchors[:, None]
+        return out
+    keys = rng.random((n_tasks, n))
+    keys[np.arange(n_tasks), anchors] = np.inf  # never pick the anchor again
+    if mode == "random":
+        out[:, 1:] = np.argsort(keys, axis=1)[:, : k - 1]
+        return out
+    dist = distance_matrix(train)[anchors].astype(float)
+    dist[np.arange(n_tasks), anchors] = np.inf
+    # sort by distance, then by the random key: ties among equally near configs are random
+    order = np.lexsort((keys, dist), axis=1)
+    out[:, 1:] = order[:, : k - 1]
+    return out
+
+
+def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Sequence[str],
+                   steps: int, tasks_per_step: int, k: int, mode: str,
+                   rng: np.random.Generator) -> pd.DataFrame:
+    """One row per (step, task, harness); tasks are drawn without replacement, epoch by epoch.
+
+    ``steps`` must be a multiple of K so that every task's K harnesses fit in the budget.
+    """
+    if steps < 1 or tasks_per_step < 1:
+        raise HscaleError(f"steps and tasks_per_step must be positive, got {steps} and "
+                          f"{tasks_per_step}")
+    if steps % k:
+        raise HscaleError(f"{steps} steps do not split into groups of K={k} successive steps",
+                          f"use a number of steps divisible by {k}")
+    if not task_ids:
+        raise HscaleError("no tasks to schedule", "give a benchmark with at least one task")
+    train = space.parse_labels(list(train_labels))
+    batches = steps // k
+    n_tasks = batches * tasks_per_step
+    pool = np.asarray(task_ids, dtype=object)
+    epochs = -(-n_tasks // len(pool))
+    order = np.concatenate([rng.permutation(len(pool)) for _ in range(epochs)])[:n_tasks]
+    chosen = assign(train, n_tasks, k, mode, rng)
+    batch = np.repeat(np.arange(batches), tasks_per_step)
+    labels = np.asarray(list(train_labels), dtype=object)
+    frame = pd.DataFrame({
+        "step": (batch[:, None] * k + np.arange(k)[None, :]).ravel(),
+        "task_id": np.repeat(pool[order], k),
+        "harness": labels[chosen].ravel(),
+        "anchor": np.repeat(labels[chosen[:, 0]], k),
+        "slot": np.tile(np.arange(k), n_tasks),
+    })
+    frame = frame.sort_values(["step", "slot"], kind="stable").reset_index(drop=True)
+    return frame.astype({"step": "int64", "slot": "int64", "task_id": str, "harness": str,
+                         "anchor": str})
