@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -20,6 +22,38 @@ app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablati
                   pretty_exceptions_enable=False)
 app.add_typer(design_app, name="design")
 app.add_typer(harness_app, name="harness")
+
+
+@app.command("validate")
+def validate_cmd(
+    experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
+) -> None:
+    """Check an experiment spec; print its arms as resolved from the defaults."""
+    from train.spec import load_spec
+
+    spec = load_spec(experiment)
+    print(f"{experiment}: experiment {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} "
+          f"seeds, {spec.steps} steps, {spec.algorithm.name}, backend {spec.backend}")
+    for name, arm in spec.resolved_arms().items():
+        a = arm.assignment
+        print(f"  {name}: train {arm.train.recipe}, assignment {a.mode} K={a.k}")
+
+
+@app.command("plan")
+def plan_cmd(
+    experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
+    force: Annotated[bool, typer.Option("--force", help="Replace runs whose manifest the "
+                                                        "spec now changes.")] = False,
+) -> None:
+    """Write one manifest.json and schedule.parquet per arm and seed (idempotent)."""
+    from train.plan import plan
+
+    results = plan(experiment, out, force=force)
+    counts = {state: sum(r.state == state for r in results)
+              for state in ("written", "unchanged", "replaced")}
+    print(f"planned {len(results)} runs under {out}: " + ", ".join(
+        f"{n} {state}" for state, n in counts.items() if n))
 
 
 def _fail(message: str) -> None:

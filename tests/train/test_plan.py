@@ -1,0 +1,160 @@
+"""Experiment specs and planning: validation errors, manifests, idempotence."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from train.cli import main
+from train.spec import ExperimentSpec
+
+DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.yaml"
+BASE = yaml.safe_load(DEMO.read_text())
+
+
+def small(**changes):
+    spec = copy.deepcopy(BASE)
+    spec.update(steps=8, seeds=[0], benchmark={"name": "builtin", "tasks": 40, "seed": 0})
+    spec.update(changes)
+    return spec
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+def typo(word: str) -> str:
+    return word[1] + word[0] + word[2:] if len(word) > 1 else word + "x"
+
+
+def malformed_specs():
+    """(name, spec-or-text) pairs, each wrong in one way."""
+    cases = []
+    for key in ExperimentSpec.model_fields:
+        spec = small()
+        spec[typo(key)] = spec.pop(key, 1)
+        cases.append((f"typo-top-{key}", spec))
+    for section, keys in [("benchmark", ["name", "tasks", "seed"]),
+                          ("algorithm", ["name", "tasks_per_step", "rollouts", "lr"]),
+                          ("evaluation", ["base", "in_space", "runs"])]:
+        for key in keys:
+            spec = small()
+            spec[section] = dict(spec[section])
+            spec[section][typo(key)] = spec[section].pop(key)
+            cases.append((f"typo-{section}-{key}", spec))
+    for key in ["train", "assignment", "description"]:
+        spec = small()
+        spec["arms"]["structured-18"] = {typo(key): {}}
+        cases.append((f"typo-arm-{key}", spec))
+    for key in ["mode", "k"]:
+        spec = small()
+        spec["defaults"]["assignment"] = {typo(key): 1}
+        cases.append((f"typo-assignment-{key}", spec))
+    for key in ["recipe", "runs"]:
+        spec = small()
+        spec["arms"]["structured-18"] = {"train": {typo(key): 18}}
+        cases.append((f"typo-train-{key}", spec))
+    bad_values = [
+        ("steps", "many"), ("steps", -1), ("steps", 0), ("seeds", []), ("seeds", ["a"]),
+        ("name", "bad name!"), ("name", ""), ("arms", {}), ("backend", "slurm"),
+        ("algorithm", {"name": "sac"}), ("algorithm", {"tasks_per_step": 0}),
+        ("algorithm", {"lr": -1}), ("algorithm", {"gamma": 2}), ("benchmark", {"tasks": 0}),
+        ("evaluation", {"runs": 0}), ("evaluation", {"in_space": -1}), ("model", 3),
+        ("defaults", {"assignment": {"mode": "nearest"}}), ("defaults", {"assignment": {"k": 0}}),
+        ("defaults", {"train": "grid"}), ("defaults", {"train": {"runs": "x"}}),
+        ("arms", {"a": {"assignment": {"mode": "rescue"}}}), ("arms", {"a": {"train": 5}}),
+        ("seeds", "zero"), ("evaluation", {"out_of_space": "oos/shell"}),
+    ]
+    for i, (key, value) in enumerate(bad_values):
+        cases.append((f"value-{i}-{key}", small(**{key: value})))
+    cases += [("not-a-mapping", "- a\n- b\n"), ("bad-yaml", "name: [unclosed\n"),
+              ("tabs", "name: x\n\tarms: {}\n"), ("empty", "")]
+    return cases
+
+
+CASES = malformed_specs()
+
+
+def test_there_are_at_least_fifty_malformed_specs():
+    assert len(CASES) >= 50
+
+
+@pytest.mark.parametrize("name, spec", CASES, ids=[c[0] for c in CASES])
+def test_malformed_spec_is_one_line_exit_2_and_plans_nothing(tmp_path, capsys, name, spec):
+    path = tmp_path / "exp.yaml"
+    path.write_text(spec if isinstance(spec, str) else yaml.safe_dump(spec))
+    out = tmp_path / "runs"
+    code, stdout, stderr = run_cli(["plan", str(path), "--out", str(out)], capsys)
+    assert code == 2, (name, stdout, stderr)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "hint" in lines[0], stderr
+    assert "exp.yaml" in lines[0]
+    assert not out.exists()
+
+
+def test_unknown_key_names_the_line_and_suggests(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\nsteps: 4\narms:\n  a:\n    assignment: {mode: locality, kk: 2}\n")
+    code, _, stderr = run_cli(["validate", str(path)], capsys)
+    assert code == 2 and "exp.yaml:5" in stderr and "did you mean 'k'" in stderr
+
+
+def test_plan_writes_manifests_and_schedules_and_is_idempotent(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(small()))
+    out = tmp_path / "runs"
+    code, stdout, _ = run_cli(["plan", str(path), "--out", str(out)], capsys)
+    assert code == 0 and "9 written" in stdout
+    manifests = {p.parent.parent.name: json.loads(p.read_text())
+                 for p in out.glob("demo/*/0/manifest.json")}
+    assert len(manifests) == 9
+    held_out = set(manifests["structured-18"]["eval_sets"]["in_space"])
+    assert len(held_out) == 18
+    for arm, manifest in manifests.items():
+        overlap = set(manifest["train_harnesses"]) & held_out
+        assert overlap == (held_out if arm == "full-243" else set()), arm
+        for key in ("schema_version", "experiment", "arm", "seed", "space", "train_harnesses",
+                    "eval_sets", "assignment", "algorithm", "budget", "backend", "hash"):
+            assert key in manifest
+    frame = pd.read_parquet(out / "demo" / "k4" / "0" / "schedule.parquet")
+    assert list(frame.columns) == ["step", "task_id", "harness", "anchor", "slot"]
+    assert frame.step.max() == 7 and sorted(frame.slot.unique()) == [0, 1, 2, 3]
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    code, stdout, _ = run_cli(["plan", str(path), "--out", str(out)], capsys)
+    assert code == 0 and "9 unchanged" in stdout
+    assert before == {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+
+
+def test_a_changed_spec_is_refused_without_force(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    out = tmp_path / "runs"
+    path.write_text(yaml.safe_dump(small()))
+    assert run_cli(["plan", str(path), "--out", str(out)], capsys)[0] == 0
+    path.write_text(yaml.safe_dump(small(steps=12)))
+    code, _, stderr = run_cli(["plan", str(path), "--out", str(out)], capsys)
+    assert code == 2 and "--force" in stderr
+    code, stdout, _ = run_cli(["plan", str(path), "--out", str(out), "--force"], capsys)
+    assert code == 0 and "9 replaced" in stdout
+
+
+def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(small()))
+    code = ("import sys; from train.spec import load_spec; from train.manifest import *; "
+            "s = load_spec(sys.argv[1]); sp = space_of(s); e = eval_sets(s, sp); "
+            "a = s.resolved_arms(); "
+            "print(build_manifest(s, 'random-18', a['random-18'], 0, sp, e)['hash'])")
+    hashes = {subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                             text=True, env={"PYTHONHASHSEED": seed, "PATH": ""},
+                             check=True).stdout for seed in ("1", "2")}
+    assert len(hashes) == 1

@@ -1,0 +1,90 @@
+"""``hscale plan``: write runs/<exp>/<arm>/<seed>/{manifest.json, schedule.parquet}.
+
+Planning is idempotent: an unchanged spec changes nothing on disk, and a change that would
+alter an existing run's manifest is refused unless forced, so results are never orphaned.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from design.errors import HscaleError
+from design.io import atomic_write_text
+from train.manifest import build_manifest, eval_sets, rng_for, space_of
+from train.schedule import build_schedule
+from train.spec import ExperimentSpec, load_spec
+
+
+@dataclass(frozen=True)
+class Planned:
+    path: Path
+    state: str  # "written" | "unchanged" | "replaced"
+
+
+def task_ids(spec: ExperimentSpec) -> list[str]:
+    if spec.benchmark.name != "builtin":
+        raise HscaleError(f"benchmark {spec.benchmark.name!r} is not available yet",
+                          "use benchmark: {name: builtin}")
+    from harness.world import generate
+
+    return [t.task_id for t in generate(spec.benchmark.tasks, seed=spec.benchmark.seed)]
+
+
+def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False
+         ) -> list[Planned]:
+    """Plan every arm x seed; all manifests are built and checked before anything is written."""
+    spec = load_spec(spec_path)
+    space = space_of(spec)
+    evals = eval_sets(spec, space)
+    ids = task_ids(spec)
+    jobs = []
+    for arm_name, arm in spec.resolved_arms().items():
+        for seed in spec.seeds:
+            manifest = build_manifest(spec, arm_name, arm, seed, space, evals)
+            run_dir = Path(out) / spec.name / arm_name / str(seed)
+            previous = _existing_hash(run_dir)
+            if previous not in (None, manifest["hash"]) and not force:
+                raise HscaleError(f"{run_dir}: the spec now gives a different manifest than the "
+                                  "one already planned there",
+                                  "pass --force to replace it, or rename the experiment")
+            jobs.append((run_dir, arm, seed, manifest, previous))
+    done = []
+    for run_dir, arm, seed, manifest, previous in jobs:
+        if previous == manifest["hash"]:
+            done.append(Planned(run_dir, "unchanged"))
+            continue
+        frame = build_schedule(space, manifest["train_harnesses"], ids, spec.steps,
+                               manifest["budget"]["tasks_per_step"], arm.assignment.k,
+                               _mode(arm.assignment.mode),
+                               rng_for(seed, manifest["arm"], "schedule"))
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_bytes(run_dir / "schedule.parquet", buffer.getvalue())
+        atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+        done.append(Planned(run_dir, "replaced" if previous else "written"))
+    return done
+
+
+def _mode(mode: str) -> str:
+    # Harness-S rescue trains under the base harness; its siblings come from the router
+    return "repeat" if mode == "rescue" else mode
+
+
+def _existing_hash(run_dir: Path) -> str | None:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text()).get("hash")
+    except (OSError, json.JSONDecodeError):
+        return "unreadable"
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

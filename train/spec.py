@@ -1,0 +1,195 @@
+"""Experiment specs: validated YAML naming a space, a benchmark, an algorithm and the arms.
+
+Arms inherit ``defaults``; unknown keys are refused with the file, the line and a
+did-you-mean, so a typo never silently becomes a default.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from design.errors import HscaleError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Benchmark(_Strict):
+    name: str = "builtin"
+    tasks: int = Field(200, ge=1)
+    seed: int = 0
+    path: str | None = None
+
+
+class Algorithm(_Strict):
+    """GRPO: 16 tasks x 8 rollouts a step; PPO: 128 tasks x 1 rollout, GAE gamma = lam = 1."""
+
+    name: Literal["grpo", "ppo"] = "grpo"
+    tasks_per_step: int | None = Field(None, ge=1)
+    rollouts: int | None = Field(None, ge=1)
+    lr: float = Field(1e-6, gt=0)
+    gamma: float = Field(1.0, ge=0, le=1)
+    lam: float = Field(1.0, ge=0, le=1)
+    clip_low: float = Field(0.2, gt=0)
+    clip_high: float = Field(0.28, gt=0)
+
+    @model_validator(mode="after")
+    def _shapes(self) -> Algorithm:
+        defaults = {"grpo": (16, 8), "ppo": (128, 1)}[self.name]
+        object.__setattr__(self, "tasks_per_step", self.tasks_per_step or defaults[0])
+        object.__setattr__(self, "rollouts", self.rollouts or defaults[1])
+        return self
+
+
+class Assignment(_Strict):
+    mode: Literal["locality", "repeat", "random", "rescue"] = "locality"
+    k: int = Field(2, ge=1)
+    pool: list[str] | None = None
+    router: Literal["original", "random", "rule", "profile"] | None = None
+    group: int = Field(8, ge=1)
+
+
+class TrainSet(_Strict):
+    """A harness-set recipe: single, first_order, structured, random, full."""
+
+    recipe: Literal["single", "first_order", "structured", "random", "full"] = "structured"
+    runs: int | None = Field(None, ge=1)
+    n: int | None = Field(None, ge=1)
+    criterion: str = "gwlp"
+
+
+class Evaluation(_Strict):
+    base: bool = True
+    in_space: int = Field(18, ge=0)
+    out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
+    runs: int = Field(3, ge=1)
+    every: int | None = Field(None, ge=1)
+
+
+class Arm(_Strict):
+    train: TrainSet = TrainSet()
+    assignment: Assignment = Assignment()
+    algorithm: Algorithm | None = None
+    description: str = ""
+
+    @field_validator("train", mode="before")
+    @classmethod
+    def _train_shorthand(cls, value: Any) -> Any:
+        return {"recipe": value} if isinstance(value, str) else value
+
+
+class ExperimentSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    space: str = "harness"
+    benchmark: Benchmark = Benchmark()
+    model: str = "hscale-tiny"
+    algorithm: Algorithm = Algorithm()
+    steps: int = Field(300, ge=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    backend: Literal["local", "verl"] = "local"
+    evaluation: Evaluation = Evaluation()
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    arms: dict[str, dict[str, Any]] = Field(min_length=1)
+
+    def resolved_arms(self) -> dict[str, Arm]:
+        """Every arm with ``defaults`` merged under it (arm keys win, nested dicts merge)."""
+        out = {}
+        for name, body in self.arms.items():
+            merged = _merge(self.defaults, body or {})
+            out[name] = Arm.model_validate(merged)
+        return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the YAML key at ``loc``, or of its nearest ancestor."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if k.value == str(key)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) \
+                and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+_FIELDS = {
+    "ExperimentSpec": ExperimentSpec, "benchmark": Benchmark, "algorithm": Algorithm,
+    "evaluation": Evaluation, "assignment": Assignment, "train": TrainSet,
+}
+
+
+def _suggest(loc: tuple[Any, ...]) -> str:
+    """Did-you-mean for an unknown key, from the fields of the model that holds it."""
+    if not loc:
+        return ""
+    key, parent = str(loc[-1]), str(loc[-2]) if len(loc) > 1 else "ExperimentSpec"
+    in_arm = len(loc) >= 3 and loc[-3] == "arms"
+    model = Arm if in_arm else _FIELDS.get(parent, ExperimentSpec)
+    close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+    known = ", ".join(model.model_fields)
+    return (f"did you mean {close[0]!r}? " if close else "") + f"known keys: {known}"
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate an experiment YAML; every problem names the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise HscaleError(f"{path}: no such file", "give the path of an experiment YAML")
+    text = path.read_text()
+    try:
+        data = yaml.safe_load(text)
+        tree = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise HscaleError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
+                          "check indentation and colons") from None
+    if not isinstance(data, dict):
+        raise HscaleError(f"{path}: an experiment is a mapping of keys", "start with name: ...")
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _spec_error(path, tree, exc, ()) from None
+    for name, body in spec.arms.items():
+        try:
+            arm = Arm.model_validate(_merge(spec.defaults, body or {}))
+        except ValidationError as exc:
+            raise _spec_error(path, tree, exc, ("arms", name)) from None
+        if arm.assignment.mode == "rescue" and arm.assignment.router is None:
+            raise HscaleError(f"{path}:{_line(tree, ('arms', name))}: arm {name}: rescue "
+                              "assignment needs a router", "add router: rule (or random)")
+    return spec
+
+
+def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,
+                prefix: tuple[Any, ...]) -> HscaleError:
+    err = exc.errors()[0]
+    loc = prefix + tuple(err["loc"])
+    line = _line(tree, loc) or 1
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return HscaleError(f"{path}:{line}: unknown key {where!r}", _suggest(loc))
+    return HscaleError(f"{path}:{line}: {where}: {err['msg']}",
+                       "see experiments/demo.yaml for a complete example")
