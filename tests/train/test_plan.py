@@ -158,3 +158,10 @@ def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
                              text=True, env={"PYTHONHASHSEED": seed, "PATH": ""},
                              check=True).stdout for seed in ("1", "2")}
     assert len(hashes) == 1
+
+
+@pytest.mark.parametrize("path", sorted((DEMO.parent).rglob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_experiment_validates(path, capsys):
+    code, stdout, _ = run_cli(["validate", str(path)], capsys)
+    assert code == 0 and "arms" in stdout
