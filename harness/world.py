@@ -156,6 +156,11 @@ def split_of(query: str, files: dict[str, str]) -> str:
     return SPLITS[digest[0] & 1]
 
 
+def task_ids(n: int, seed: int, split: str = "train") -> list[str]:
+    """The ids :func:`generate` gives its ``n`` tasks, without building the tasks."""
+    return [f"{split}-{seed}-{index:05d}" for index in range(n)]
+
+
 def generate(n: int, seed: int, split: str = "train",
              categories: Sequence[str] = CATEGORIES) -> list[Task]:
     """``n`` built-in tasks, categories in rotation, deterministic for (seed, split).

@@ -28,9 +28,9 @@ def task_ids(spec: ExperimentSpec) -> list[str]:
     if spec.benchmark.name != "builtin":
         raise HscaleError(f"benchmark {spec.benchmark.name!r} is not available yet",
                           "use benchmark: {name: builtin}")
-    from harness.world import generate
+    from harness.world import task_ids as builtin_ids
 
-    return [t.task_id for t in generate(spec.benchmark.tasks, seed=spec.benchmark.seed)]
+    return builtin_ids(spec.benchmark.tasks, seed=spec.benchmark.seed)
 
 
 def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False

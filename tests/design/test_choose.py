@@ -149,3 +149,16 @@ def test_place_reports_what_cannot_be_satisfied(parent):
         place(parent, 5, include=[[0, 0, 0, 0, 3]])
     with pytest.raises(HscaleError, match="mixed levels"):
         place(np.column_stack([parent, np.arange(18) % 2]), 3)
+
+
+def test_shipped_class_catalogue_matches_a_fresh_enumeration():
+    """The catalogue that spares users the enumeration holds exactly the real classes."""
+    from design.choose import _shipped_classes
+    from design.isomorphism import are_isomorphic, enumerate_oas
+
+    for levels in [(3,) * 3, (3,) * 4, (3,) * 5]:
+        shipped = _shipped_classes(18, levels, 2)
+        fresh = enumerate_oas(18, levels, 2)
+        assert shipped is not None and len(shipped) == len(fresh)
+        for rep in fresh:
+            assert sum(are_isomorphic(rep, s) for s in shipped) == 1

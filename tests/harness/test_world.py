@@ -103,3 +103,10 @@ def test_bad_arguments_are_refused():
         generate(2, seed=0, categories=["chess"])
     with pytest.raises(HscaleError, match="seed"):
         generate(2, seed=-1)
+
+
+def test_task_ids_match_generated_ids():
+    from harness.world import generate, task_ids
+
+    assert task_ids(12, seed=3) == [t.task_id for t in generate(12, seed=3)]
+    assert task_ids(5, seed=1, split="eval") == [t.task_id for t in generate(5, 1, "eval")]
