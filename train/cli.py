@@ -56,6 +56,35 @@ def plan_cmd(
         f"{n} {state}" for state, n in counts.items() if n))
 
 
+@app.command("run")
+def run_cmd(
+    experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
+    backend: Annotated[str, typer.Option(help="local (this machine).")] = "local",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
+) -> None:
+    """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
+    from rich.progress import Progress
+
+    from train.runner import run_experiment
+
+    with Progress(transient=True) as progress:
+        bars: dict = {}
+
+        def report(run_dir, done: int, total: int) -> None:
+            name = f"{run_dir.parent.name}/{run_dir.name}"
+            if name not in bars:
+                bars[name] = progress.add_task(name, total=total)
+            progress.update(bars[name], completed=done)
+
+        states = run_experiment(experiment, out, backend=backend, progress=report)
+    failed = [run for run, state in states.items() if state != "COMPLETED"]
+    print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
+    for run in failed:
+        print(f"  {run}: {states[run]} (see its status.json)")
+    if failed:
+        raise typer.Exit(1)
+
+
 def _fail(message: str) -> None:
     print(f"error: {' '.join(message.split())}", file=sys.stderr)
     sys.exit(2)

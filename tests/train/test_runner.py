@@ -1,0 +1,99 @@
+"""hscale run with the local backend (a scripted NoisyOracle stands in for the trainer, so
+nothing is learned yet): result files, skipping, resume after kill -9, the runner lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from design.errors import HscaleError
+from train.runner import run_experiment, runner_lock
+
+SPEC = {
+    "name": "small",
+    "benchmark": {"name": "builtin", "tasks": 40, "seed": 0},
+    "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
+    "steps": 6, "seeds": [0],
+    "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 1},
+    "defaults": {"train": {"recipe": "structured", "runs": 18},
+                 "assignment": {"mode": "locality", "k": 2}},
+    "arms": {"structured-18": {}, "single-harness": {"train": "single",
+                                                     "assignment": {"mode": "repeat", "k": 1}}},
+}
+
+
+def write_spec(tmp_path: Path, **changes) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump({**SPEC, **changes}))
+    return path
+
+
+def results(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.read_parquet(run_dir / "train.parquet"), pd.read_parquet(run_dir / "eval.parquet")
+
+
+def test_run_writes_the_contracted_files_and_skips_finished_runs(tmp_path):
+    spec = write_spec(tmp_path)
+    states = run_experiment(spec, tmp_path / "runs")
+    assert set(states.values()) == {"COMPLETED"} and len(states) == 2
+    run_dir = tmp_path / "runs" / "small" / "structured-18" / "0"
+    status = json.loads((run_dir / "status.json").read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert status["state"] == "COMPLETED" and status["manifest_hash"] == manifest["hash"]
+    train, evals = results(run_dir)
+    assert train.step.tolist() == list(range(6)) and train.reward_mean.between(0, 1).all()
+    for column in ("experiment", "arm", "seed", "run", "step", "benchmark", "setting",
+                   "harness", "task_id", "reward", "success", "turns"):
+        assert column in evals.columns
+    assert set(evals.setting) == {"base", "in_space", "out_of_space"}
+    before = (run_dir / "train.parquet").stat().st_mtime_ns
+    run_experiment(spec, tmp_path / "runs")
+    assert (run_dir / "train.parquet").stat().st_mtime_ns == before
+
+
+def test_kill_9_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path):
+    spec = write_spec(tmp_path, steps=40, arms={"structured-18": {}})
+    clean = tmp_path / "clean"
+    run_experiment(spec, clean)
+    broken = tmp_path / "broken"
+    run_dir = broken / "small" / "structured-18" / "0"
+    proc = subprocess.Popen([sys.executable, "-m", "train.cli", "run", str(spec), "--out",
+                             str(broken)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        path = run_dir / "train.parquet"
+        if path.is_file() and len(pd.read_parquet(path)) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = pd.read_parquet(run_dir / "train.parquet")
+    assert 3 <= len(partial) < 40, "the kill should land mid-run"
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "RUNNING"
+    states = run_experiment(spec, broken)
+    assert set(states.values()) == {"COMPLETED"}
+    for got, want in zip(results(run_dir), results(clean / "small" / "structured-18" / "0"),
+                         strict=True):
+        pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_second_runner_is_refused(tmp_path):
+    spec = write_spec(tmp_path)
+    with runner_lock(tmp_path / "runs" / "small"), pytest.raises(HscaleError,
+                                                                  match="another hscale"):
+        run_experiment(spec, tmp_path / "runs")
+
+
+def test_unknown_backend(tmp_path):
+    with pytest.raises(HscaleError, match="unknown backend") as err:
+        run_experiment(write_spec(tmp_path), tmp_path / "runs", backend="locale")
+    assert "did you mean 'local'" in err.value.hint
