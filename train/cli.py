@@ -59,13 +59,21 @@ def plan_cmd(
 @app.command("run")
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
-    backend: Annotated[str, typer.Option(help="local (this machine).")] = "local",
+    backend: Annotated[str, typer.Option(help="local (this machine) or verl (GPUs).")
+                       ] = "local",
     out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="verl: write each run's data, "
+                                                            "config and launch.sh only.")
+                       ] = False,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
     from rich.progress import Progress
 
     from train.runner import run_experiment
+
+    if backend == "verl":
+        _verl(experiment, out, dry_run)
+        return
 
     with Progress(transient=True) as progress:
         bars: dict = {}
@@ -83,6 +91,25 @@ def run_cmd(
         print(f"  {run}: {states[run]} (see its status.json)")
     if failed:
         raise typer.Exit(1)
+
+
+def _verl(experiment: Path, out: Path, dry_run: bool) -> None:
+    """Write veRL inputs for every planned run; launching itself needs GPUs."""
+    import json
+
+    from train.backends.verl_backend import prepare_verl_run
+    from train.plan import plan
+
+    if not dry_run:
+        raise HscaleError("launching veRL training from hscale needs a GPU node",
+                          "run with --dry-run to write each run's launch.sh, then run those "
+                          "on the GPU node")
+    planned = plan(experiment, out)
+    for item in planned:
+        manifest = json.loads((item.path / "manifest.json").read_text())
+        prepared = prepare_verl_run(item.path, manifest)
+        print(prepared.get("launch", item.path / "verl" / "launch.sh"))
+    print(f"wrote veRL inputs for {len(planned)} runs under {out}")
 
 
 def _fail(message: str) -> None:

@@ -97,3 +97,18 @@ def test_unknown_backend(tmp_path):
     with pytest.raises(HscaleError, match="unknown backend") as err:
         run_experiment(write_spec(tmp_path), tmp_path / "runs", backend="locale")
     assert "did you mean 'local'" in err.value.hint
+
+
+def test_verl_dry_run_writes_launch_scripts_and_real_runs_need_a_gpu(tmp_path):
+    pytest.importorskip("verl")
+    spec = write_spec(tmp_path, backend="verl", arms={"structured-18": {}})
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "train.cli", "run", str(spec), "--backend", "verl",
+           "--out", str(out)]
+    dry = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    launch = out / "small" / "structured-18" / "0" / "verl" / "launch.sh"
+    assert launch.is_file() and "verl.trainer.main_ppo" in launch.read_text()
+    real = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert real.returncode == 2 and "--dry-run" in real.stderr
+    assert len(real.stderr.strip().splitlines()) == 1
