@@ -64,6 +64,11 @@ def _is_int(text: str) -> bool:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write text via a temporary file and rename: readers never see half a file."""
+    atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename: readers never see half a file."""
     path = Path(path)
     if path.is_dir():
@@ -78,8 +83,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

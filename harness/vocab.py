@@ -12,6 +12,8 @@ import importlib
 import re
 from functools import cache
 
+from harness.components.registry import BUILTIN_MODULES
+
 # Punctuation runs that the tool syntaxes and observation formats repeat on every turn, each
 # one token (as a BPE tokenizer would learn them), so a JSON call costs what a word call does.
 MERGES = (
@@ -28,18 +30,8 @@ NUMBERS = tuple(str(i) for i in range(1000))
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>", "<nl>")
 ESCAPES = ("\\n",)
 
-# Modules that declare WORDS; added to as components and the world grow.
-WORD_MODULES = (
-    "harness.world",
-    "harness.env",
-    "harness.components.system_prompt",
-    "harness.components.tool_interface",
-    "harness.components.observation",
-    "harness.components.context",
-    "harness.components.workflow",
-    "harness.out_of_space",
-    "harness.policies",
-)
+# Modules that declare WORDS: every built-in component module, the world and the policies.
+WORD_MODULES = ("harness.world", "harness.env", *BUILTIN_MODULES, "harness.policies")
 
 
 def tokenize(text: str) -> list[str]:

@@ -108,7 +108,7 @@ def _verl(experiment: Path, out: Path, dry_run: bool) -> None:
     for item in planned:
         manifest = json.loads((item.path / "manifest.json").read_text())
         prepared = prepare_verl_run(item.path, manifest)
-        print(prepared.get("launch", item.path / "verl" / "launch.sh"))
+        print(prepared["launch"])
     print(f"wrote veRL inputs for {len(planned)} runs under {out}")
 
 

@@ -6,13 +6,13 @@ alter an existing run's manifest is refused unless forced, so results are never 
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from design.errors import HscaleError
 from design.io import atomic_write_text
+from train.files import write_parquet
 from train.manifest import build_manifest, eval_sets, rng_for, space_of
 from train.schedule import build_schedule
 from train.spec import ExperimentSpec, load_spec
@@ -60,10 +60,7 @@ def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False
                                manifest["budget"]["tasks_per_step"], arm.assignment.k,
                                _mode(arm.assignment.mode),
                                rng_for(seed, manifest["arm"], "schedule"))
-        buffer = io.BytesIO()
-        frame.to_parquet(buffer, index=False)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_bytes(run_dir / "schedule.parquet", buffer.getvalue())
+        write_parquet(run_dir / "schedule.parquet", frame)
         atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         done.append(Planned(run_dir, "replaced" if previous else "written"))
     return done
@@ -82,9 +79,3 @@ def _existing_hash(run_dir: Path) -> str | None:
         return json.loads(path.read_text()).get("hash")
     except (OSError, json.JSONDecodeError):
         return "unreadable"
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

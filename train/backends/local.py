@@ -8,7 +8,6 @@ resumed after a crash writes exactly the rows an uninterrupted run writes.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from harness.harness import Harness
 from harness.loop import run_episode
 from harness.policies import NoisyOracle
 from harness.world import generate
+from train.files import write_parquet
 from train.manifest import rng_for
 
 ERROR_RATE = 0.3
@@ -54,11 +54,11 @@ class LocalBackend:
                                  "episodes": len(rewards)}])
             done = pd.concat([done, row], ignore_index=True).astype(
                 {"step": "int64", "episodes": "int64"})
-            _write(run_dir / "train.parquet", done)
+            write_parquet(run_dir / "train.parquet", done)
             if progress is not None:
                 progress(int(step) + 1, int(schedule.step.max()) + 1)
         if not (run_dir / "eval.parquet").is_file():
-            _write(run_dir / "eval.parquet", self._evaluate(manifest, harnesses))
+            write_parquet(run_dir / "eval.parquet", self._evaluate(manifest, harnesses))
 
     def _evaluate(self, manifest: dict, harnesses: dict[str, Harness]) -> pd.DataFrame:
         bench = manifest["benchmark"]
@@ -87,11 +87,3 @@ def _rows(path: Path) -> pd.DataFrame:
     if path.is_file():
         return pd.read_parquet(path)
     return pd.DataFrame({"step": pd.Series(dtype="int64")})
-
-
-def _write(path: Path, frame: pd.DataFrame) -> None:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(path)

@@ -18,7 +18,6 @@ imported lazily.
 from __future__ import annotations
 
 import difflib
-import io
 import os
 import re
 import shlex
@@ -27,6 +26,7 @@ from typing import Any
 
 from design.errors import HscaleError
 from design.io import atomic_write_text
+from train.files import write_parquet
 
 VERL_DIR = "verl"
 MAIN = "verl.trainer.main_ppo"
@@ -168,8 +168,8 @@ def prepare_verl_run(run_dir: str | Path, manifest: dict, *, validate: bool = Tr
     val["extra_info"] = [{**e, "index": i} for i, e in enumerate(val.extra_info)]
 
     out.mkdir(parents=True, exist_ok=True)
-    _write_parquet(out / "train.parquet", train)
-    _write_parquet(out / "val.parquet", val)
+    write_parquet(out / "train.parquet", train)
+    write_parquet(out / "val.parquet", val)
     agent_loop = write_agent_loop_config(out / "agent_loop.yaml")
     command = ["python", "-m", MAIN, *overrides]
     script = ("#!/usr/bin/env bash\n"
@@ -193,14 +193,6 @@ def _agent_name() -> str:
     from harness.verl_agent_loop import AGENT_NAME
 
     return AGENT_NAME
-
-
-def _write_parquet(path: Path, frame: Any) -> None:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(path)
 
 
 def _key(override: str) -> str:
