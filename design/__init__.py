@@ -6,7 +6,7 @@ Names are imported on first use, so ``import design`` and ``hscale --help`` stay
 
 from __future__ import annotations
 
-import importlib
+from design.lazy import lazy_exports
 
 _EXPORTS = {
     "bose_bush_bound": "design.bounds",
@@ -58,13 +58,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'design' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

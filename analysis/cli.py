@@ -1,0 +1,53 @@
+"""``hscale report RUN_DIR``: the command function (registered by train/cli.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="runs/<experiment> (or runs/, or one run "
+                                                 "folder) written by `hscale run`.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Report folder "
+                                             "(default: RUN_DIR/report).")] = None,
+    reference: Annotated[str | None, typer.Option(help="Arm every other arm is compared "
+                                                       "with (default: structured-18 when "
+                                                       "present).")] = None,
+    external: Annotated[list[Path] | None, typer.Option(
+        "--external", help="CSV of results measured elsewhere, shown beside yours "
+                           "(repeatable; RUN_DIR/external/*.csv is read too).")] = None,
+    reported: Annotated[bool, typer.Option("--reported/--no-reported", help="Show the "
+                                           "papers' reported numbers beside yours.")] = True,
+    test: Annotated[str, typer.Option(help="Paired test: permutation or wilcoxon.")
+                    ] = "permutation",
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for "
+                                                         "intervals.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail when any run file is "
+                                                          "missing or corrupt.")] = False,
+) -> None:
+    """Write tables (Markdown, LaTeX, CSV), figures, report.md and a self-contained
+    report.html for every run under RUN_DIR."""
+    from analysis.report import write_report
+    from design.errors import HscaleError
+
+    if test not in ("permutation", "wilcoxon"):
+        raise HscaleError(f"unknown test {test!r}", "use --test permutation or --test wilcoxon")
+    if n_boot < 100:
+        raise HscaleError(f"--n-boot {n_boot} is too few resamples for a 95% interval",
+                          "use at least 100 (default 2000)")
+    report = write_report(run_dir, out, reference=reference, external=external or (),
+                          reported=reported, strict=strict, test=test, n_boot=n_boot,
+                          seed=seed)
+    for problem in report.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    for name, why in report.failed.items():
+        print(f"warning: figure {name} failed: {why}", file=sys.stderr)
+    for line in report.ordering:
+        print(line)
+    print(f"wrote {len(report.tables)} tables and {len(report.figures)} figures to "
+          f"{report.out} (open {report.out / 'report.html'})")

@@ -1,0 +1,361 @@
+"""Run folders (and external CSVs) into one tidy table of evaluated episodes.
+
+A run folder is ``runs/<exp>/<arm>/<seed>/`` with manifest.json, eval.parquet, train.parquet and
+status.json (DESIGN.md's file contracts). Loading never stops at the first bad file: every
+missing or corrupt file is named in ``Results.problems`` and the caller decides what is fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.external import empty_summary, read_csv_results, read_reported
+from design.errors import HscaleError
+
+RUN_FILES = ("manifest.json", "eval.parquet", "train.parquet", "status.json", "schedule.parquet")
+EVAL_COLUMNS: dict[str, str] = {
+    "experiment": "str", "arm": "str", "seed": "int64", "run": "int64", "step": "int64",
+    "benchmark": "str", "setting": "str", "harness": "str", "task_id": "str",
+    "reward": "float64", "success": "bool", "turns": "int64",
+}
+MANIFEST_KEYS = ("schema_version", "experiment", "arm", "seed", "train_harnesses", "eval_sets")
+SETTINGS = ("base", "in_space", "out_of_space")
+# Columns kept as categoricals: group-bys over a million rows stay fast and small.
+CATEGORIES = ("source", "experiment", "model", "algorithm", "method", "arm", "benchmark",
+              "setting", "harness", "task_id")
+RUN_GROUP = ("source", "experiment", "model", "algorithm", "method")
+# Optional eval.parquet columns kept when present. ``decoding`` separates the sampled runs
+# (the papers' independent runs) from an extra greedy pass, which is kept apart.
+OPTIONAL_EVAL = ("decoding", "category")
+
+
+@dataclass
+class Results:
+    """Everything ``hscale report`` needs, as plain DataFrames (notebook friendly)."""
+
+    episodes: pd.DataFrame  # one row per evaluated episode, measured and external
+    train: pd.DataFrame  # one row per training step and run
+    runs: pd.DataFrame  # one row per run folder, with its manifest's sets
+    reported: pd.DataFrame  # summary numbers: the papers' and external summaries
+    problems: list[str] = field(default_factory=list)
+    root: Path | None = None
+    greedy: pd.DataFrame = field(default_factory=pd.DataFrame)  # decoding == "greedy" rows
+
+    def train_sets(self) -> dict[tuple[str, str], list[str]]:
+        """(experiment, method) -> training harness labels, from the manifests."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for row in self.runs.itertuples():
+            if isinstance(row.train_harnesses, list | tuple):
+                out.setdefault((row.experiment, row.method), list(row.train_harnesses))
+        return out
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """Folders holding a run file, up to three levels below ``root`` (runs/<exp>/<arm>/<seed>)."""
+    if any((root / name).exists() for name in RUN_FILES):
+        return [root]
+    found = {p.parent for depth in ("*", "*/*", "*/*/*") for name in RUN_FILES
+             for p in root.glob(f"{depth}/{name}")}
+    return sorted(d for d in found if "report" not in d.relative_to(root).parts)
+
+
+def _where(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root.parent if path == root else root))
+    except ValueError:
+        return str(path)
+
+
+def _read_json(path: Path, name: str, problems: list[str]) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(f"{name}: corrupt ({type(exc).__name__}: {exc})")
+        return None
+    if not isinstance(value, dict):
+        problems.append(f"{name}: corrupt (expected a JSON object)")
+        return None
+    return value
+
+
+def _read_parquet(path: Path, name: str, problems: list[str]) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
+        problems.append(f"{name}: corrupt ({type(exc).__name__}: {str(exc)[:160]})")
+        return None
+
+
+def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFrame | None:
+    """The eval.parquet contract: required columns present, values in range, types coerced."""
+    missing = [c for c in EVAL_COLUMNS if c not in frame.columns and c != "turns"]
+    if missing:
+        problems.append(f"{name}: missing columns {', '.join(missing)}")
+        return None
+    frame = frame.copy()
+    if "turns" not in frame.columns:
+        frame["turns"] = 0
+    try:
+        for col in ("seed", "run", "step", "turns"):
+            frame[col] = pd.to_numeric(frame[col], downcast=None).astype("int64")
+        frame["reward"] = pd.to_numeric(frame["reward"]).astype("float64")
+        frame["success"] = _as_bool(frame["success"])
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{name}: bad values ({exc})")
+        return None
+    if len(frame) and not frame["reward"].between(0, 1).all():
+        problems.append(f"{name}: rewards outside [0, 1]")
+    unknown = sorted({str(s) for s in frame["setting"].unique()} - set(SETTINGS))
+    if unknown:
+        problems.append(f"{name}: unknown settings {', '.join(unknown)} "
+                        f"(expected {', '.join(SETTINGS)})")
+    return frame
+
+
+def _as_bool(values: pd.Series) -> pd.Series:
+    if values.dtype == bool:
+        return values
+    lowered = values.astype(str).str.strip().str.lower()
+    mapped = lowered.map({"true": True, "1": True, "1.0": True, "false": False, "0": False,
+                          "0.0": False})
+    if mapped.isna().any():
+        raise ValueError("success must be true/false or 1/0")
+    return mapped.astype(bool)
+
+
+@dataclass
+class _Run:
+    path: Path
+    meta: dict
+    episodes: pd.DataFrame | None
+    train: pd.DataFrame | None
+
+
+def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
+    """One run folder; every missing or damaged file becomes a problem naming it."""
+    where = _where(path, root)
+    here: list[str] = []
+    manifest = _read_json(path / "manifest.json", f"{where}/manifest.json", here)
+    status = _read_json(path / "status.json", f"{where}/status.json", here)
+    if manifest is None and not (path / "manifest.json").is_file():
+        here.append(f"{where}/manifest.json: missing")
+    elif manifest is not None:
+        lacking = [k for k in MANIFEST_KEYS if k not in manifest]
+        if lacking:
+            here.append(f"{where}/manifest.json: missing keys {', '.join(lacking)}")
+    state = (status or {}).get("state", "UNKNOWN" if (path / "status.json").exists()
+                               else "PLANNED")
+    if state not in ("COMPLETED", "UNKNOWN"):
+        detail = f": {status['error']}" if status and status.get("error") else ""
+        here.append(f"{where}: run is {state}{detail}")
+    if (status and manifest and status.get("manifest_hash")
+            and manifest.get("hash") and status["manifest_hash"] != manifest["hash"]):
+        here.append(f"{where}/status.json: manifest hash differs from manifest.json "
+                    "(results may be stale)")
+    episodes = _read_parquet(path / "eval.parquet", f"{where}/eval.parquet", here)
+    if episodes is None and not (path / "eval.parquet").is_file():
+        here.append(f"{where}/eval.parquet: missing")
+    elif episodes is not None:
+        episodes = check_eval(episodes, f"{where}/eval.parquet", here)
+        _check_identity(episodes, manifest, f"{where}/eval.parquet", here)
+    train = _read_parquet(path / "train.parquet", f"{where}/train.parquet", here)
+    if train is None and not (path / "train.parquet").is_file():
+        here.append(f"{where}/train.parquet: missing")
+    elif train is not None and "step" not in train.columns:
+        here.append(f"{where}/train.parquet: missing column step")
+        train = None
+    problems.extend(here)
+    return _Run(path, _meta(path, manifest, episodes, state), episodes, train)
+
+
+def _check_identity(episodes: pd.DataFrame | None, manifest: dict | None, name: str,
+                    problems: list[str]) -> None:
+    """Rows that name another experiment, arm or seed than their manifest are a copy error."""
+    if episodes is None or manifest is None or not len(episodes):
+        return
+    for col in ("experiment", "arm", "seed"):
+        if col in manifest and (episodes[col].astype(str) != str(manifest[col])).any():
+            problems.append(f"{name}: rows name another {col} than manifest.json "
+                            f"({manifest[col]!r}); the manifest's is used")
+
+
+def _meta(path: Path, manifest: dict | None, episodes: pd.DataFrame | None, state: str) -> dict:
+    """Run identity from the manifest, else from the eval rows, else from the folder names."""
+    m = manifest or {}
+    first = episodes.iloc[0] if episodes is not None and len(episodes) else None
+    algorithm = m.get("algorithm")
+    return {
+        "experiment": str(m.get("experiment", first["experiment"] if first is not None
+                                else path.parent.parent.name)),
+        "arm": str(m.get("arm", first["arm"] if first is not None else path.parent.name)),
+        "seed": int(m.get("seed", first["seed"] if first is not None else _int(path.name))),
+        "model": str(m.get("model") or "unknown"),
+        "algorithm": str(algorithm.get("name") if isinstance(algorithm, dict)
+                         else algorithm or "unknown"),
+        "state": state, "path": str(path),
+        "train_harnesses": list(m.get("train_harnesses") or []),
+        "eval_sets": dict(m.get("eval_sets") or {}),
+        "space": (m.get("space") or {}).get("factors"),
+        "budget": dict(m.get("budget") or {}),
+        "assignment": dict(m.get("assignment") or {}),
+    }
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def _method_names(runs: pd.DataFrame) -> pd.Series:
+    """The arm's name, qualified by its experiment when two experiments share it."""
+    key = runs[["model", "algorithm", "arm"]].astype(str).agg("|".join, axis=1)
+    shared = runs.groupby(key)["experiment"].transform("nunique") > 1
+    return runs["arm"].where(~shared, runs["arm"] + " (" + runs["experiment"] + ")")
+
+
+def tidy(frame: pd.DataFrame) -> pd.DataFrame:
+    """Categorical keys and fixed dtypes, so every consumer sees the same table."""
+    frame = frame.reset_index(drop=True)
+    for col in CATEGORIES:
+        if col in frame.columns:
+            frame[col] = _categorical(frame[col])
+    return frame
+
+
+def _categorical(values: pd.Series) -> pd.Series:
+    """String categories; a column that already is categorical only has its labels cast."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        if values.cat.categories.dtype == object or all(
+                isinstance(c, str) for c in values.cat.categories):
+            return values
+        return values.cat.rename_categories([str(c) for c in values.cat.categories])
+    return values.astype(str).astype("category")
+
+
+def concat_tidy(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate run tables: key columns are unioned as categoricals (no string copies),
+    other columns aligned by pandas (a metric one run lacks is NaN there)."""
+    from pandas.api.types import union_categoricals
+
+    parts = [tidy(p) for p in parts]
+    keys = [c for c in CATEGORIES if all(c in p.columns for p in parts)]
+    out = pd.concat([p.drop(columns=keys) for p in parts], ignore_index=True)
+    for col in keys:
+        out[col] = union_categoricals([p[col] for p in parts], ignore_order=True)
+    return out
+
+
+def _empty_episodes() -> pd.DataFrame:
+    cols = {c: pd.Series(dtype="object" if t == "str" else t) for c, t in EVAL_COLUMNS.items()}
+    return tidy(pd.DataFrame({**cols, **{c: pd.Series(dtype="object") for c in
+                                         ("model", "algorithm", "method", "source")}}))
+
+
+def load_results(root: str | Path, external: Sequence[str | Path] = (),
+                 reported: bool | str | Path = True) -> Results:
+    """Every run under ``root`` plus external CSVs and the papers' reported numbers.
+
+    External CSVs are read from ``root/external/*.csv`` and from ``external``; the papers'
+    numbers from experiments/paper/reported.csv (``reported=False`` leaves them out).
+    Raises HscaleError only when nothing usable is found; otherwise see ``problems``.
+    """
+    root = Path(root)
+    if not root.exists():
+        raise HscaleError(f"{root} does not exist", "pass the runs/<experiment> folder that "
+                          "`hscale run` wrote")
+    problems: list[str] = []
+    runs = [read_run(p, root, problems) for p in find_run_dirs(root)] if root.is_dir() else []
+    ext_paths = _external_paths(root, external)
+    ext_eps, ext_summary = [], []
+    for path in ext_paths:
+        eps, summary = read_csv_results(path, problems)
+        ext_eps += [eps] if eps is not None else []
+        ext_summary += [summary] if summary is not None else []
+    if not runs and not ext_eps:
+        raise HscaleError(f"no run folders found under {root}",
+                          "pass runs/<experiment> (folders <arm>/<seed>/ with manifest.json "
+                          "and eval.parquet), or add external CSVs")
+    table = pd.DataFrame([r.meta for r in runs]) if runs else pd.DataFrame(
+        columns=["experiment", "arm", "seed", "model", "algorithm"])
+    if len(table):
+        table["method"] = _method_names(table)
+        table["source"] = "measured"
+    episodes, greedy = split_decoding(_combine_episodes(runs, table, ext_eps))
+    if episodes.empty:
+        raise HscaleError(f"no evaluated episodes under {root}: "
+                          + "; ".join(problems[:6]) + (" ..." if len(problems) > 6 else ""),
+                          "run `hscale run EXPERIMENT.yaml` to completion first")
+    summary = [s for s in [read_reported(reported)] + ext_summary if len(s)]
+    reported_frame = pd.concat(summary, ignore_index=True) if summary else empty_summary()
+    return Results(episodes=episodes, train=_combine_train(runs, table), runs=table,
+                   reported=reported_frame, problems=problems, root=root, greedy=greedy)
+
+
+def split_decoding(episodes: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sampled rows, greedy rows): Pass@1 averages independent sampled runs only."""
+    if "decoding" not in episodes.columns:
+        return episodes, episodes.iloc[0:0]
+    greedy = (episodes["decoding"].astype(str) == "greedy").to_numpy()
+    return (episodes[~greedy].reset_index(drop=True),
+            episodes[greedy].reset_index(drop=True))
+
+
+def _external_paths(root: Path, external: Iterable[str | Path]) -> list[Path]:
+    beside = sorted((root / "external").glob("*.csv")) if root.is_dir() else []
+    return beside + [Path(p) for p in external]
+
+
+def _constant(value: str, rows: int) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.zeros(rows, dtype=np.int64), [str(value)])
+
+
+def _with_meta(frame: pd.DataFrame, meta: pd.Series) -> pd.DataFrame:
+    """Run identity from the manifest (rows that disagree were reported by read_run)."""
+    frame = frame.copy()
+    for col in ("model", "algorithm", "method", "source", "experiment", "arm"):
+        frame[col] = _constant(meta[col], len(frame))
+    return frame
+
+
+def _combine_episodes(runs: list[_Run], table: pd.DataFrame,
+                      external: list[pd.DataFrame]) -> pd.DataFrame:
+    parts = [_with_meta(r.episodes, table.iloc[i]) for i, r in enumerate(runs)
+             if r.episodes is not None and len(r.episodes)]
+    parts += [e for e in external if len(e)]
+    if not parts:
+        return _empty_episodes()
+    keep = [*EVAL_COLUMNS, "model", "algorithm", "method", "source"]
+    out = concat_tidy([p[keep + [c for c in OPTIONAL_EVAL if c in p.columns]] for p in parts])
+    for col in OPTIONAL_EVAL:
+        if col in out.columns:
+            filled = out[col].astype(object).where(out[col].notna(), _FILL[col])
+            out[col] = filled.astype(str).astype("category")
+    return out
+
+
+_FILL = {"decoding": "sampled", "category": "unknown"}
+
+
+def _combine_train(runs: list[_Run], table: pd.DataFrame) -> pd.DataFrame:
+    parts = []
+    for i, r in enumerate(runs):
+        if r.train is None or not len(r.train):
+            continue
+        frame = _with_meta(r.train, table.iloc[i])
+        frame["seed"] = int(table.iloc[i]["seed"])
+        parts.append(frame)
+    if not parts:
+        return pd.DataFrame(columns=["step", *RUN_GROUP, "arm", "seed"])
+    return concat_tidy(parts)

@@ -1,0 +1,321 @@
+"""The papers' table layouts, filled with measured numbers beside the reported ones.
+
+Every table is built from long "cells" (one number per row group x benchmark x setting),
+so a measured Pass@1 and a paper's figure for the same cell sit in the same column. Reported
+rows are the papers' numbers as printed (experiments/paper/reported.csv), never recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import Results
+from analysis.naming import (
+    BASELINE,
+    REFERENCE,
+    SETTING_ORDER,
+    SOURCE_ORDER,
+    default_reference,
+    method_key,
+    order_key,
+    setting_label,
+)
+from analysis.passk import pass1, passk
+from analysis.render import Table, fmt, fmt_p
+from analysis.stats import compare_arms
+
+ROW = ("source", "model", "algorithm", "method")
+CELL_COLUMNS = ("source", "experiment", "model", "algorithm", "method", "baseline", "benchmark",
+                "setting", "harness", "metric", "mean", "std", "n", "note")
+PASS1_NOTE = ("Pass@1 in %: per evaluation run (seed x run) the mean success over the tasks x "
+              "harnesses of a setting; mean ± sample standard deviation over runs. 'average' "
+              "weighs benchmarks equally; 'overall' averages every benchmark x setting cell.")
+HARNESS_S_METRICS = ("pass@3", "avg@3", "effective_group_rate", "extra_rollouts_pct",
+                     "gpu_hours")
+METRIC_LABELS = {"effective_group_rate": "effective-group rate (%)",
+                 "extra_rollouts_pct": "extra rollouts (%)", "gpu_hours": "GPU·h",
+                 "training_rollouts": "training rollouts"}
+
+
+@dataclass
+class Cells:
+    """Everything the tables need, computed once from the results."""
+
+    measured: pd.DataFrame  # pass@1 cells of measured and external episodes
+    by_harness: pd.DataFrame  # pass@1 per out-of-space harness (benchmark average)
+    reported: pd.DataFrame  # summary rows (papers, external summaries) with a ``table`` tag
+    results: Results
+
+
+def _long(frame: pd.DataFrame, **fixed: object) -> pd.DataFrame:
+    frame = frame.assign(**{k: v for k, v in fixed.items() if k not in frame.columns})
+    for col in CELL_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = np.nan if col in ("mean", "std", "n") else ""
+    return frame[list(CELL_COLUMNS)]
+
+
+def compute_cells(results: Results) -> Cells:
+    ep = results.episodes
+    oos = ep[ep["setting"] == "out_of_space"]
+    by_harness = pass1(oos, harness=True) if len(oos) else pd.DataFrame(columns=["harness"])
+    by_harness = by_harness[by_harness.get("benchmark", pd.Series(dtype=str)) == "average"]
+    reported = results.reported.rename(columns={"value": "mean"}).copy()
+    reported["experiment"] = ""
+    reported["n"] = np.nan
+    tags = reported.pop("table") if "table" in reported.columns else ""
+    return Cells(measured=_long(pass1(ep), metric="pass@1"),
+                 by_harness=_long(by_harness, metric="pass@1"),
+                 reported=_long(reported).assign(table=tags), results=results)
+
+
+PASS1 = ("pass@1",)
+ALL_SETTINGS = ("base", "in_space", "out_of_space", "overall")
+
+
+def reported_for(cells: Cells, tag: str, metrics: Sequence[str] = PASS1,
+                 settings: Sequence[str] = ALL_SETTINGS) -> pd.DataFrame:
+    """Summary rows tagged for this table, plus untagged ones (external CSVs) that fit it."""
+    rows = cells.reported
+    tagged = rows["table"] == tag
+    fits = ((rows["table"] == "") & rows["metric"].isin(list(metrics))
+            & rows["setting"].isin(list(settings)))
+    return rows[tagged | fits].drop(columns="table")
+
+
+def deltas(cells: pd.DataFrame, method: str = REFERENCE, baseline: str = BASELINE
+           ) -> pd.DataFrame:
+    """``method - baseline`` for every cell both measured (differences of means)."""
+    keys = ["source", "experiment", "model", "algorithm", "benchmark", "setting", "harness",
+            "metric"]
+    own = cells[cells["baseline"] == ""]
+    a = own[own["method"] == method]
+    b = own[own["method"] == baseline]
+    if a.empty or b.empty:
+        return cells.iloc[0:0]
+    merged = a.merge(b[[*keys, "mean"]], on=keys, suffixes=("", "_base"))
+    merged["mean"] = merged["mean"] - merged.pop("mean_base")
+    return merged.assign(std=np.nan, n=np.nan, baseline=baseline)[list(CELL_COLUMNS)]
+
+
+def _drop_single_averages(cells: pd.DataFrame) -> pd.DataFrame:
+    """A benchmark 'average' over one benchmark repeats it: leave it out."""
+    keys = [*ROW, "experiment", "baseline", "setting", "harness", "metric"]
+    real = cells["benchmark"] != "average"
+    count = real.groupby([cells[k] for k in keys]).transform("sum")
+    return cells[real | (count != 1)]
+
+
+def default_column(row: pd.Series) -> str:
+    if row["setting"] == "overall":
+        return "overall"
+    harness = f" ({row['harness']})" if row["harness"] else ""
+    return f"{setting_label(row['setting'])}{harness} {row['benchmark']}"
+
+
+def _column_order(cells: pd.DataFrame) -> list[str]:
+    settings = order_key(cells["setting"], SETTING_ORDER)
+    benches = {b: i for i, b in enumerate(dict.fromkeys(cells["benchmark"]))}
+    benches["average"] = len(benches) + 1
+    order = cells.assign(_s=cells["setting"].map(settings), _b=cells["benchmark"].map(benches))
+    order = order.sort_values(["_s", "harness", "_b"], kind="stable")
+    return list(dict.fromkeys(order["column"]))
+
+
+def _row_sort(frame: pd.DataFrame) -> pd.DataFrame:
+    sources = order_key(frame["source"], SOURCE_ORDER)
+    methods = frame["method"].str.replace(r"^Δ (.*) − .*$", r"\1", regex=True)
+    key = pd.DataFrame({"s": frame["source"].map(sources), "m": frame["model"],
+                        "a": frame["algorithm"], "k": methods.map(method_key),
+                        "d": frame["method"].str.startswith("Δ")})
+    return frame.loc[key.sort_values(["s", "m", "a", "k", "d"], kind="stable").index]
+
+
+def grid(cells: pd.DataFrame, column: Callable[[pd.Series], str] = default_column
+         ) -> pd.DataFrame:
+    """Cells pivoted to rows (source, model, algorithm, method) x formatted columns."""
+    if cells.empty:
+        return pd.DataFrame(columns=list(ROW))
+    cells = cells.copy()
+    cells["column"] = cells.apply(column, axis=1)
+    delta = cells["baseline"] != ""
+    cells["method"] = cells["method"].where(~delta, "Δ " + cells["method"] + " − "
+                                            + cells["baseline"])
+    cells["text"] = [fmt(m, s, signed=d) for m, s, d in
+                     zip(cells["mean"], cells["std"], delta, strict=True)]
+    cells["model"] = cells["model"].replace("", "—")
+    wide = (cells.drop_duplicates([*ROW, "column"])
+            .pivot(index=list(ROW), columns="column", values="text"))
+    wide = wide[[c for c in _column_order(cells) if c in wide.columns]]
+    return _row_sort(wide.reset_index()).reset_index(drop=True).fillna("—").rename_axis(
+        columns=None)
+
+
+def _notes(*frames: pd.DataFrame) -> list[str]:
+    notes = []
+    for frame in frames:
+        for row in frame.itertuples():
+            if row.note:
+                notes.append(f"{row.source} {row.model or '—'} {row.method} "
+                             f"({setting_label(row.setting)} {row.benchmark}): {row.note}")
+    return list(dict.fromkeys(notes))
+
+
+def _table(name: str, title: str, cells: pd.DataFrame, notes: Sequence[str],
+           column: Callable[[pd.Series], str] = default_column) -> Table:
+    return Table(name, title, grid(cells, column), cells.reset_index(drop=True),
+                 [*notes, *_notes(cells)])
+
+
+def table1(cells: Cells) -> Table:
+    """Table 1: model x algorithm x method by benchmark x setting, with the main gain."""
+    own = cells.measured
+    rows = pd.concat([own, deltas(own), reported_for(cells, "table1")], ignore_index=True)
+    return _table("table1", "Table 1: Pass@1 (%) by benchmark and setting",
+                  _drop_single_averages(rows), [PASS1_NOTE])
+
+
+def table2(cells: Cells) -> Table:
+    """Table 2: out-of-space harnesses, each averaged over benchmarks."""
+    own = cells.measured
+    own = own[(own["setting"] == "out_of_space") & (own["benchmark"] == "average")]
+    theirs = reported_for(cells, "table2", settings=("out_of_space",))
+    rows = pd.concat([cells.by_harness, own, theirs], ignore_index=True)
+
+    def column(row: pd.Series) -> str:
+        return row["harness"] or "all out-of-space"
+
+    return _table("table2", "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
+                  rows, [PASS1_NOTE], column)
+
+
+def table4(cells: Cells) -> Table:
+    """Table 4: the base harness against in-space and out-of-space, single vs reference."""
+    own = cells.measured[cells.measured["setting"].isin(["base", "in_space", "out_of_space"])]
+    keep = own["method"].isin([BASELINE, REFERENCE])
+    own = own[keep] if keep.any() else own
+    theirs = reported_for(cells, "table4", settings=("base", "in_space", "out_of_space"))
+    rows = pd.concat([own, deltas(own), theirs], ignore_index=True)
+    return _table("table4", "Table 4: base harness vs in-space vs out-of-space, Pass@1 (%)",
+                  _drop_single_averages(rows), [PASS1_NOTE])
+
+
+def comparisons_table(comparisons: pd.DataFrame) -> Table:
+    """Paired tests of every arm against the reference, Holm-adjusted."""
+    frame = pd.DataFrame({
+        "source": comparisons["source"], "model": comparisons["model"],
+        "algorithm": comparisons["algorithm"], "method": comparisons["method"],
+        "reference": comparisons["reference"],
+        "setting": comparisons["setting"].map(setting_label),
+        "Δ (pp)": [fmt(d, signed=True) for d in comparisons["diff"]],
+        "95% CI": [f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in
+                   zip(comparisons["lo"], comparisons["hi"], strict=True)],
+        "tasks": comparisons["tasks"], "pairs": comparisons["pairs"],
+        "p": [fmt_p(p) for p in comparisons["p"]],
+        "p (Holm)": [fmt_p(p) for p in comparisons["p_holm"]]})
+    test = comparisons["test"].iloc[0] if len(comparisons) else "permutation"
+    note = (f"Differences paired on task x harness x seed x run, averaged per task; p from a "
+            f"{'sign-flip permutation' if test == 'permutation' else 'Wilcoxon signed-rank'} "
+            "test over tasks; intervals from a cluster bootstrap over tasks; Holm adjusts "
+            "all rows together.")
+    return Table("comparisons", "Paired comparisons against the reference arm", frame,
+                 comparisons.reset_index(drop=True), [note])
+
+
+def ablation_table(cells: Cells, comparisons: pd.DataFrame) -> Table:
+    """The ablation: every arm in- and out-of-space, with its paired difference to the reference."""
+    own = cells.measured[cells.measured["setting"].isin(["in_space", "out_of_space"])]
+    theirs = reported_for(cells, "ablation", settings=("in_space", "out_of_space"))
+    rows = _drop_single_averages(pd.concat([own, theirs], ignore_index=True))
+    table = _table("ablation", "Ablation: Pass@1 (%) of every arm, and Δ to the reference",
+                   rows, [PASS1_NOTE])
+    for setting, part in comparisons.groupby("setting", sort=False):
+        label = setting_label(str(setting))
+        extra = pd.DataFrame({
+            "source": part["source"], "model": part["model"], "algorithm": part["algorithm"],
+            "method": part["method"],
+            f"Δ {label} vs {part['reference'].iloc[0]} [95% CI]": [
+                f"{fmt(d, signed=True)} [{lo:+.2f}, {hi:+.2f}]"
+                for d, lo, hi in zip(part["diff"], part["lo"], part["hi"], strict=True)],
+            f"p Holm ({label})": [fmt_p(p) for p in part["p_holm"]]})
+        extra["model"] = extra["model"].replace("", "—")
+        table.frame = table.frame.merge(extra, on=list(ROW), how="left").fillna("—")
+    return table
+
+
+def _train_metric(results: Results) -> pd.DataFrame:
+    """Effective-group rate and extra rollouts per run, then mean/std over runs."""
+    train, runs = results.train, results.runs
+    rows = []
+    keys = ["source", "experiment", "model", "algorithm", "method", "seed"]
+    if "effective_group_rate" in train.columns and len(train):
+        rate = train.groupby(keys, observed=True)["effective_group_rate"].mean() * 100
+        rows.append(rate.rename("value").reset_index().assign(metric="effective_group_rate"))
+    if "episodes" in train.columns and len(train) and len(runs):
+        done = train.groupby(keys, observed=True)["episodes"].agg(["sum", "count"]).reset_index()
+        budget = runs.assign(per_step=[b.get("tasks_per_step", np.nan) *
+                                       b.get("rollouts_per_task", np.nan)
+                                       for b in runs["budget"]])[[*keys, "per_step"]]
+        done = done.astype({k: str for k in keys if k != "seed"}).merge(
+            budget.astype({k: str for k in keys if k != "seed"}), on=keys)
+        done["value"] = 100 * done["sum"] / (done["count"] * done["per_step"]) - 100
+        rows.append(done[[*keys, "value"]].assign(metric="extra_rollouts_pct"))
+    if not rows:
+        return _long(pd.DataFrame(columns=["metric"]))
+    per_run = pd.concat(rows, ignore_index=True).astype({k: str for k in keys if k != "seed"})
+    out = per_run.groupby([*keys[:-1], "metric"])["value"].agg(["mean", "std", "count"])
+    return _long(out.rename(columns={"count": "n"}).reset_index(), setting="", benchmark="")
+
+
+def harness_s_table(cells: Cells, k: int | None = None) -> Table:
+    """Harness-S: Pass@k / Avg@k per setting, effective-group rate and extra rollouts."""
+    scores, k = passk(cells.results.episodes, k)
+    scores = scores[scores["benchmark"] == "average"]
+    rows = pd.concat([_long(scores), _train_metric(cells.results),
+                      reported_for(cells, "harness-s", HARNESS_S_METRICS, ("", *ALL_SETTINGS))],
+                     ignore_index=True)
+
+    def column(row: pd.Series) -> str:
+        metric = str(row["metric"])
+        if metric.startswith(("pass@", "avg@")):
+            name = metric.replace("pass@", "Pass@").replace("avg@", "Avg@")
+            return f"{name} ({setting_label(row['setting'])})"
+        return METRIC_LABELS.get(metric, metric)
+
+    note = (f"Pass@{k} uses the unbiased estimator 1 - C(n-c,k)/C(n,k) over the n evaluation "
+            f"runs of each seed x task x harness; Avg@{k} is c/n; both averaged over tasks x "
+            "harnesses and benchmarks, then mean ± std over seeds. Effective-group rate: mean "
+            "over training steps of the share of groups holding a success and a failure. "
+            "Extra rollouts: rollouts beyond tasks_per_step x rollouts_per_task a step.")
+    return _table("harness_s", f"Harness-S: Pass@{k} / Avg@{k} (%), effective groups, cost",
+                  rows, [note], column)
+
+
+def measured_ordering(cells: Cells) -> pd.DataFrame:
+    """Arms of each measured group ranked by in-space Pass@1 (benchmark average)."""
+    own = cells.measured
+    own = own[(own["setting"] == "in_space") & (own["benchmark"] == "average")
+              & (own["source"] != "reported")]
+    own = own.sort_values(["source", "experiment", "model", "algorithm", "mean"],
+                          ascending=[True, True, True, True, False], kind="stable")
+    own = own.assign(rank=own.groupby(["source", "experiment", "model", "algorithm"])
+                     .cumcount() + 1)
+    return own[["source", "experiment", "model", "algorithm", "method", "mean", "std", "n",
+                "rank"]].reset_index(drop=True)
+
+
+def all_tables(results: Results, reference: str | None = None, test: str = "permutation",
+               n_boot: int = 2000, seed: int = 0) -> tuple[list[Table], Cells, pd.DataFrame]:
+    """Every table of the report, the shared cells, and the paired comparisons."""
+    cells = compute_cells(results)
+    methods = results.episodes["method"].astype(str).unique()
+    reference = reference or default_reference(methods)
+    comparisons = compare_arms(results.episodes, reference, ("in_space", "out_of_space"),
+                               test=test, n_boot=n_boot, seed=seed)
+    tables = [table1(cells), table2(cells), ablation_table(cells, comparisons), table4(cells),
+              harness_s_table(cells), comparisons_table(comparisons)]
+    return tables, cells, comparisons

@@ -1,0 +1,151 @@
+"""The report: every file written, one failing figure spares the others, bad runs named."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from analysis import plots, report
+from analysis.cli import report_cmd
+from analysis.external import empty_summary
+from analysis.load import Results, load_results, tidy
+from analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
+from analysis.report import write_report
+from analysis.synthetic import demo_like, synthetic_episodes
+from analysis.tables import compute_cells, measured_ordering
+from design.errors import HscaleError
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    return demo_like(tmp_path_factory.mktemp("runs"), tasks=6, seeds=(0, 1), runs=2, steps=8)
+
+
+@pytest.fixture(scope="module")
+def written(demo_runs, tmp_path_factory):
+    return write_report(demo_runs, tmp_path_factory.mktemp("report"), n_boot=200)
+
+
+def test_writes_tables_figures_markdown_and_html(written):
+    out = written.out
+    names = {p.name for p in out.iterdir()}
+    for table in ("table1", "table2", "ablation", "table4", "harness_s", "comparisons",
+                  "effects", "component_tests", "distance"):
+        assert f"{table}.csv" in names
+    for spec in FIGURES:
+        assert f"{spec.name}.png" in names
+        assert (out / f"{spec.name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {"tables.md", "tables.tex", "report.md", "report.html"} <= names
+    assert "\\toprule" in (out / "tables.tex").read_text()
+    assert not written.failed and not written.skipped
+
+
+def test_html_is_self_contained(written):
+    page = (written.out / "report.html").read_text()
+    images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
+    assert len(images) == len(FIGURES)
+    assert all(base64.b64decode(i)[:4] == b"\x89PNG" for i in images)
+    assert not re.search(r"(src|href)=['\"]?(https?:|//|[a-z_]+\.png)", page)
+    assert "Table 1" in page and "Ordering measured" in page
+
+
+def test_report_states_the_ordering_it_measured(demo_runs, written):
+    cells = compute_cells(load_results(demo_runs))
+    order = measured_ordering(cells)
+    chain = " ".join(f"{m} {v:.2f}" for m, v in zip(order["method"], order["mean"], strict=True))
+    statement = written.ordering[0]
+    assert statement.startswith("Ordering measured")
+    assert [w for w in statement.split(": ", 1)[1].rstrip(".").split() if w not in "=>"] == \
+        chain.split()
+    md = (written.out / "report.md").read_text()
+    assert statement in md
+
+
+def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkeypatch):
+    def broken(data):
+        raise RuntimeError("the pen ran dry")
+
+    def nothing(results, options):
+        raise NoData("no such metric")
+
+    heatmap = next(s for s in FIGURES if s.name == "heatmap")
+    specs = (FigureSpec("broken", "A figure that fails", plots.heatmap_data, broken),
+             FigureSpec("empty", "A figure with no data", nothing, plots.plot_heatmap),
+             heatmap)
+    monkeypatch.setattr(report, "FIGURES", specs)
+    done = write_report(demo_runs, tmp_path / "r", n_boot=100)
+    assert done.failed == {"broken": "RuntimeError: the pen ran dry"}
+    assert done.skipped == {"empty": "no such metric"}
+    assert set(done.figures) == {"heatmap"}
+    assert (tmp_path / "r" / "heatmap.png").is_file()
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "broken: failed (RuntimeError: the pen ran dry)" in md
+    assert "the pen ran dry" in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_damaged_runs_are_named_in_the_report_or_fail_strict(demo_runs, tmp_path):
+    import shutil
+
+    root = tmp_path / "demo"
+    shutil.copytree(demo_runs, root)
+    (root / "k1" / "1" / "eval.parquet").write_bytes(b"garbage")
+    (root / "k4" / "0" / "train.parquet").unlink()
+    done = write_report(root, n_boot=100)
+    assert done.out == root / "report"
+    md = (root / "report" / "report.md").read_text()
+    assert "k1/1/eval.parquet: corrupt" in md and "k4/0/train.parquet: missing" in md
+    with pytest.raises(HscaleError, match="k1/1/eval.parquet: corrupt"):
+        write_report(root, tmp_path / "strict", strict=True)
+    with pytest.raises(HscaleError, match="reference arm 'nope'"):
+        write_report(root, tmp_path / "x", reference="nope")
+
+
+def test_plot_functions_draw_from_their_data(demo_runs):
+    results = load_results(demo_runs)
+    options = Options(n_boot=100)
+    for spec in FIGURES:
+        data = spec.data(results, options)
+        assert len(data), spec.name
+        fig = spec.draw(data)
+        assert fig.axes and png_bytes(fig, dpi=40)[:4] == b"\x89PNG"
+    results.train = results.train.drop(columns=["effective_group_rate"])
+    with pytest.raises(NoData, match="effective_group_rate"):
+        plots.egr_data(results, options)
+
+
+def test_cli_command_writes_the_report_and_maps_user_errors(demo_runs, tmp_path):
+    app = typer.Typer()
+    app.command("report")(report_cmd)
+    app.command("other")(lambda: None)  # two commands: typer keeps the "report" name
+    result = CliRunner().invoke(app, ["report", str(demo_runs), "--out", str(tmp_path / "o"),
+                                      "--n-boot", "100", "--no-reported"])
+    assert result.exit_code == 0, result.output
+    assert "report.html" in result.output and "Ordering measured" in result.output
+    assert (tmp_path / "o" / "report.html").is_file()
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "none")])
+    assert isinstance(missing.exception, HscaleError)
+    assert "does not exist" in missing.exception.one_line()
+    bad = CliRunner().invoke(app, ["report", str(demo_runs), "--test", "t"])
+    assert isinstance(bad.exception, HscaleError)
+
+
+def test_curves_follow_evaluations_over_steps_and_tables_use_the_last():
+    early = synthetic_episodes({"a": 0.2, "b": 0.3}, arms=["a", "b"], seeds=(0,), runs=2,
+                               tasks=5, step=10, rng=1)
+    late = synthetic_episodes({"a": 0.6, "b": 0.9}, arms=["a", "b"], seeds=(0,), runs=2,
+                              tasks=5, step=20, rng=2)
+    ep = tidy(pd.concat([early, late], ignore_index=True).assign(
+        model="m", algorithm="g", method=lambda d: d["arm"], source="measured"))
+    results = Results(ep, pd.DataFrame(columns=["step"]), pd.DataFrame(), empty_summary())
+    curves = plots.curve_data(results)
+    assert set(curves["step"]) == {10, 20} and curves["kind"].iloc[0] == "Pass@1 (%)"
+    overall = compute_cells(results).measured
+    overall = overall[(overall["method"] == "b") & (overall["setting"] == "overall")]
+    final = late[late["arm"] == "b"]
+    per_setting = final.groupby("setting", observed=True)["success"].mean().mean() * 100
+    assert overall["mean"].iloc[0] == pytest.approx(per_setting)  # step 10 is left out
