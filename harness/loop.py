@@ -20,7 +20,8 @@ from harness.types import Message, ParseError, ToolCall, ToolResult
 
 @dataclass(frozen=True)
 class Generation:
-    """One assistant turn; token ids and log-probs when the policy has them."""
+    """One assistant turn; token ids and log-probs when the policy has them (one log-prob per
+    id, plus the end-of-turn token's when the policy ended the turn by emitting it)."""
 
     text: str
     token_ids: tuple[int, ...] | None = None
@@ -61,38 +62,76 @@ class Episode:
         return self.reward >= 1.0
 
 
+class EpisodeStepper:
+    """One episode advanced a model turn at a time, so a batched sampler can drive many.
+
+    ``view()`` is what the model sees for its next turn; ``submit(gen)`` applies the turn
+    (parse, workflow, tool, observation) and returns True when the episode has ended;
+    ``finish()`` scores it, deletes its workspace and returns the Episode.
+    """
+
+    def __init__(self, harness: Harness, task: Task, max_turns: int = 16,
+                 workspace_root: str | Path | None = None) -> None:
+        self.task, self.max_turns = task, max_turns
+        self.h = harness.fresh()
+        self.history = self.h.start(task.user_query)
+        self.generations: list[Generation] = []
+        self.calls: list[tuple[ToolCall, ToolResult]] = []
+        self.final, self.termination, self.parse_errors, self.error = "", "max_turns", 0, ""
+        self.done = max_turns <= 0
+        self.env = Env(task, root=workspace_root)
+
+    def view(self) -> list[Message]:
+        return self.h.view(self.history)
+
+    def submit(self, gen: Generation) -> bool:
+        turn = len(self.generations)
+        self.generations.append(gen)
+        self.history.append(Message("assistant", gen.text))
+        parsed = self.h.parse(gen.text)
+        action = self.h.after_assistant(turn, parsed, gen.text)
+        if action.kind is Kind.FINISH:
+            self.final, self.termination, self.done = action.text, "answer", True
+            return True
+        if action.kind is Kind.INJECT:
+            self.history.append(Message("user", action.text))
+        elif isinstance(parsed, ToolCall):
+            result = self.env.execute(parsed)
+            self.calls.append((parsed, result))
+            self.history.append(self.h.observe(result))
+        elif isinstance(parsed, ParseError):
+            self.parse_errors += 1
+            self.history.append(self.h.observe(parsed))
+        self.done = len(self.generations) >= self.max_turns
+        return self.done
+
+    def fail(self, termination: str, error: str = "") -> None:
+        """End the episode early (the policy failed or ran out of its token budget)."""
+        self.termination, self.error, self.done = termination, error, True
+
+    def finish(self) -> Episode:
+        try:
+            reward = self.env.reward(self.final)
+        finally:
+            self.env.close()
+        return Episode(self.task.task_id, self.h.name, self.history, self.generations,
+                       self.calls, self.h.context.closed(self.history), self.final, reward,
+                       len(self.generations), self.termination, self.parse_errors, self.error)
+
+
 def run_episode(policy: Policy, harness: Harness, task: Task, max_turns: int = 16,
                 workspace_root: str | Path | None = None) -> Episode:
     """Run ``policy`` on ``task`` under ``harness`` until a final answer or ``max_turns``."""
-    h = harness.fresh()
-    history = h.start(task.user_query)
-    generations: list[Generation] = []
-    calls: list[tuple[ToolCall, ToolResult]] = []
-    final, termination, parse_errors, error = "", "max_turns", 0, ""
-    with Env(task, root=workspace_root) as env:
-        for turn in range(max_turns):
+    stepper = EpisodeStepper(harness, task, max_turns, workspace_root)
+    try:
+        while not stepper.done:
             try:
-                gen = policy.generate(h.view(history))
+                gen = policy.generate(stepper.view())
             except Exception as exc:  # a failing policy ends its episode, not the run
-                termination, error = "policy_error", f"{type(exc).__name__}: {exc}"
+                stepper.fail("policy_error", f"{type(exc).__name__}: {exc}")
                 break
-            generations.append(gen)
-            history.append(Message("assistant", gen.text))
-            parsed = h.parse(gen.text)
-            action = h.after_assistant(turn, parsed, gen.text)
-            if action.kind is Kind.FINISH:
-                final, termination = action.text, "answer"
-                break
-            if action.kind is Kind.INJECT:
-                history.append(Message("user", action.text))
-            elif isinstance(parsed, ToolCall):
-                result = env.execute(parsed)
-                calls.append((parsed, result))
-                history.append(h.observe(result))
-            elif isinstance(parsed, ParseError):
-                parse_errors += 1
-                history.append(h.observe(parsed))
-        reward = env.reward(final)
-    return Episode(task.task_id, h.name, history, generations, calls,
-                   h.context.closed(history), final, reward, len(generations), termination,
-                   parse_errors, error)
+            stepper.submit(gen)
+    except BaseException:
+        stepper.env.close()
+        raise
+    return stepper.finish()

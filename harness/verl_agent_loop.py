@@ -261,7 +261,8 @@ class _HarnessLoop:
             trained_streams = [s for s in segments if s.turns] or segments[-1:]
         extra = {
             **tally.server_fields, "turn_scores": [], "tool_rewards": [],
-            "reward_extra_info": {"success": float(reward >= 1.0)},
+            "reward_extra_info": {"success": float(reward >= 1.0),
+                                  "turns": float(sum(m.role == "assistant" for m in history))},
             "hscale_harness": label, "hscale_task_id": task.task_id,
             "hscale_termination": tally.termination, "hscale_segments": len(segments),
             "hscale_turns": sum(m.role == "assistant" for m in history),

@@ -1,10 +1,17 @@
-"""Shared test configuration: ``gpu`` tests are skipped unless CUDA is available."""
+"""Shared test configuration: ``gpu`` tests are skipped unless CUDA is available; base models
+built by tests go to a per-session cache, never the user's."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_cache(tmp_path_factory):
+    os.environ["HSCALE_CACHE"] = str(tmp_path_factory.mktemp("hscale-cache"))
 
 
 def _cuda_available() -> bool:

@@ -13,15 +13,19 @@ try:  # typer >= 0.25 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     from click import exceptions as _cx
 
+from analysis.cli import report_cmd
 from design.cli import app as design_app
 from design.errors import HscaleError
 from harness.cli import app as harness_app
+from train.model_cli import app as model_app
 
 app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablations for "
                        "agentic RL.", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False)
 app.add_typer(design_app, name="design")
 app.add_typer(harness_app, name="harness")
+app.add_typer(model_app, name="model")
+app.command("report")(report_cmd)
 
 
 @app.command("validate")
@@ -59,32 +63,79 @@ def plan_cmd(
 @app.command("run")
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
-    backend: Annotated[str, typer.Option(help="local (this machine) or verl (GPUs).")
-                       ] = "local",
+    backend: Annotated[str | None, typer.Option(
+        help="local (this machine) or verl (GPUs); default: the spec's backend.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="verl: write each run's data, "
                                                             "config and launch.sh only.")
                        ] = False,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="verl: submit each run as a job to the Ray cluster whose "
+                              "dashboard is at ADDR (http://HEAD:8265).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="local: the same arms at smoke-test "
+                                                        "scale, under <name>-quick.")] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="local: runs in parallel, one process and one torch "
+                                 "thread each (default: up to 2, as the machine allows).")
+                       ] = None,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
-    from rich.progress import Progress
-
     from train.runner import run_experiment
+    from train.spec import load_spec
+    from train.spec import quick as quick_spec
 
+    spec = load_spec(experiment)
+    backend = backend or spec.backend
     if backend == "verl":
-        _verl(experiment, out, dry_run)
+        for flag, given in (("--quick", quick), ("--workers", workers is not None)):
+            if given:
+                raise HscaleError(f"{flag} is for the local backend",
+                                  "drop it, or run with --backend local")
+        _verl(experiment, out, dry_run, ray_address)
         return
+    for flag, given in (("--ray-address", ray_address is not None), ("--dry-run", dry_run)):
+        if given:
+            raise HscaleError(f"{flag} is for the verl backend", "add --backend verl")
 
-    with Progress(transient=True) as progress:
+    with _progress() as progress:
+        runs = quick_spec(spec) if quick else spec
+        overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
         bars: dict = {}
 
-        def report(run_dir, done: int, total: int) -> None:
-            name = f"{run_dir.parent.name}/{run_dir.name}"
+        def report(name: str, done: int, total: int) -> None:
             if name not in bars:
                 bars[name] = progress.add_task(name, total=total)
             progress.update(bars[name], completed=done)
+            if done >= total and not name.startswith("warm start"):
+                progress.advance(overall)
+                progress.remove_task(bars[name])
 
-        states = run_experiment(experiment, out, backend=backend, progress=report)
+        states = run_experiment(experiment, out, backend=backend, progress=report,
+                                workers=workers or _default_workers(), quick=quick)
+    _summary(states, out)
+
+
+def _progress():
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+
+
+def _default_workers() -> int:
+    import os
+
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
     for run in failed:
@@ -93,23 +144,28 @@ def run_cmd(
         raise typer.Exit(1)
 
 
-def _verl(experiment: Path, out: Path, dry_run: bool) -> None:
-    """Write veRL inputs for every planned run; launching itself needs GPUs."""
+def _verl(experiment: Path, out: Path, dry_run: bool, ray_address: str | None) -> None:
+    """veRL: write every planned run's inputs (--dry-run), or launch each run here or as a
+    Ray job, after checking what a launch needs (one line and exit 2 when something lacks)."""
     import json
 
-    from train.backends.verl_backend import prepare_verl_run
+    from train.backends.verl_backend import VerlBackend, check_launch, prepare_verl_run, run_verl
     from train.plan import plan
 
-    if not dry_run:
-        raise HscaleError("launching veRL training from hscale needs a GPU node",
-                          "run with --dry-run to write each run's launch.sh, then run those "
-                          "on the GPU node")
-    planned = plan(experiment, out)
-    for item in planned:
-        manifest = json.loads((item.path / "manifest.json").read_text())
-        prepared = prepare_verl_run(item.path, manifest)
-        print(prepared["launch"])
-    print(f"wrote veRL inputs for {len(planned)} runs under {out}")
+    if dry_run:
+        planned = plan(experiment, out)
+        for item in planned:
+            manifest = json.loads((item.path / "manifest.json").read_text())
+            prepared = prepare_verl_run(item.path, manifest)
+            print(prepared["launch"])
+        print(f"wrote veRL inputs for {len(planned)} runs under {out}")
+        return
+    extra = check_launch(experiment, ray_address)
+    where = f"Ray job at {ray_address}" if ray_address else "veRL here"
+    states = run_verl(experiment, out, VerlBackend(ray_address, extra),
+                      on_start=lambda p: print(f"{p}: {where} (log: {p / 'verl' / 'train.log'})",
+                                               flush=True))
+    _summary(states, out)
 
 
 def _fail(message: str) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from design.errors import HscaleError
 from design.recipes import eval_set, first_order, full, random_n, single, structured
-from design.space import FactorSpace, harness_space
+from design.space import Factor, FactorSpace, harness_space
 from train.spec import Arm, ExperimentSpec
 
 SCHEMA_VERSION = 1
@@ -24,6 +24,13 @@ SCHEMA_VERSION = 1
 
 def space_of(spec: ExperimentSpec) -> FactorSpace:
     return harness_space() if spec.space == "harness" else FactorSpace.from_levels(spec.space)
+
+
+def manifest_space(manifest: dict[str, Any]) -> FactorSpace:
+    """A run's factor space rebuilt from its manifest alone (a trainer reads nothing else)."""
+    factors = manifest["space"]["factors"]
+    return FactorSpace(tuple(Factor(name, tuple(levels)) for name, levels in factors.items()),
+                       name=manifest["space"]["name"])
 
 
 def rng_for(seed: int, *names: str) -> np.random.Generator:
@@ -68,6 +75,44 @@ def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.
     return labels
 
 
+def assignment_of(arm_name: str, arm: Arm, space: FactorSpace, train: list[str],
+                  held_out: list[str]) -> dict[str, Any]:
+    """The manifest's ``assignment``; for a Harness-S rescue arm, with the frozen sibling pool
+    resolved, so the trainer finds everything it needs to rescue a zero-signal group."""
+    out = arm.assignment.model_dump()
+    if out["mode"] != "rescue":
+        return out
+    base = space.label(space.base)
+    where = f"arm {arm_name}: rescue assignment"
+    if train != [base]:
+        raise HscaleError(f"{where} trains under the base harness {base}, but its "
+                          f"{arm.train.recipe} training set has {len(train)} configurations",
+                          "use train: single; the sibling harnesses go in assignment.pool")
+    if out["pool"]:
+        try:
+            pool = space.labels(space.parse_labels(list(out["pool"])))
+        except HscaleError as exc:
+            raise HscaleError(f"{where}: pool: {exc.message}", exc.hint) from None
+    else:  # the structured OA training set; a sibling is never the base harness itself
+        pool = [label for label in structured(space).labels if label != base]
+    _check_pool(where, pool, base, held_out)
+    out["pool"] = pool
+    return out
+
+
+def _check_pool(where: str, pool: list[str], base: str, held_out: list[str]) -> None:
+    twice = sorted({label for label in pool if pool.count(label) > 1})
+    if twice:
+        raise HscaleError(f"{where}: the pool lists {twice[0]} twice", "list each sibling once")
+    if base in pool:
+        raise HscaleError(f"{where}: the pool holds the base harness {base}",
+                          "remove it; router: original re-samples under the base harness")
+    seen = sorted(set(pool) & set(held_out))
+    if seen:
+        raise HscaleError(f"{where}: the pool holds held-out eval harnesses ({seen[0]}, ...)",
+                          "rescue rollouts are trained on; pick siblings outside the eval set")
+
+
 def canonical_hash(body: dict[str, Any]) -> str:
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -86,13 +131,13 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                   "factors": {f.name: list(f.levels) for f in space.factors}},
         "train_harnesses": train,
         "eval_sets": evals,
-        "assignment": arm.assignment.model_dump(),
+        "assignment": assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
         "algorithm": algorithm.model_dump(),
         "budget": {"steps": spec.steps, "tasks_per_step": algorithm.tasks_per_step,
                    "rollouts_per_task": algorithm.rollouts},
         "benchmark": spec.benchmark.model_dump(),
         "model": spec.model,
-        "evaluation": {"runs": spec.evaluation.runs, "every": spec.evaluation.every},
+        "evaluation": spec.evaluation.model_dump(exclude={"base", "in_space", "out_of_space"}),
         "backend": spec.backend,
     }
     body["hash"] = canonical_hash(body)

@@ -16,6 +16,7 @@ from train.files import write_parquet
 from train.manifest import build_manifest, eval_sets, rng_for, space_of
 from train.schedule import build_schedule
 from train.spec import ExperimentSpec, load_spec
+from train.spec import quick as quick_spec
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,13 @@ def task_ids(spec: ExperimentSpec) -> list[str]:
     return builtin_ids(spec.benchmark.tasks, seed=spec.benchmark.seed)
 
 
-def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False
-         ) -> list[Planned]:
-    """Plan every arm x seed; all manifests are built and checked before anything is written."""
+def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False,
+         quick: bool = False) -> list[Planned]:
+    """Plan every arm x seed; all manifests are built and checked before anything is written.
+    ``quick`` plans the smoke-test scale of the spec (see :func:`train.spec.quick`)."""
     spec = load_spec(spec_path)
+    if quick:
+        spec = quick_spec(spec)
     space = space_of(spec)
     evals = eval_sets(spec, space)
     ids = task_ids(spec)
@@ -58,17 +62,12 @@ def plan(spec_path: str | Path, out: str | Path = "runs", force: bool = False
             continue
         frame = build_schedule(space, manifest["train_harnesses"], ids, spec.steps,
                                manifest["budget"]["tasks_per_step"], arm.assignment.k,
-                               _mode(arm.assignment.mode),
+                               arm.assignment.mode,
                                rng_for(seed, manifest["arm"], "schedule"))
         write_parquet(run_dir / "schedule.parquet", frame)
         atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         done.append(Planned(run_dir, "replaced" if previous else "written"))
     return done
-
-
-def _mode(mode: str) -> str:
-    # Harness-S rescue trains under the base harness; its siblings come from the router
-    return "repeat" if mode == "rescue" else mode
 
 
 def _existing_hash(run_dir: Path) -> str | None:

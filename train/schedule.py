@@ -7,7 +7,10 @@ therefore occupies K steps: at step ``b * K + slot`` every task of batch ``b`` r
 - ``locality``: an anchor drawn uniformly from the training set, then the K-1 other training
   configurations nearest to it in Hamming distance (ties broken by the seeded generator);
 - ``repeat``: the anchor K times (Repeat-K);
-- ``random``: the anchor, then K-1 other training configurations drawn uniformly.
+- ``random``: the anchor, then K-1 other training configurations drawn uniformly;
+- ``rescue`` (Harness-S): every slot is the base harness, the rescue arm's whole training set.
+  Its sibling pool, router and group size travel in the manifest's ``assignment``: siblings
+  are chosen by the trainer only when a group fails, so they are not scheduled here.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import FactorSpace
 
-MODES = ("locality", "repeat", "random")
+MODES = ("locality", "repeat", "random", "rescue")
 COLUMNS = ("step", "task_id", "harness", "anchor", "slot")
 
 
@@ -33,7 +36,7 @@ def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Ge
     n = len(train)
     if k < 1:
         raise HscaleError(f"K must be at least 1, got {k}")
-    if mode != "repeat" and k > n:
+    if mode not in ("repeat", "rescue") and k > n:
         raise HscaleError(f"{mode} assignment with K={k} needs at least {k} training "
                           f"configurations, the training set has {n}",
                           "lower K, or use repeat assignment")
@@ -42,7 +45,7 @@ def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Ge
     out[:, 0] = anchors
     if k == 1:
         return out
-    if mode == "repeat":
+    if mode in ("repeat", "rescue"):
         out[:, 1:] = anchors[:, None]
         return out
     keys = rng.random((n_tasks, n))
@@ -73,6 +76,10 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
                           f"use a number of steps divisible by {k}")
     if not task_ids:
         raise HscaleError("no tasks to schedule", "give a benchmark with at least one task")
+    if mode == "rescue" and len(train_labels) != 1:
+        raise HscaleError(f"rescue assignment trains under the base harness alone, not "
+                          f"{len(train_labels)} training configurations",
+                          "use train: single; the siblings go in assignment.pool")
     train = space.parse_labels(list(train_labels))
     batches = steps // k
     n_tasks = batches * tasks_per_step

@@ -44,6 +44,8 @@ class Algorithm(_Strict):
         defaults = {"grpo": (16, 8), "ppo": (128, 1)}[self.name]
         object.__setattr__(self, "tasks_per_step", self.tasks_per_step or defaults[0])
         object.__setattr__(self, "rollouts", self.rollouts or defaults[1])
+        if self.name == "grpo" and self.rollouts < 2:
+            raise ValueError("GRPO needs at least 2 rollouts a task (a group's baseline)")
         return self
 
 
@@ -51,8 +53,8 @@ class Assignment(_Strict):
     mode: Literal["locality", "repeat", "random", "rescue"] = "locality"
     k: int = Field(2, ge=1)
     pool: list[str] | None = None
-    router: Literal["original", "random", "rule", "profile"] | None = None
-    group: int = Field(8, ge=1)
+    router: Literal["original", "random", "nearest", "rule", "profile"] | None = None
+    group: int = Field(8, ge=2)  # a rescue group is a GRPO group: 2 rollouts at least
 
 
 class TrainSet(_Strict):
@@ -70,6 +72,8 @@ class Evaluation(_Strict):
     out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
     runs: int = Field(3, ge=1)
     every: int | None = Field(None, ge=1)
+    tasks: int = Field(36, ge=1)  # held-out tasks (the world's eval split)
+    episodes: int | None = Field(None, ge=1)  # per setting and run; None: every task x harness
 
 
 class Arm(_Strict):
@@ -104,6 +108,23 @@ class ExperimentSpec(_Strict):
             merged = _merge(self.defaults, body or {})
             out[name] = Arm.model_validate(merged)
         return out
+
+
+def quick(spec: ExperimentSpec) -> ExperimentSpec:
+    """The same arms at smoke-test scale (``hscale run --quick``), under ``<name>-quick``:
+    one seed, 4 steps of 4 tasks x 2 rollouts, one evaluation run of 6 episodes a setting."""
+    algorithm = spec.algorithm.model_copy(update={"tasks_per_step": 4, "rollouts": 2})
+    arms = {}
+    for name, body in spec.arms.items():
+        body = dict(body or {})
+        if body.get("algorithm"):
+            body["algorithm"] = {**body["algorithm"], "tasks_per_step": 4, "rollouts": 2}
+        arms[name] = body
+    evaluation = spec.evaluation.model_copy(update={"runs": 1, "tasks": 6, "episodes": 6,
+                                                    "every": None})
+    return spec.model_copy(update={"name": f"{spec.name}-quick", "seeds": spec.seeds[:1],
+                                   "steps": 4, "algorithm": algorithm, "arms": arms,
+                                   "evaluation": evaluation})
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

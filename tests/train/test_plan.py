@@ -165,3 +165,83 @@ def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
 def test_every_shipped_experiment_validates(path, capsys):
     code, stdout, _ = run_cli(["validate", str(path)], capsys)
     assert code == 0 and "arms" in stdout
+
+
+PAPER = DEMO.parent / "paper"
+
+
+def test_harness_s_plans_rescue_arms_with_pool_router_and_group(tmp_path, capsys):
+    from design.recipes import structured
+    from design.space import harness_space
+
+    out = tmp_path / "runs"
+    code, stdout, _ = run_cli(["plan", str(PAPER / "harness-s-4b.yaml"), "--out", str(out)],
+                              capsys)
+    assert code == 0 and "15 written" in stdout
+    space = harness_space()
+    base = space.label(space.base)
+    oa18 = structured(space).labels
+    routers = {"rescue-original": "original", "rescue-random": "random",
+               "rescue-rule": "rule", "harness-s": "profile"}
+    for arm, router in routers.items():
+        manifest = json.loads((out / "harness-s-4b" / arm / "0" / "manifest.json").read_text())
+        a = manifest["assignment"]
+        assert manifest["train_harnesses"] == [base]
+        assert (a["mode"], a["router"], a["group"], a["k"]) == ("rescue", router, 8, 1)
+        # the frozen sibling pool: the structured OA-18 training set without the base harness
+        assert a["pool"] == [label for label in oa18 if label != base] and len(a["pool"]) == 17
+        assert not set(a["pool"]) & set(manifest["eval_sets"]["in_space"])
+        frame = pd.read_parquet(out / "harness-s-4b" / arm / "0" / "schedule.parquet")
+        assert len(frame) == 40 * 16 and set(frame.harness) == set(frame.anchor) == {base}
+    grpo = json.loads((out / "harness-s-4b" / "grpo" / "0" / "manifest.json").read_text())
+    assert grpo["assignment"]["mode"] == "repeat" and grpo["assignment"]["pool"] is None
+
+
+def rescue_spec(**assignment):
+    spec = small(arms={"rescue": {"train": "single",
+                                  "assignment": {"mode": "rescue", "k": 1, "router": "rule",
+                                                 **assignment}}})
+    return spec
+
+
+def test_a_given_pool_is_kept_in_canonical_order(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    pool = ["S2-T2-O2-C2-W2", "S1-T0-O0-C0-W0"]
+    path.write_text(yaml.safe_dump(rescue_spec(pool=pool, group=2)))
+    code, _, err = run_cli(["plan", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert code == 0, err
+    manifest = json.loads(next((tmp_path / "runs").rglob("manifest.json")).read_text())
+    assert manifest["assignment"]["pool"] == pool and manifest["assignment"]["group"] == 2
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"pool": ["S0-T0-O0-C0-W0", "S1-T0-O0-C0-W0"]}, "base harness"),
+    ({"pool": ["S1-T0-O0-C0-W0", "S1-T0-O0-C0-W0"]}, "twice"),
+    ({"pool": ["S7-T0-O0-C0-W0"]}, "pool: label"),
+    ({"train": "structured"}, "trains under the base harness"),
+])
+def test_bad_rescue_arms_are_one_line_and_plan_nothing(tmp_path, capsys, change, needle):
+    spec = rescue_spec(**{k: v for k, v in change.items() if k != "train"})
+    if "train" in change:
+        spec["arms"]["rescue"]["train"] = change["train"]
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "runs"
+    code, _, err = run_cli(["plan", str(path), "--out", str(out)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and needle in lines[0] and "hint" in lines[0], err
+    assert not out.exists()
+
+
+def test_a_pool_holding_held_out_eval_harnesses_is_refused(tmp_path, capsys):
+    from train.manifest import eval_sets, space_of
+    from train.spec import ExperimentSpec
+
+    spec = rescue_spec()
+    held_out = eval_sets(ExperimentSpec.model_validate(spec), space_of(
+        ExperimentSpec.model_validate(spec)))["in_space"]
+    spec["arms"]["rescue"]["assignment"]["pool"] = held_out[:3]
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = run_cli(["plan", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert code == 2 and "held-out eval harnesses" in err

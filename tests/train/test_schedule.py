@@ -101,3 +101,20 @@ def test_bad_requests():
     single = build_schedule(SPACE, ["S0-T0-O0-C0-W0"], TASKS, 10, 2, 2, "repeat",
                             np.random.default_rng(0))
     assert set(single.harness) == {"S0-T0-O0-C0-W0"}
+
+
+def test_rescue_schedules_every_slot_under_the_base_harness():
+    base = SPACE.label(SPACE.base)
+    rescue = build_schedule(SPACE, [base], TASKS, 20, 16, 2, "rescue", np.random.default_rng(3))
+    assert len(rescue) == 20 * 16
+    assert set(rescue.harness) == set(rescue.anchor) == {base}
+    # the same tasks in the same order as Repeat-K under the base harness: only the trainer,
+    # when a group fails, leaves the base harness
+    repeat = build_schedule(SPACE, [base], TASKS, 20, 16, 2, "repeat", np.random.default_rng(3))
+    assert rescue.equals(repeat)
+
+
+def test_rescue_needs_the_base_harness_alone():
+    with pytest.raises(HscaleError, match="base harness alone") as err:
+        schedule("rescue", 1)
+    assert "train: single" in (err.value.hint or "")

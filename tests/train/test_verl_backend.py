@@ -4,7 +4,8 @@ against veRL's own Hydra config on CPU (no GPU, no Ray)."""
 from __future__ import annotations
 
 import json
-import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -58,7 +59,7 @@ def test_train_rows_follow_the_schedule(prepared):
 
 
 def test_val_rows_cover_every_eval_setting(prepared):
-    from train.backends.local import EVAL_TASKS
+    from train.backends.verl_backend import EVAL_TASKS
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
@@ -68,21 +69,76 @@ def test_val_rows_cover_every_eval_setting(prepared):
     assert set(val.data_source) == {f"hscale/{s}" for s in manifest["eval_sets"]}
 
 
-def test_launch_script_and_agent_loop_config(prepared):
+def run_launch_script(script: Path, tmp: Path, env: dict[str, str] | None = None) -> list[str]:
+    """launch.sh's command line as bash expands it, with a stand-in ``python`` that records
+    its arguments instead of starting veRL."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "python"
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$ARGS_FILE"\n')
+    fake.chmod(0o755)
+    args = tmp / "args"
+    run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGS_FILE": str(args), **(env or {})}
+    subprocess.run(["bash", str(script), "trainer.nnodes=1"], env=run_env, check=True)
+    return args.read_text().split("\0")[:-1]
+
+
+def test_launch_script_and_agent_loop_config(prepared, tmp_path):
     run_dir, _, result = prepared
     out = Path(run_dir) / "verl"
     loop = yaml.safe_load((out / "agent_loop.yaml").read_text())
     assert loop[0]["name"] == "hscale_harness"
-    text = (out / "launch.sh").read_text()
-    words = shlex.split(text.replace("\\\n", " "), comments=True)
-    assert words[words.index("exec") + 1:][:3] == ["python", "-m", "verl.trainer.main_ppo"]
-    for override in result["overrides"]:
-        assert override in words
+    words = run_launch_script(out / "launch.sh", tmp_path)
+    assert words[:2] == ["-m", "verl.trainer.main_ppo"]
+    # bash expands the script to exactly the validated overrides, plus the extra arguments
+    assert words[2:] == [*result["overrides"], "trainer.nnodes=1"]
+    assert result["command"] == ["python", *words[:-1]]
     keys = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in result["overrides"]}
     assert keys["data.train_batch_size"] == "4" and keys["actor_rollout_ref.rollout.n"] == "2"
     assert keys["algorithm.adv_estimator"] == "grpo" and keys["data.shuffle"] == "False"
     assert keys["trainer.total_training_steps"] == "4"
     assert keys["trainer.default_local_dir"] == str((out / "checkpoints").resolve())
+    assert keys["trainer.validation_data_dir"] == str((out / "validation").resolve())
+    assert keys["actor_rollout_ref.rollout.val_kwargs.n"] == "1"
+
+
+def test_launch_script_reads_beside_itself_and_writes_to_the_out_variable(prepared, tmp_path):
+    """A copied verl/ folder (a GPU node, a Ray job's working_dir) reads its own inputs;
+    $HSCALE_VERL_OUT moves checkpoints and validation dumps."""
+    run_dir, _, result = prepared
+    copy = tmp_path / "copied folder"
+    shutil.copytree(Path(run_dir) / "verl", copy)
+    words = run_launch_script(copy / "launch.sh", tmp_path, {"HSCALE_VERL_OUT": "/shared/x"})
+    keys = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in words[2:]}
+    assert keys["data.train_files"] == f"{copy}/train.parquet"
+    assert keys["data.val_files"] == f"{copy}/val.parquet"
+    assert keys["actor_rollout_ref.rollout.agent.agent_loop_config_path"] == \
+        f"{copy}/agent_loop.yaml"
+    assert keys["trainer.default_local_dir"] == "/shared/x/checkpoints"
+    assert keys["trainer.validation_data_dir"] == "/shared/x/validation"
+    assert keys["trainer.logger"] == "[console]"
+
+
+def test_val_ground_truth_carries_the_row_index_and_the_checker(prepared):
+    """veRL dumps gts but not extra_info: the row index must travel in the ground truth."""
+    _, _, result = prepared
+    val = pd.read_parquet(result["val"])
+    for i, (rm, info) in enumerate(zip(val.reward_model, val.extra_info, strict=True)):
+        truth = json.loads(rm["ground_truth"])
+        assert truth["hscale_val_index"] == info["index"] == i
+        assert truth["checker"] == json.loads(info["task"])["checker"]
+
+
+def test_evaluation_runs_are_sampled_repeats(prepared):
+    from train.backends.verl_backend import build_overrides, validate_overrides
+
+    run_dir, manifest, _ = prepared
+    three = {**manifest, "evaluation": {"runs": 3, "every": 2}}
+    keys = dict(o.split("=", 1) for o in build_overrides(run_dir, three))
+    assert keys["actor_rollout_ref.rollout.val_kwargs.n"] == "3"
+    assert keys["actor_rollout_ref.rollout.val_kwargs.do_sample"] == "True"
+    assert keys["trainer.test_freq"] == keys["trainer.save_freq"] == "2"
+    validate_overrides(build_overrides(run_dir, three))
 
 
 def test_overrides_compose_and_a_typo_is_named(prepared):
@@ -98,7 +154,7 @@ def test_overrides_compose_and_a_typo_is_named(prepared):
 
 
 def test_ppo_maps_to_gae(prepared):
-    from train.backends.verl_backend import build_overrides
+    from train.backends.verl_backend import build_overrides, validate_overrides
 
     run_dir, manifest, _ = prepared
     ppo = {**manifest, "algorithm": {**manifest["algorithm"], "name": "ppo", "gamma": 0.99,
@@ -106,3 +162,22 @@ def test_ppo_maps_to_gae(prepared):
     overrides = build_overrides(run_dir, ppo)
     assert "algorithm.adv_estimator=gae" in overrides
     assert "algorithm.gamma=0.99" in overrides and "algorithm.lam=0.95" in overrides
+    assert "trainer.max_critic_ckpt_to_keep=1" in overrides
+    cfg = validate_overrides(overrides)
+    assert cfg.critic.model.path == manifest["model"] and cfg.algorithm.lam == 0.95
+
+
+def test_a_rescue_arms_launch_script_says_rescue_is_not_run(tmp_path):
+    from train.backends.verl_backend import _launch_script
+
+    manifest = {"experiment": "e", "arm": "harness's-s", "seed": 0, "hash": "0" * 64,
+                "assignment": {"mode": "rescue", "router": "profile"}}
+    script = tmp_path / "launch.sh"
+    script.write_text(_launch_script(manifest, ["trainer.nnodes=1"]))
+    words = run_launch_script(script, tmp_path)
+    assert words == ["-m", "verl.trainer.main_ppo", "trainer.nnodes=1", "trainer.nnodes=1"]
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+                               "ARGS_FILE": str(tmp_path / "args")})
+    assert "arm harness's-s uses Harness-S rescue" in done.stderr
+    assert "plain GRPO" in done.stderr

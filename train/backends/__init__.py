@@ -1,4 +1,8 @@
-"""Backends run one planned run (a manifest and its schedule) and write its result files."""
+"""Backends run one planned run (a manifest and its schedule) and write its result files.
+
+``local`` runs the embedded CPU trainer; ``verl`` launches veRL here or on a Ray cluster
+(train.backends.verl_backend, train.backends.ray_jobs).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import difflib
 from typing import Protocol
 
 from design.errors import HscaleError
+
+__all__ = ["Backend", "get_backend"]
 
 
 class Backend(Protocol):
@@ -21,9 +27,10 @@ def get_backend(name: str) -> Backend:
         from train.backends.local import LocalBackend
 
         return LocalBackend()
+    if name == "verl":  # launches here; for a Ray cluster build VerlBackend(ray_address=...)
+        from train.backends.verl_backend import VerlBackend
+
+        return VerlBackend()
     close = difflib.get_close_matches(name, ["local", "verl"], n=1)
-    if name == "verl":
-        raise HscaleError("the verl backend is not available in this version",
-                          "use --backend local; veRL training runs arrive with the launcher")
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise HscaleError(f"unknown backend {name!r}", hint + "available: local")
+    raise HscaleError(f"unknown backend {name!r}", hint + "available: local, verl")

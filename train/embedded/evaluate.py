@@ -1,0 +1,69 @@
+"""Pass@1 evaluation of the embedded policy: base harness, in-space eval set, out-of-space.
+
+Held-out tasks come from the world's eval split (disjoint from training by content). Each
+run executes every (harness, task) pair of a setting once; with ``episodes`` set, each
+harness of a setting runs ``ceil(episodes / harnesses)`` tasks per run (at least one), on a
+slice of the task pool that moves with every run and seed. Sampled decoding runs ``runs``
+times; greedy decoding is deterministic, so once (``run`` 0, ``decoding`` greedy).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+
+from harness.harness import Harness
+from harness.tasks import Task
+from harness.world import generate
+from train.embedded.sampler import Sampler
+from train.manifest import rng_for
+
+DEFAULT_TASKS = 36
+
+
+def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
+               rotation: int = 0) -> list[tuple[str, Task]]:
+    """(harness label, task) pairs of one setting for one run.
+
+    With ``episodes`` set, each harness takes ``ceil(episodes / harnesses)`` consecutive
+    tasks of the pool (categories rotate along it), and ``rotation`` (the run's index over
+    seeds x runs) moves every harness on to other tasks, so over the runs each harness meets
+    many tasks and no harness is tied to a task or category."""
+    if not episodes:
+        return [(label, task) for label in labels for task in tasks]
+    per = min(max(1, math.ceil(episodes / len(labels))), len(tasks))
+    start = rotation * per * len(labels) + rotation
+    return [(label, tasks[(start + j * per + i) % len(tasks)])
+            for j, label in enumerate(labels) for i in range(per)]
+
+
+def evaluate(sampler: Sampler, manifest: dict, step: int,
+             harnesses: dict[str, Harness]) -> pd.DataFrame:
+    """One row per evaluated episode, in the eval.parquet contract (plus ``decoding``)."""
+    bench, ev = manifest["benchmark"], manifest["evaluation"]
+    tasks = generate(ev.get("tasks") or DEFAULT_TASKS, seed=bench["seed"], split="eval")
+    plans = [("greedy", 0)] + [("sampled", run) for run in range(ev["runs"])]
+    seed = int(rng_for(manifest["seed"], manifest["arm"], f"eval-{step}").integers(2**62))
+    jobs, flags, where = [], [], []
+    for decoding, run in plans:  # one batch for every run and decoding: one slow tail
+        rotation = manifest["seed"] * ev["runs"] + run
+        pairs = [(setting, label, task) for setting, labels in manifest["eval_sets"].items()
+                 for label, task in eval_pairs(labels, tasks, ev.get("episodes"), rotation)]
+        for setting, label, task in pairs:
+            jobs.append((harnesses.setdefault(label, Harness.from_name(label)), task))
+            flags.append(decoding == "greedy")
+            where.append((decoding, run, setting, label, task))
+    episodes = sampler.run(jobs, greedy=flags,
+                           generator=torch.Generator().manual_seed(seed))
+    rows = []
+    for (decoding, run, setting, label, task), ep in zip(where, episodes, strict=True):
+        rows.append({"experiment": manifest["experiment"], "arm": manifest["arm"],
+                     "seed": manifest["seed"], "run": run, "step": step,
+                     "benchmark": bench["name"], "setting": setting, "harness": label,
+                     "task_id": task.task_id, "reward": float(ep.reward),
+                     "success": bool(ep.success), "turns": int(ep.turns),
+                     "decoding": decoding, "category": task.category})
+    return pd.DataFrame(rows)

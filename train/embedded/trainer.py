@@ -1,0 +1,240 @@
+"""The embedded trainer: one planned run (manifest + schedule) trained by GRPO or PPO on the CPU.
+
+It follows the schedule exactly: at each step every scheduled (task, harness) pair gets
+``rollouts_per_task`` rollouts (a GRPO group), so a task's K harnesses fall in K successive
+steps, Repeat-K repeats the anchor and random assignment ignores distance, as planned.
+Rescue arms (Harness-S) re-sample zero-signal groups under routed sibling harnesses.
+
+After every step the run folder holds ``train.parquet`` (one row per finished step),
+``eval.parquet`` (rows of finished checkpoints) and ``checkpoint.pt`` (model, optimizer,
+sampler generator, step), written in that order; a resumed run trims rows past the
+checkpoint and continues bit for bit, so an interrupted run ends with the same rows.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from design.errors import HscaleError
+from design.io import atomic_write_bytes
+from harness.harness import Harness
+from harness.loop import Episode
+from harness.tokenizer import tokenizer
+from harness.world import generate
+from train.embedded.evaluate import evaluate
+from train.embedded.rescue import Router
+from train.embedded.rl import Hyper, update
+from train.embedded.sampler import Sampler
+from train.embedded.warmstart import base_model
+from train.files import write_parquet
+from train.manifest import manifest_space, rng_for
+
+CHECKPOINT = "checkpoint.pt"
+VALIDATION_TASKS = 20
+
+StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
+
+
+def hyper(manifest: dict) -> Hyper:
+    algo = manifest["algorithm"]
+    return Hyper(algorithm=algo["name"], lr=float(algo["lr"]), clip_low=algo["clip_low"],
+                 clip_high=algo["clip_high"], gamma=algo["gamma"], lam=algo["lam"])
+
+
+def eval_steps(manifest: dict) -> list[int]:
+    steps, every = manifest["budget"]["steps"], manifest["evaluation"].get("every")
+    points = set(range(0, steps, every)) if every else set()
+    return sorted(points | {steps})
+
+
+class Trainer:
+    def __init__(self, run_dir: str | Path, manifest: dict, threads: int | None = 1) -> None:
+        if threads:
+            torch.set_num_threads(threads)
+        self.dir, self.m = Path(run_dir), manifest
+        self.tok = tokenizer()
+        self.hp = hyper(manifest)
+        self.ref = base_model(manifest["model"])
+        self.model = base_model(manifest["model"])
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.hp.lr, weight_decay=0.0,
+                                     betas=(0.9, 0.99))
+        self.sampler = Sampler(self.model, self.tok)
+        self.generator = torch.Generator().manual_seed(
+            int(rng_for(manifest["seed"], manifest["arm"], "sampler").integers(2**62)))
+        self.harnesses: dict[str, Harness] = {}
+        self.step = 0
+        self.train_rows = _read(self.dir / "train.parquet")
+        self.eval_rows = _read(self.dir / "eval.parquet")
+        self.router = self._router()
+        self._resume()
+
+    # --- state -----------------------------------------------------------------------
+    def _resume(self) -> None:
+        """Continue from checkpoint.pt when it belongs to this manifest; else start afresh."""
+        state = self._checkpoint()
+        if state is None:
+            self.train_rows = self.train_rows.iloc[0:0]
+            self.eval_rows = self.eval_rows.iloc[0:0]
+            return
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        self.router.rng.bit_generator.state = json.loads(state["router_rng"])
+        self.router.score = {c: np.asarray(v) for c, v in json.loads(state["router_score"]).items()}
+        self.step = int(state["step"])
+        if len(self.train_rows):
+            self.train_rows = self.train_rows[self.train_rows.step < self.step]
+        if len(self.eval_rows):
+            self.eval_rows = self.eval_rows[self.eval_rows.step <= int(state["evaluated"])]
+
+    def _checkpoint(self) -> dict | None:
+        path = self.dir / CHECKPOINT
+        if not path.is_file():
+            return None
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            fields = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",
+                      "router_score", "manifest_hash"}
+            missing = fields - set(state)
+        except (OSError, RuntimeError, EOFError) as exc:
+            raise HscaleError(f"{path}: unreadable checkpoint ({exc})",
+                              "delete it (and train.parquet, eval.parquet) to rerun") from None
+        if missing:
+            raise HscaleError(f"{path}: checkpoint lacks {sorted(missing)}",
+                              "it was written by another hscale version; delete it to rerun")
+        if state["manifest_hash"] != self.m["hash"]:
+            return None  # results of an earlier plan of this run: start over
+        return state
+
+    def _save(self, evaluated: int) -> None:
+        write_parquet(self.dir / "train.parquet", self.train_rows)
+        if len(self.eval_rows):
+            write_parquet(self.dir / "eval.parquet", self.eval_rows)
+        buffer = io.BytesIO()
+        score = {c: v.tolist() for c, v in self.router.score.items()}
+        torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                    "generator": self.generator.get_state(), "step": self.step,
+                    "evaluated": evaluated, "manifest_hash": self.m["hash"],
+                    "router_rng": json.dumps(self.router.rng.bit_generator.state),
+                    "router_score": json.dumps(score)}, buffer)
+        atomic_write_bytes(self.dir / CHECKPOINT, buffer.getvalue())
+
+    def _router(self) -> Router:
+        a = self.m["assignment"]
+        space = manifest_space(self.m)
+        base = self.m["train_harnesses"][0] if a["mode"] == "rescue" else ""
+        return Router(a.get("router") or "original", a.get("pool") or [], base, space,
+                      rng_for(self.m["seed"], self.m["arm"], "router"))
+
+    # --- the run ---------------------------------------------------------------------
+    def run(self, progress: StepProgress | None = None) -> None:
+        schedule = pd.read_parquet(self.dir / "schedule.parquet")
+        bench = self.m["benchmark"]
+        tasks = {t.task_id: t for t in generate(bench["tasks"] + VALIDATION_TASKS,
+                                                seed=bench["seed"])}
+        validation = list(tasks.values())[bench["tasks"]:]
+        total = int(self.m["budget"]["steps"])
+        checkpoints = eval_steps(self.m)
+        evaluated = int(self.eval_rows.step.max()) if len(self.eval_rows) else -1
+        by_step = dict(tuple(schedule.groupby("step", sort=True)))
+        while True:
+            if self.step in checkpoints and self.step > evaluated:
+                if self.router.needs_profile(checkpoint=True):
+                    self.router.profile(self.sampler, validation, self.harnesses,
+                                        self.generator)
+                frame = evaluate(self.sampler, self.m, self.step, self.harnesses)
+                self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
+                evaluated = self.step
+                self._save(evaluated)
+            if self.step >= total:
+                break
+            if self.router.needs_profile(checkpoint=False):
+                self.router.profile(self.sampler, validation, self.harnesses, self.generator)
+            rows = by_step.get(self.step)
+            metrics = self.train_step(rows, tasks) if rows is not None else {}
+            self.train_rows = pd.concat(
+                [self.train_rows, pd.DataFrame([{"step": self.step, **metrics}])],
+                ignore_index=True)
+            self.step += 1
+            self._save(evaluated)
+            if progress is not None:
+                progress(self.step, total)
+
+    def train_step(self, rows: pd.DataFrame, tasks: dict) -> dict[str, float]:
+        n = int(self.m["budget"]["rollouts_per_task"])
+        began = time.perf_counter()
+        jobs, groups = [], []
+        for g, (task_id, label) in enumerate(zip(rows.task_id, rows.harness, strict=True)):
+            harness = self.harnesses.setdefault(label, Harness.from_name(label))
+            jobs += [(harness, tasks[task_id])] * n
+            groups += [g] * n
+        sampled_before = self.sampler.stats.sampled
+        entropy_before = self.sampler.stats.entropy
+        episodes = self.sampler.run(jobs, generator=self.generator)
+        metrics = _group_metrics(episodes, groups)
+        if self.m["assignment"]["mode"] == "rescue":
+            episodes, groups, rescue = self._rescue(episodes, groups, rows, tasks)
+            metrics.update(rescue)
+        rollout_s = time.perf_counter() - began
+        gen_tokens = self.sampler.stats.sampled - sampled_before
+        metrics["entropy"] = (self.sampler.stats.entropy - entropy_before) / max(gen_tokens, 1)
+        began = time.perf_counter()
+        metrics.update(update(self.model, self.ref, self.opt, self.tok, episodes, groups,
+                              self.hp, self.generator))
+        update_s = time.perf_counter() - began
+        metrics.update({"rollout_s": rollout_s, "update_s": update_s,
+                        "sampled_tokens": gen_tokens,
+                        "tokens_per_s": (gen_tokens + metrics["train_tokens"])
+                        / max(rollout_s + update_s, 1e-9)})
+        return metrics
+
+    def _rescue(self, episodes: list[Episode], groups: list[int], rows: pd.DataFrame,
+                tasks: dict) -> tuple[list[Episode], list[int], dict[str, float]]:
+        """Replace every all-failed group by a routed rescue group (one rollout per sibling)."""
+        k = int(self.m["assignment"].get("group") or 8)
+        failed = [g for g in sorted(set(groups))
+                  if not any(e.success for e, gg in zip(episodes, groups, strict=True)
+                             if gg == g)]
+        jobs, owners = [], []
+        task_list = list(rows.task_id)
+        for g in failed:
+            task = tasks[task_list[g]]
+            for label in self.router.pick(task, k):
+                jobs.append((self.harnesses.setdefault(label, Harness.from_name(label)), task))
+                owners.append(g)
+        rescued = self.sampler.run(jobs, generator=self.generator) if jobs else []
+        keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]
+        keep += list(zip(rescued, owners, strict=True))
+        rescued_groups = {g for e, g in zip(rescued, owners, strict=True) if e.success}
+        out = {"zero_signal_share": len(failed) / max(len(set(groups)), 1),
+               "rescue_groups": len(failed),
+               "rescue_success": len(rescued_groups) / len(failed) if failed else float("nan"),
+               "extra_rollouts": len(jobs) / max(len(episodes), 1)}
+        return [e for e, _ in keep], [g for _, g in keep], out
+
+
+def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, float]:
+    rewards = np.array([e.reward for e in episodes])
+    success = np.array([e.success for e in episodes])
+    ids = np.array(groups)
+    effective = [0 < success[ids == g].sum() < (ids == g).sum() for g in np.unique(ids)]
+    zero = [not success[ids == g].any() for g in np.unique(ids)]
+    return {"reward_mean": float(rewards.mean()), "success_rate": float(success.mean()),
+            "effective_group_rate": float(np.mean(effective)),
+            "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
+            "turns_mean": float(np.mean([e.turns for e in episodes]))}
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if path.is_file():
+        return pd.read_parquet(path)
+    return pd.DataFrame({"step": pd.Series(dtype="int64")})
+
