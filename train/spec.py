@@ -66,13 +66,16 @@ class TrainSet(_Strict):
     criterion: str = "gwlp"
 
 
+EVAL_TASKS = 36  # held-out tasks evaluated when a spec (or an older manifest) names none
+
+
 class Evaluation(_Strict):
     base: bool = True
     in_space: int = Field(18, ge=0)
     out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
     runs: int = Field(3, ge=1)
     every: int | None = Field(None, ge=1)
-    tasks: int = Field(36, ge=1)  # held-out tasks (the world's eval split)
+    tasks: int = Field(EVAL_TASKS, ge=1)  # held-out tasks (the world's eval split)
     episodes: int | None = Field(None, ge=1)  # per setting and run; None: every task x harness
 
 

@@ -48,6 +48,7 @@ from uuid import uuid4
 from design.errors import HscaleError
 from design.io import atomic_write_text
 from train.files import write_parquet
+from train.spec import EVAL_TASKS
 from train.status import RunState, read_status, write_status
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ EVAL_COLUMNS = ("experiment", "arm", "seed", "run", "step", "benchmark", "settin
 # what a Ray job must not upload from verl/: outputs, logs, Hydra's run folders
 RAY_EXCLUDES = ("/checkpoints/", "/validation/", "/outputs/", "*.log", f"/{JOB_RECORD}")
 MICRO_BATCH = 4  # sequences per GPU forward/backward in veRL's actor, ref and critic
-EVAL_TASKS = 36  # held-out tasks when the manifest names none (as train.embedded.evaluate)
 POLL_SECONDS = 10.0  # between two looks at a Ray job
 _HERE, _OUT = "@HERE@", "@OUT@"  # launch.sh placeholders for its folder and $HSCALE_VERL_OUT
 

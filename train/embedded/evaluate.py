@@ -20,8 +20,7 @@ from harness.tasks import Task
 from harness.world import generate
 from train.embedded.sampler import Sampler
 from train.manifest import rng_for
-
-DEFAULT_TASKS = 36
+from train.spec import EVAL_TASKS
 
 
 def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
@@ -44,7 +43,7 @@ def evaluate(sampler: Sampler, manifest: dict, step: int,
              harnesses: dict[str, Harness]) -> pd.DataFrame:
     """One row per evaluated episode, in the eval.parquet contract (plus ``decoding``)."""
     bench, ev = manifest["benchmark"], manifest["evaluation"]
-    tasks = generate(ev.get("tasks") or DEFAULT_TASKS, seed=bench["seed"], split="eval")
+    tasks = generate(ev.get("tasks") or EVAL_TASKS, seed=bench["seed"], split="eval")
     plans = [("greedy", 0)] + [("sampled", run) for run in range(ev["runs"])]
     seed = int(rng_for(manifest["seed"], manifest["arm"], f"eval-{step}").integers(2**62))
     jobs, flags, where = [], [], []
