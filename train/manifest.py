@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zlib
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +20,9 @@ from design.errors import HscaleError
 from design.recipes import eval_set, first_order, full, random_n, single, structured
 from design.space import Factor, FactorSpace, harness_space
 from train.spec import Arm, ExperimentSpec
+
+if TYPE_CHECKING:
+    from harness.tasks import Task
 
 SCHEMA_VERSION = 1
 
@@ -50,6 +55,22 @@ def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
     if spec.evaluation.out_of_space:
         sets["out_of_space"] = list(spec.evaluation.out_of_space)
     return sets
+
+
+def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
+               rotation: int = 0) -> list[tuple[str, Task]]:
+    """(harness label, task) pairs of one setting for one run.
+
+    With ``episodes`` set, each harness takes ``ceil(episodes / harnesses)`` consecutive
+    tasks of the pool (categories rotate along it), and ``rotation`` (the run's index over
+    seeds x runs) moves every harness on to other tasks, so over the runs each harness meets
+    many tasks and no harness is tied to a task or category."""
+    if not episodes:
+        return [(label, task) for label in labels for task in tasks]
+    per = min(max(1, math.ceil(episodes / len(labels))), len(tasks))
+    start = rotation * per * len(labels) + rotation
+    return [(label, tasks[(start + j * per + i) % len(tasks)])
+            for j, label in enumerate(labels) for i in range(per)]
 
 
 def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.Generator

@@ -59,7 +59,7 @@ def test_train_rows_follow_the_schedule(prepared):
 
 
 def test_val_rows_cover_every_eval_setting(prepared):
-    from train.backends.verl_backend import EVAL_TASKS
+    from train.spec import EVAL_TASKS
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
@@ -181,3 +181,23 @@ def test_a_rescue_arms_launch_script_says_rescue_is_not_run(tmp_path):
                                "ARGS_FILE": str(tmp_path / "args")})
     assert "arm harness's-s uses Harness-S rescue" in done.stderr
     assert "plain GRPO" in done.stderr
+
+
+def test_val_rows_are_the_embedded_trainers_pairs_when_episodes_are_capped(tmp_path):
+    from harness.world import generate
+    from train.backends.verl_backend import prepare_verl_run
+    from train.manifest import eval_pairs
+
+    spec = tmp_path / "capped.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "evaluation": {**SPEC["evaluation"], "tasks": 6,
+                                                           "episodes": 6}}))
+    (done,) = plan(spec, tmp_path / "runs")
+    manifest = json.loads((done.path / "manifest.json").read_text())
+    val = pd.read_parquet(prepare_verl_run(done.path, manifest, validate=False)["val"])
+    tasks = generate(6, seed=0, split="eval")
+    for setting, labels in manifest["eval_sets"].items():
+        want = sorted((label, t.task_id) for label, t in eval_pairs(labels, tasks, 6))
+        got = sorted((e["harness"], e["task_id"]) for e in val.extra_info
+                     if e["setting"] == setting)
+        assert got == want
+    assert len(val) == 6 + 18 + 6  # base, 18 in-space harnesses x 1, out-of-space x 6

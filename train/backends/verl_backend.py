@@ -48,6 +48,7 @@ from uuid import uuid4
 from design.errors import HscaleError
 from design.io import atomic_write_text
 from train.files import write_parquet
+from train.manifest import eval_pairs
 from train.spec import EVAL_TASKS
 from train.status import RunState, read_status, write_status
 
@@ -240,8 +241,14 @@ def prepare_verl_run(run_dir: str | Path, manifest: dict, *, validate: bool = Tr
     n_eval = int((manifest.get("evaluation") or {}).get("tasks") or EVAL_TASKS)
     eval_tasks = generate(n_eval, seed=bench["seed"], split="eval")
     frames = []
+    episodes = (manifest.get("evaluation") or {}).get("episodes")
     for setting, labels in manifest["eval_sets"].items():
-        frame = to_verl_rows(eval_tasks, list(labels), "val", data_source=f"hscale/{setting}")
+        # the same (harness, task) pairs the embedded trainer evaluates in its first run
+        by_task: dict[str, list[str]] = {}
+        for label, task in eval_pairs(list(labels), eval_tasks, episodes):
+            by_task.setdefault(task.task_id, []).append(label)
+        chosen = [t for t in eval_tasks if t.task_id in by_task]
+        frame = to_verl_rows(chosen, by_task, "val", data_source=f"hscale/{setting}")
         frame["extra_info"] = [{**e, "setting": setting} for e in frame.extra_info]
         frames.append(frame)
     val = pd.concat(frames, ignore_index=True)

@@ -9,34 +9,14 @@ times; greedy decoding is deterministic, so once (``run`` 0, ``decoding`` greedy
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 import pandas as pd
 import torch
 
 from harness.harness import Harness
-from harness.tasks import Task
 from harness.world import generate
 from train.embedded.sampler import Sampler
-from train.manifest import rng_for
+from train.manifest import eval_pairs, rng_for
 from train.spec import EVAL_TASKS
-
-
-def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
-               rotation: int = 0) -> list[tuple[str, Task]]:
-    """(harness label, task) pairs of one setting for one run.
-
-    With ``episodes`` set, each harness takes ``ceil(episodes / harnesses)`` consecutive
-    tasks of the pool (categories rotate along it), and ``rotation`` (the run's index over
-    seeds x runs) moves every harness on to other tasks, so over the runs each harness meets
-    many tasks and no harness is tied to a task or category."""
-    if not episodes:
-        return [(label, task) for label in labels for task in tasks]
-    per = min(max(1, math.ceil(episodes / len(labels))), len(tasks))
-    start = rotation * per * len(labels) + rotation
-    return [(label, tasks[(start + j * per + i) % len(tasks)])
-            for j, label in enumerate(labels) for i in range(per)]
 
 
 def evaluate(sampler: Sampler, manifest: dict, step: int,
