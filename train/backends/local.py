@@ -28,13 +28,13 @@ class LocalBackend:
                 progress: Callable[[str, int, int], None] | None = None) -> None:
         """Build (or find in the cache) the base model of every preset the runs name."""
         require_training_packages()
-        from train.embedded.warmstart import base_model, base_model_path
+        from train.embedded.warmstart import available, build
 
         for name in sorted({m["model"] for m in manifests}):
-            if base_model_path(name).is_file():
+            if available(name):
                 continue
-            base_model(name, (lambda d, t, n=name: progress(f"warm start {n}", d, t))
-                       if progress else None)
+            build(name, (lambda d, t, n=name: progress(f"warm start {n}", d, t))
+                  if progress else None)
 
     def run(self, run_dir: str | Path, manifest: dict, progress=None) -> None:
         from train.embedded.trainer import Trainer

@@ -12,15 +12,13 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from harness.harness import Harness
 from harness.world import generate
-from train.embedded.sampler import Sampler
+from train.embedded.sampler import Sampler, harness_named
 from train.manifest import eval_pairs, rng_for
 from train.spec import EVAL_TASKS
 
 
-def evaluate(sampler: Sampler, manifest: dict, step: int,
-             harnesses: dict[str, Harness]) -> pd.DataFrame:
+def evaluate(sampler: Sampler, manifest: dict, step: int) -> pd.DataFrame:
     """One row per evaluated episode, in the eval.parquet contract (plus ``decoding``)."""
     bench, ev = manifest["benchmark"], manifest["evaluation"]
     tasks = generate(ev.get("tasks") or EVAL_TASKS, seed=bench["seed"], split="eval")
@@ -32,7 +30,7 @@ def evaluate(sampler: Sampler, manifest: dict, step: int,
         pairs = [(setting, label, task) for setting, labels in manifest["eval_sets"].items()
                  for label, task in eval_pairs(labels, tasks, ev.get("episodes"), rotation)]
         for setting, label, task in pairs:
-            jobs.append((harnesses.setdefault(label, Harness.from_name(label)), task))
+            jobs.append((harness_named(label), task))
             flags.append(decoding == "greedy")
             where.append((decoding, run, setting, label, task))
     episodes = sampler.run(jobs, greedy=flags,

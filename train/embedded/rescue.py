@@ -21,9 +21,8 @@ import torch
 from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import FactorSpace
-from harness.harness import Harness
 from harness.tasks import Task
-from train.embedded.sampler import Sampler
+from train.embedded.sampler import Sampler, harness_named
 
 ROUTERS = ("original", "random", "nearest", "rule", "profile")
 
@@ -62,11 +61,10 @@ class Router:
         return self.kind == "rule" and not self.score or self.kind == "profile" and (
             checkpoint or not self.score)
 
-    def profile(self, sampler: Sampler, tasks: Sequence[Task], harnesses: dict[str, Harness],
+    def profile(self, sampler: Sampler, tasks: Sequence[Task],
                 generator: torch.Generator) -> None:
         """Greedy success of every pool harness on every validation task, per category."""
-        jobs = [(harnesses.setdefault(label, Harness.from_name(label)), task)
-                for label in self.pool for task in tasks]
+        jobs = [(harness_named(label), task) for label in self.pool for task in tasks]
         episodes = sampler.run(jobs, greedy=True, generator=generator)
         success = np.array([e.success for e in episodes], dtype=float).reshape(
             len(self.pool), len(tasks))

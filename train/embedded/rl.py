@@ -77,16 +77,18 @@ def update(model: TinyGPT, ref: TinyGPT, opt: torch.optim.Optimizer, tok: WordTo
     rewards = [e.reward for e in episodes]
     n_tokens = int(seqs.mask.sum())
     recorded = seqs.rollout_logp[seqs.mask]
-    old_values = None
+    values = None  # (N, T-1) critic values, PPO only
     if hp.algorithm == "ppo" or bool(torch.isnan(recorded).any()):
         # veRL recomputes pi_old with the actor; the sampler's log-probs are the same numbers
         # (same weights, same restricted distribution), so that pass runs only when needed
         with torch.no_grad():
-            old_logp, _, old_values = token_logprobs(model, seqs, with_values=True)
+            old_logp, _, values = token_logprobs(model, seqs,
+                                                 with_values=hp.algorithm == "ppo")
     else:
         old_logp = recorded.clone()
+    old_values = None if values is None else values[seqs.mask]  # (K,) like the others
     metrics = {"kl": _kl_to_reference(ref, seqs, old_logp), "train_tokens": n_tokens}
-    token_adv, returns = _token_advantages(seqs, old_values, rewards, groups, hp)
+    token_adv, returns = _token_advantages(seqs, values, rewards, groups, hp)
     # per-token tensors are laid out (K,) in row-major mask order; rows index sequences
     offsets = torch.cumsum(seqs.mask.sum(1), 0) - seqs.mask.sum(1)
     trainable = [i for i in range(len(seqs)) if hp.algorithm == "ppo" or
@@ -105,9 +107,9 @@ def update(model: TinyGPT, ref: TinyGPT, opt: torch.optim.Optimizer, tok: WordTo
         # token-mean over the minibatch's share of *all* tokens, zero-advantage ones included
         share = max(1, round(n_tokens * len(part) / max(len(trainable), 1)))
         loss, clip_frac = _loss(model, sub, old_logp[picks], token_adv[picks],
-                                seqs.rollout_logp[seqs.mask][picks],
+                                recorded[picks],
                                 None if returns is None else returns[picks],
-                                None if old_values is None else old_values[seqs.mask][picks],
+                                None if old_values is None else old_values[picks],
                                 hp, share)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import torch
 
@@ -32,6 +33,13 @@ from train.embedded.sequences import banned
 MAX_NEW_TOKENS = 48
 MAX_TURNS = 8  # the oracle needs at most 7 turns (plan, 4 calls, answer, check)
 CHUNK = 32  # forced tokens a row may take in one tick
+
+
+@cache
+def harness_named(label: str) -> Harness:
+    """One harness per label and process: episodes run on a fresh copy of it, so the
+    trainer, the evaluator and the routers can all share this template."""
+    return Harness.from_name(label)
 
 
 def view_ids(tok: WordTokenizer, messages: Sequence[Message],

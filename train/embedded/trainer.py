@@ -13,6 +13,7 @@ checkpoint and continues bit for bit, so an interrupted run ends with the same r
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import time
@@ -25,14 +26,13 @@ import torch
 
 from design.errors import HscaleError
 from design.io import atomic_write_bytes
-from harness.harness import Harness
 from harness.loop import Episode
 from harness.tokenizer import tokenizer
 from harness.world import generate
 from train.embedded.evaluate import evaluate
 from train.embedded.rescue import Router
 from train.embedded.rl import Hyper, update
-from train.embedded.sampler import Sampler
+from train.embedded.sampler import Sampler, harness_named
 from train.embedded.warmstart import base_model
 from train.files import write_parquet
 from train.manifest import manifest_space, rng_for
@@ -63,13 +63,12 @@ class Trainer:
         self.tok = tokenizer()
         self.hp = hyper(manifest)
         self.ref = base_model(manifest["model"])
-        self.model = base_model(manifest["model"])
+        self.model = copy.deepcopy(self.ref)  # trained; ref stays the base for the KL metric
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.hp.lr, weight_decay=0.0,
                                      betas=(0.9, 0.99))
         self.sampler = Sampler(self.model, self.tok)
         self.generator = torch.Generator().manual_seed(
             int(rng_for(manifest["seed"], manifest["arm"], "sampler").integers(2**62)))
-        self.harnesses: dict[str, Harness] = {}
         self.step = 0
         self.train_rows = _read(self.dir / "train.parquet")
         self.eval_rows = _read(self.dir / "eval.parquet")
@@ -148,16 +147,15 @@ class Trainer:
         while True:
             if self.step in checkpoints and self.step > evaluated:
                 if self.router.needs_profile(checkpoint=True):
-                    self.router.profile(self.sampler, validation, self.harnesses,
-                                        self.generator)
-                frame = evaluate(self.sampler, self.m, self.step, self.harnesses)
+                    self.router.profile(self.sampler, validation, self.generator)
+                frame = evaluate(self.sampler, self.m, self.step)
                 self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
                 evaluated = self.step
                 self._save(evaluated)
             if self.step >= total:
                 break
             if self.router.needs_profile(checkpoint=False):
-                self.router.profile(self.sampler, validation, self.harnesses, self.generator)
+                self.router.profile(self.sampler, validation, self.generator)
             rows = by_step.get(self.step)
             metrics = self.train_step(rows, tasks) if rows is not None else {}
             self.train_rows = pd.concat(
@@ -173,8 +171,7 @@ class Trainer:
         began = time.perf_counter()
         jobs, groups = [], []
         for g, (task_id, label) in enumerate(zip(rows.task_id, rows.harness, strict=True)):
-            harness = self.harnesses.setdefault(label, Harness.from_name(label))
-            jobs += [(harness, tasks[task_id])] * n
+            jobs += [(harness_named(label), tasks[task_id])] * n
             groups += [g] * n
         sampled_before = self.sampler.stats.sampled
         entropy_before = self.sampler.stats.entropy
@@ -208,7 +205,7 @@ class Trainer:
         for g in failed:
             task = tasks[task_list[g]]
             for label in self.router.pick(task, k):
-                jobs.append((self.harnesses.setdefault(label, Harness.from_name(label)), task))
+                jobs.append((harness_named(label), task))
                 owners.append(g)
         rescued = self.sampler.run(jobs, generator=self.generator) if jobs else []
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]
