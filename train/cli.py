@@ -149,8 +149,9 @@ def _verl(experiment: Path, out: Path, dry_run: bool, ray_address: str | None) -
     Ray job, after checking what a launch needs (one line and exit 2 when something lacks)."""
     import json
 
-    from train.backends.verl_backend import VerlBackend, check_launch, prepare_verl_run, run_verl
+    from train.backends.verl_backend import LOG, VerlBackend, check_launch, prepare_verl_run
     from train.plan import plan
+    from train.runner import run_experiment
 
     if dry_run:
         planned = plan(experiment, out)
@@ -162,9 +163,9 @@ def _verl(experiment: Path, out: Path, dry_run: bool, ray_address: str | None) -
         return
     extra = check_launch(experiment, ray_address)
     where = f"Ray job at {ray_address}" if ray_address else "veRL here"
-    states = run_verl(experiment, out, VerlBackend(ray_address, extra),
-                      on_start=lambda p: print(f"{p}: {where} (log: {p / 'verl' / 'train.log'})",
-                                               flush=True))
+    states = run_experiment(experiment, out, VerlBackend(ray_address, extra),
+                            on_start=lambda p: print(f"{p}: {where} (log: {p / 'verl' / LOG})",
+                                                     flush=True))
     _summary(states, out)
 
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from design.errors import HscaleError
-from train.backends import get_backend
+from train.backends import Backend, get_backend
 from train.plan import plan
 from train.status import RunState, read_status, write_status
 
@@ -49,30 +49,38 @@ def run_name(run_dir: Path) -> str:
     return f"{run_dir.parent.name}/{run_dir.name}"
 
 
-def run_one(run_dir: Path, manifest: dict, backend: str, progress: Progress | None) -> str:
-    """Run one planned run to a final state, recording it in status.json."""
-    engine = get_backend(backend)
-    write_status(run_dir, RunState.RUNNING, manifest["hash"], backend=engine.name)
+def run_one(run_dir: Path, manifest: dict, backend: str | Backend,
+            progress: Progress | None) -> str:
+    """Run one planned run to a final state, recording it in status.json (with whatever
+    the backend's ``status_fields`` adds, e.g. a Ray job id)."""
+    engine = get_backend(backend) if isinstance(backend, str) else backend
+
+    def record(state: RunState, **extra) -> str:
+        fields = getattr(engine, "status_fields", None)
+        write_status(run_dir, state, manifest["hash"], backend=engine.name, **extra,
+                     **(fields(run_dir) if fields else {}))
+        return state.value
+
+    record(RunState.RUNNING)
     try:
         engine.run(run_dir, manifest,
                    progress=(lambda d, t: progress(run_name(run_dir), d, t))
                    if progress else None)
     except KeyboardInterrupt:
-        write_status(run_dir, RunState.INTERRUPTED, manifest["hash"])
+        record(RunState.INTERRUPTED)
         raise
     except Exception as exc:  # one failing run must not stop the others
-        write_status(run_dir, RunState.FAILED, manifest["hash"],
-                     error=f"{type(exc).__name__}: {exc}")
-        return RunState.FAILED.value
-    write_status(run_dir, RunState.COMPLETED, manifest["hash"], backend=engine.name)
-    return RunState.COMPLETED.value
+        return record(RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
+    return record(RunState.COMPLETED)
 
 
-def run_experiment(spec_path: str | Path, out: str | Path = "runs", backend: str = "local",
-                   progress: Progress | None = None, workers: int = 1, quick: bool = False
-                   ) -> dict[str, str]:
-    """Run every planned run; returns run folder -> final state."""
-    engine = get_backend(backend)
+def run_experiment(spec_path: str | Path, out: str | Path = "runs",
+                   backend: str | Backend = "local", progress: Progress | None = None,
+                   workers: int = 1, quick: bool = False,
+                   on_start: Callable[[Path], None] | None = None) -> dict[str, str]:
+    """Run every planned run; returns run folder -> final state. ``backend`` is a name or a
+    configured backend (run in this process); ``on_start`` hears of each run it starts."""
+    engine = get_backend(backend) if isinstance(backend, str) else backend
     planned = plan(spec_path, out, quick=quick)
     if not planned:
         return {}
@@ -89,9 +97,11 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs", backend: str
                 todo.append((item.path, manifest))
         if todo and hasattr(engine, "prepare"):
             engine.prepare([m for _, m in todo], progress)
-        if workers <= 1 or len(todo) <= 1:
+        if workers <= 1 or len(todo) <= 1 or not isinstance(backend, str):
             for path, manifest in todo:
-                states[str(path)] = run_one(path, manifest, backend, progress)
+                if on_start is not None:
+                    on_start(path)
+                states[str(path)] = run_one(path, manifest, engine, progress)
         else:
             states.update(_run_parallel(todo, backend, progress, workers))
     return states

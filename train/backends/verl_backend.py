@@ -19,13 +19,13 @@
 The overrides are checked on CPU by composing veRL's own ``ppo_trainer`` Hydra config, so a
 wrong key fails here, naming the override, not minutes into a GPU job.
 
-Launching (:func:`run_verl`): each run's launch.sh runs here as a subprocess (log in
-``verl/train.log``), or, with a Ray address, as a Ray job whose working_dir is ``verl/`` and
-whose outputs go to this run folder's absolute path (so the cluster must see the runs folder
-at the same path: one machine or a shared filesystem). The job id is kept in
-``verl/ray_job.json`` and status.json; a re-run re-attaches to a job still running. veRL's
-``trainer.resume_mode=auto`` resumes from the last checkpoint. After a run, its validation
-dumps become ``eval.parquet``. veRL, Hydra, torch and Ray are imported lazily.
+Launching (:class:`VerlBackend`, driven by train.runner like every backend): each run's
+launch.sh runs here as a subprocess (log in ``verl/train.log``), or, with a Ray address, as a
+Ray job whose working_dir is ``verl/`` and whose outputs go to this run folder's absolute path
+(so the cluster must see the runs folder at the same path: one machine or a shared filesystem).
+The job id is kept in ``verl/ray_job.json`` and status.json; a re-run re-attaches to a job still
+running. veRL's ``trainer.resume_mode=auto`` resumes from the last checkpoint. After a run, its
+validation dumps become ``eval.parquet``. veRL, Hydra, torch and Ray are imported lazily.
 """
 
 from __future__ import annotations
@@ -359,49 +359,12 @@ class VerlBackend:
             launch_local(run_dir, self.extra)
         write_parquet(run_dir / "eval.parquet", import_validation(run_dir, manifest))
 
-
-def run_verl(spec_path: str | Path, out: str | Path = "runs", backend: VerlBackend | None = None,
-             on_start: Callable[[Path], None] | None = None) -> dict[str, str]:
-    """The runner's loop (plan, lock, skip completed, status.json) for the veRL backend,
-    keeping the Ray job id in status.json; returns run folder -> final state."""
-    from train.plan import plan
-    from train.runner import runner_lock
-
-    engine = backend or VerlBackend()
-    planned = plan(spec_path, out)
-    states: dict[str, str] = {}
-    if not planned:
-        return states
-    with runner_lock(planned[0].path.parent.parent):
-        for item in planned:
-            manifest = json.loads((item.path / "manifest.json").read_text())
-            status = read_status(item.path)
-            done = (status.get("state") == RunState.COMPLETED.value
-                    and status.get("manifest_hash") == manifest["hash"])
-            if not done:
-                if on_start is not None:
-                    on_start(item.path)
-                status = _run_one(engine, item.path, manifest)
-            states[str(item.path)] = status["state"]
-    return states
+    def status_fields(self, run_dir: Path) -> dict[str, Any]:
+        return job_fields(run_dir)
 
 
-def _run_one(engine: VerlBackend, run_dir: Path, manifest: dict) -> dict[str, Any]:
-    write_status(run_dir, RunState.RUNNING, manifest["hash"], backend=engine.name)
-    try:
-        engine.run(run_dir, manifest)
-    except KeyboardInterrupt:
-        write_status(run_dir, RunState.INTERRUPTED, manifest["hash"], backend=engine.name,
-                     **_job_fields(run_dir))
-        raise
-    except Exception as exc:  # one failing run must not stop the others
-        return write_status(run_dir, RunState.FAILED, manifest["hash"], backend=engine.name,
-                            error=f"{type(exc).__name__}: {exc}", **_job_fields(run_dir))
-    return write_status(run_dir, RunState.COMPLETED, manifest["hash"], backend=engine.name,
-                        **_job_fields(run_dir))
-
-
-def _job_fields(run_dir: Path) -> dict[str, Any]:
+def job_fields(run_dir: Path) -> dict[str, Any]:
+    """The Ray job a run was submitted as (kept in status.json across state changes)."""
     status = read_status(run_dir)
     return {k: status[k] for k in ("ray_address", "ray_job_id") if k in status}
 
