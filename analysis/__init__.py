@@ -7,7 +7,7 @@ or statsmodels.
 
 from __future__ import annotations
 
-from design.lazy import lazy_exports
+from hscale.lazy import lazy_exports
 
 _EXPORTS = {
     "Results": "analysis.load",

@@ -33,7 +33,7 @@ def report_cmd(
     """Write tables (Markdown, LaTeX, CSV), figures, report.md and a self-contained
     report.html for every run under RUN_DIR."""
     from analysis.report import write_report
-    from design.errors import HscaleError
+    from hscale.errors import HscaleError
 
     if test not in ("permutation", "wilcoxon"):
         raise HscaleError(f"unknown test {test!r}", "use --test permutation or --test wilcoxon")

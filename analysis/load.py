@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.external import empty_summary, read_csv_results, read_reported
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 RUN_FILES = ("manifest.json", "eval.parquet", "train.parquet", "status.json", "schedule.parquet")
 EVAL_COLUMNS: dict[str, str] = {

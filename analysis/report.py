@@ -20,8 +20,8 @@ from analysis.load import Results, load_results
 from analysis.plots import FIGURES, NoData, Options, png_bytes
 from analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
 from analysis.tables import all_tables, measured_ordering
-from design.errors import HscaleError
-from design.io import atomic_write_bytes, atomic_write_text
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_bytes, atomic_write_text
 
 
 @dataclass

@@ -6,7 +6,7 @@ Names are imported on first use, so ``import design`` and ``hscale --help`` stay
 
 from __future__ import annotations
 
-from design.lazy import lazy_exports
+from hscale.lazy import lazy_exports
 
 _EXPORTS = {
     "bose_bush_bound": "design.bounds",
@@ -24,7 +24,6 @@ _EXPORTS = {
     "distance_range": "design.criteria",
     "gwlp": "design.criteria",
     "Design": "design.design",
-    "HscaleError": "design.errors",
     "InfeasibleError": "design.errors",
     "NotConstructedError": "design.errors",
     "distance_matrix": "design.hamming",

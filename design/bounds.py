@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import floor, sqrt
 
-from design.errors import HscaleError
 from design.space import format_levels, parse_levels
+from hscale.errors import HscaleError
 
 
 def elementary_symmetric(values: Sequence[int], upto: int) -> list[int]:

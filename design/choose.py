@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from design.criteria import rank_key, summary
-from design.errors import HscaleError
 from design.isomorphism import canonical_form, enumerate_oas
 from design.space import FactorSpace, format_levels, parse_levels
 from design.verify import as_array, is_orthogonal
+from hscale.errors import HscaleError
 
 # Placements evaluated at once: bounds memory at roughly batch x runs x factors int64.
 _BATCH = 8192

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 app = typer.Typer(help="Design harness factor spaces: orthogonal arrays, bounds, neighbourhoods.",
                   no_args_is_help=True, add_completion=False)

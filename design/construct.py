@@ -17,10 +17,11 @@ from math import isqrt, prod
 
 import numpy as np
 
-from design.errors import HscaleError, InfeasibleError
+from design.errors import InfeasibleError
 from design.gf import GF, MAX_ORDER, field, prime_power
 from design.space import format_levels
 from design.verify import as_array, is_orthogonal
+from hscale.errors import HscaleError
 
 # Full factorials and searches beyond these sizes are not what this module is for.
 _MAX_CELLS = 10_000_000

@@ -12,8 +12,8 @@ from itertools import combinations, product
 
 import numpy as np
 
-from design.errors import HscaleError
 from design.space import FactorSpace
+from hscale.errors import HscaleError
 
 
 def distance_matrix(a: np.ndarray | Sequence, b: np.ndarray | Sequence | None = None

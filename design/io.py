@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from design.errors import HscaleError
 from design.space import MAX_LEVELS
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text
 
 
 def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
@@ -61,34 +60,6 @@ def _is_int(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write text via a temporary file and rename: readers never see half a file."""
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file."""
-    path = Path(path)
-    if path.is_dir():
-        raise HscaleError(f"{path} is a folder", "give a file name such as oa.csv")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise HscaleError(f"cannot write {path}: {exc.strerror}",
-                          "check the folder exists and is writable") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def array_to_csv(array: np.ndarray, names: Sequence[str]) -> str:

@@ -21,10 +21,10 @@ import networkx as nx
 import numpy as np
 
 from design.criteria import distance_distribution, gwlp
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import parse_levels
 from design.verify import as_array
+from hscale.errors import HscaleError
 
 Progress = Callable[[str, int, int], None]
 

@@ -9,9 +9,10 @@ import numpy as np
 
 from design.bounds import divisor, feasibility, smallest_runs
 from design.design import Design
-from design.errors import HscaleError, InfeasibleError, NotConstructedError
+from design.errors import InfeasibleError, NotConstructedError
 from design.space import FactorSpace, format_levels, parse_levels
 from design.verify import check_strength
+from hscale.errors import HscaleError
 
 # Largest array (runs x factors) hscale builds: beyond this a request is almost surely a typo.
 _MAX_CELLS = 50_000_000

@@ -14,7 +14,7 @@ from math import prod
 
 import numpy as np
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 
 def _factor(n: int) -> dict[int, int]:

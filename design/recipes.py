@@ -13,10 +13,10 @@ import numpy as np
 
 from design.criteria import distance_range, gwlp
 from design.design import Design
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import FactorSpace
 from design.verify import check_strength
+from hscale.errors import HscaleError
 
 
 def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 _SHORTHAND = re.compile(r"^\s*([0-9]+)\s*(?:\^\s*([0-9]+))?\s*$")
 # Limits that keep a typo (3^300000, 10000000^2) from exhausting memory.

@@ -17,7 +17,7 @@ from math import comb
 
 import numpy as np
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 # Largest number of (row, column-tuple) codes built at once; bounds memory at ~32 MB.
 _CHUNK_CELLS = 4_000_000

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 app = typer.Typer(help="Harnesses: components, rendering, and an oracle self-check.",
                   no_args_is_help=True, add_completion=False)

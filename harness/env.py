@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from design.errors import HscaleError
 from harness.tasks import Task, call_with_timeout, path_problem, run_checker
 from harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
 from harness.vocab import tokenize
+from hscale.errors import HscaleError
 
 # Words of the messages below; harness.world adds them to the vocabulary.
 WORDS = (

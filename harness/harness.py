@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from design.errors import HscaleError
 from design.space import FactorSpace, harness_space
 from harness.components import registry
 from harness.components.context import Context
@@ -20,6 +19,7 @@ from harness.components.system_prompt import PromptParts, SystemPrompt
 from harness.components.tool_interface import Parsed, ToolInterface
 from harness.components.workflow import Action, Workflow
 from harness.types import Message, ParseError, ToolCall, ToolResult
+from hscale.errors import HscaleError
 
 COMPONENTS = registry.COMPONENTS
 # Factor name in a space -> component it sets.

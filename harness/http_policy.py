@@ -10,9 +10,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from design.errors import HscaleError
 from harness.loop import Generation
 from harness.types import Message
+from hscale.errors import HscaleError
 
 
 @dataclass

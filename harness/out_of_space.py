@@ -11,7 +11,6 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from design.errors import HscaleError
 from harness.components.observation import Observation
 from harness.components.registry import register
 from harness.components.system_prompt import PromptParts, SystemPrompt
@@ -24,6 +23,7 @@ from harness.components.tool_interface import (
 )
 from harness.harness import Harness
 from harness.types import ParseError, ToolCall, ToolResult
+from hscale.errors import HscaleError
 
 OUT_OF_SPACE = ("oos/shell", "oos/actions")
 

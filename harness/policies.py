@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from design.errors import HscaleError
 from design.space import harness_space
 from harness.components import registry
 from harness.components.tool_interface import ToolInterface
@@ -22,6 +21,7 @@ from harness.loop import Episode, Generation, run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.tasks import Task
 from harness.types import Message, ToolCall
+from hscale.errors import HscaleError
 
 WORDS = (
     "plan: use the tools, then answer.",

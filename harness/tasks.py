@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from design.errors import HscaleError
 from harness.types import CANONICAL_TOOLS, ToolCall
+from hscale.errors import HscaleError
 
 SPLITS = ("train", "eval")
 TARGETS = ("final", "file", "both")

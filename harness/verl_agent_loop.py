@@ -51,12 +51,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from design.errors import HscaleError
 from harness.components.workflow import Kind
 from harness.env import Env
 from harness.harness import Harness
 from harness.tasks import Task, task_from_row, task_to_row
 from harness.types import Message, ParseError, ToolCall
+from hscale.errors import HscaleError
 
 if TYPE_CHECKING:
     import pandas as pd

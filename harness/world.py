@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from design.errors import HscaleError
 from harness.env import WORDS as ENV_WORDS
 from harness.tasks import SPLITS, Task
 from harness.types import CANONICAL_TOOLS, ToolCall
+from hscale.errors import HscaleError
 
 CATEGORIES = ("state_tracking", "observation", "multi_step", "error_recovery", "search")
 MAX_QUERY_TOKENS = 25

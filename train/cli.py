@@ -15,8 +15,8 @@ except ImportError:  # pragma: no cover
 
 from analysis.cli import report_cmd
 from design.cli import app as design_app
-from design.errors import HscaleError
 from harness.cli import app as harness_app
+from hscale.errors import HscaleError
 from train.model_cli import app as model_app
 
 app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablations for "

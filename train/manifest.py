@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from design.errors import HscaleError
 from design.recipes import eval_set, first_order, full, random_n, single, structured
 from design.space import Factor, FactorSpace, harness_space
+from hscale.errors import HscaleError
 from train.spec import Arm, ExperimentSpec
 
 if TYPE_CHECKING:

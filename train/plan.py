@@ -10,9 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from design.errors import HscaleError
-from design.io import atomic_write_text
-from train.files import write_parquet
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text, write_parquet
 from train.manifest import build_manifest, eval_sets, rng_for, space_of
 from train.schedule import build_schedule
 from train.spec import ExperimentSpec, load_spec

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 from train.backends import Backend, get_backend
 from train.plan import plan
 from train.status import RunState, read_status, write_status

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import FactorSpace
+from hscale.errors import HscaleError
 
 MODES = ("locality", "repeat", "random", "rescue")
 COLUMNS = ("step", "task_id", "harness", "anchor", "slot")

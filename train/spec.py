@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 
 class _Strict(BaseModel):

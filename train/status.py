@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from design.io import atomic_write_text
+from hscale.files import atomic_write_text
 
 
 class RunState(StrEnum):

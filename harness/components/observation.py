@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from design.errors import HscaleError
 from harness.components.registry import register
 from harness.types import ToolResult
+from hscale.errors import HscaleError
 
 WORDS = (
     "results are plain text.",

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 COMPONENTS = ("system_prompt", "tool_interface", "observation", "context", "workflow")
 

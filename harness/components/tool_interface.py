@@ -14,9 +14,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from design.errors import HscaleError
 from harness.components.registry import register
 from harness.types import CANONICAL_TOOLS, ParseError, ToolCall
+from hscale.errors import HscaleError
 
 Parsed = ToolCall | ParseError | None
 

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.external import read_reported, reported_csv
 from analysis.load import EVAL_COLUMNS, find_run_dirs, load_results
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 from .helpers import hand_episodes, write_hand_runs
 

@@ -18,7 +18,7 @@ from analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
 from analysis.report import write_report
 from analysis.synthetic import demo_like, synthetic_episodes
 from analysis.tables import compute_cells, measured_ordering
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from design.bounds import (
     rao_bound,
     smallest_runs,
 )
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 
 def rao_brute(levels, t):

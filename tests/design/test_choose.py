@@ -5,10 +5,10 @@ import pytest
 
 from design.choose import candidates, contains, normalize_to_contain, place
 from design.criteria import gwlp, min_distance, rank_key
-from design.errors import HscaleError
 from design.isomorphism import are_isomorphic, enumerate_oas
 from design.space import harness_space
 from design.verify import is_orthogonal
+from hscale.errors import HscaleError
 
 H0 = [0, 0, 0, 0, 0]
 

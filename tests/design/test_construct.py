@@ -24,10 +24,11 @@ from design.construct import (
     replicate,
     search_oa,
 )
-from design.errors import HscaleError, InfeasibleError
+from design.errors import InfeasibleError
 from design.gf import GF
 from design.space import parse_levels
 from design.verify import check_strength
+from hscale.errors import HscaleError
 
 PRIME_POWERS = [2, 3, 4, 5, 7, 8, 9]
 ODD_PRIME_POWERS = [3, 5, 7, 9, 11, 13]

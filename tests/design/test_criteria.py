@@ -16,8 +16,8 @@ from design.criteria import (
     rank_key,
     summary,
 )
-from design.errors import HscaleError
 from design.space import FactorSpace, harness_space
+from hscale.errors import HscaleError
 from tests.design.strategies import level_arrays
 
 

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.errors import HscaleError
 from design.gf import GF, field, prime_power, primitive_polynomial
+from hscale.errors import HscaleError
 
 PRIMES = [2, 3, 5, 7, 11, 13]
 ORDERS = [2, 3, 4, 5, 7, 8, 9, 16, 25, 27, 32, 49]

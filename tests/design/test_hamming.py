@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.errors import HscaleError
 from design.hamming import distance_matrix, hamming_graph, k_nearest, neighbours
 from design.space import FactorSpace, harness_space
+from hscale.errors import HscaleError
 
 
 def test_distance_matrix():

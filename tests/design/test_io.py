@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from design.errors import HscaleError
 from design.io import read_array, write_array
+from hscale.errors import HscaleError
 
 
 def test_round_trip(tmp_path):

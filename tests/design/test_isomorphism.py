@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from design.criteria import gwlp, min_distance
-from design.errors import HscaleError
 from design.isomorphism import (
     are_isomorphic,
     canonical_form,
@@ -16,6 +15,7 @@ from design.isomorphism import (
     to_graph,
 )
 from design.verify import is_orthogonal
+from hscale.errors import HscaleError
 from tests.design.strategies import level_arrays
 
 

@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from design.bounds import feasibility, max_factors, rao_bound, smallest_runs
-from design.errors import HscaleError, InfeasibleError
+from design.errors import InfeasibleError
 from design.oa import orthogonal_array
 from design.space import harness_space, parse_levels
+from hscale.errors import HscaleError
 
 
 def brute_strength_ok(arr, t, levels):

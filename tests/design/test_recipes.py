@@ -4,11 +4,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from design.criteria import distance_range
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.recipes import eval_set, first_order, full, random_n, recipe, single, structured
 from design.space import FactorSpace, harness_space
 from design.verify import is_orthogonal
+from hscale.errors import HscaleError
 
 SPACE = harness_space()
 

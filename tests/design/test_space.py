@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.errors import HscaleError
 from design.space import Factor, FactorSpace, format_levels, harness_space, parse_levels
+from hscale.errors import HscaleError
 
 level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
 

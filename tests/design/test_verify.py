@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.errors import HscaleError
 from design.verify import balance_table, check_strength, is_orthogonal, strength
+from hscale.errors import HscaleError
 
 
 def brute_is_oa(arr, t, levels):

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.errors import HscaleError
 from harness.components import registry
 from harness.components.context import Compact, Full, Window, summarize
 from harness.components.observation import Observation
@@ -17,6 +16,7 @@ from harness.components.tool_interface import JsonCall, PythonCall, XmlCall
 from harness.components.workflow import ActVerify, Kind, PlanAct, React
 from harness.types import CANONICAL_TOOLS, Message, ParseError, ToolCall, ToolResult
 from harness.vocab import out_of_vocabulary
+from hscale.errors import HscaleError
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")
 ALL_T = (*IN_SPACE_T, "tool_interface/shell", "tool_interface/action_lines")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from design.errors import HscaleError
 from harness.env import TRUNCATION_MARKER, Env, Limits
 from harness.tasks import Task
 from harness.types import ToolCall
 from harness.vocab import out_of_vocabulary
+from hscale.errors import HscaleError
 
 
 def _task(files: dict[str, str] | None = None, checker=None) -> Task:

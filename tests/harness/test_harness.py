@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from design.errors import HscaleError
 from design.space import Factor, FactorSpace, harness_space
 from harness.components.context import Window
 from harness.components.workflow import Kind
@@ -20,6 +19,7 @@ from harness.harness import Harness
 from harness.out_of_space import OUT_OF_SPACE
 from harness.types import Message, ParseError, ToolCall, ToolResult
 from harness.vocab import out_of_vocabulary, tokenize
+from hscale.errors import HscaleError
 
 GOLDEN = Path(__file__).parent / "golden"
 SPACE = harness_space()

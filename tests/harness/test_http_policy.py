@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from design.errors import HscaleError
 from harness import Harness, Oracle, run_episode
 from harness.http_policy import OpenAIChatPolicy
 from harness.types import Message
 from harness.world import generate
+from hscale.errors import HscaleError
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from design.errors import HscaleError
 from harness.components.tool_interface import JsonCall
 from harness.harness import Harness
 from harness.loop import Episode, run_episode
@@ -24,6 +23,7 @@ from harness.policies import (
 from harness.types import ParseError, ToolCall
 from harness.vocab import out_of_vocabulary
 from harness.world import generate
+from hscale.errors import HscaleError
 
 TASKS = generate(150, seed=1, split="train")
 H0 = "S0-T0-O0-C0-W0"

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from design.errors import HscaleError
 from harness.env import Env
 from harness.tasks import (
     Task,
@@ -25,6 +24,7 @@ from harness.tasks import (
 )
 from harness.types import ToolCall
 from harness.world import CATEGORIES, generate
+from hscale.errors import HscaleError
 
 ANSWER = {"kind": "answer", "expected": "plum", "target": "final"}
 

@@ -36,7 +36,6 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import harness.verl_agent_loop as vl  # noqa: E402
-from design.errors import HscaleError  # noqa: E402
 from harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
 from harness.components.registry import register, unregister  # noqa: E402
 from harness.components.workflow import Action, Workflow, continue_  # noqa: E402
@@ -45,6 +44,7 @@ from harness.tasks import Task  # noqa: E402
 from harness.types import Message  # noqa: E402
 from harness.vocab import vocabulary  # noqa: E402
 from harness.world import generate  # noqa: E402
+from hscale.errors import HscaleError  # noqa: E402
 
 FULL = "S0-T0-O0-C0-W0"          # full context, react
 WINDOW_PLAN = "S1-T1-O1-C1-W1"   # window context, plan_act

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from design.errors import HscaleError
 from harness.env import Env
 from harness.tasks import task_to_row
 from harness.vocab import out_of_vocabulary, tokenize
@@ -17,6 +16,7 @@ from harness.world import (
     generate,
     split_of,
 )
+from hscale.errors import HscaleError
 
 TRAIN = generate(60, seed=0)
 EVAL = generate(60, seed=0, split="eval")

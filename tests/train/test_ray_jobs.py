@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 from train.backends import ray_jobs
 
 pytest.importorskip("ray")

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 from train.runner import run_experiment, runner_lock
 
 SPEC = {

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.recipes import first_order, structured
 from design.space import harness_space
+from hscale.errors import HscaleError
 from train.schedule import assign, build_schedule
 
 SPACE = harness_space()

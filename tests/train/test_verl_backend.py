@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 from train.plan import plan
 
 pytest.importorskip("verl")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from typing import Protocol
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 __all__ = ["Backend", "get_backend"]
 

@@ -10,7 +10,7 @@ import importlib.util
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from design.errors import HscaleError
+from hscale.errors import HscaleError
 
 
 def require_training_packages() -> None:

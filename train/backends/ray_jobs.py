@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from design.errors import HscaleError
-from design.io import atomic_write_text
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
-HSCALE_PACKAGES = ("design", "harness", "train")
+HSCALE_PACKAGES = ("hscale", "design", "harness", "train")
 DEFAULT_EXCLUDES = ("__pycache__/", "*.pyc")
 START_HINT = ("start a head with 'ray start --head --dashboard-host=0.0.0.0' (port 8265), or "
               "check the address: it is the dashboard's, http://HEAD:8265")

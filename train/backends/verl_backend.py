@@ -45,9 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from design.errors import HscaleError
-from design.io import atomic_write_text
-from train.files import write_parquet
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text, write_parquet
 from train.manifest import eval_pairs
 from train.spec import EVAL_TASKS
 from train.status import RunState, read_status, write_status

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from design.errors import HscaleError
-from design.io import atomic_write_bytes
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_bytes
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from design.errors import HscaleError
 from design.hamming import distance_matrix
 from design.space import FactorSpace
 from harness.tasks import Task
+from hscale.errors import HscaleError
 from train.embedded.sampler import Sampler, harness_named
 
 ROUTERS = ("original", "random", "nearest", "rule", "profile")

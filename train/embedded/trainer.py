@@ -24,17 +24,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from design.errors import HscaleError
-from design.io import atomic_write_bytes
 from harness.loop import Episode
 from harness.tokenizer import tokenizer
 from harness.world import generate
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_bytes, write_parquet
 from train.embedded.evaluate import evaluate
 from train.embedded.rescue import Router
 from train.embedded.rl import Hyper, update
 from train.embedded.sampler import Sampler, harness_named
 from train.embedded.warmstart import base_model
-from train.files import write_parquet
 from train.manifest import manifest_space, rng_for
 
 CHECKPOINT = "checkpoint.pt"

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-from design.errors import HscaleError
 from harness.tokenizer import tokenizer
+from hscale.errors import HscaleError
 from train.embedded.model import ModelConfig, TinyGPT, load, save
 from train.embedded.sequences import Sequences, token_logprobs
 from train.embedded.sequences import build as build_sequences

@@ -1,0 +1,45 @@
+"""User-facing errors: one message that names the problem and a hint that names the fix, and
+the one place that decides how an error ends the ``hscale`` command.
+
+Exit statuses: 0 success, 1 a negative answer (e.g. ``design verify`` on a non-array, a run
+that failed), 2 a user error (one line on stderr, never a traceback), 130 interrupted.
+Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+USER_ERROR = 2
+INTERRUPTED = 130
+
+
+class HscaleError(ValueError):
+    """A problem with the user's input; the CLI prints it on one line and exits 2.
+
+    ``message`` says what is wrong, with the offending values; ``hint`` says what to do next.
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = self.message if not self.hint else f"{self.message} (hint: {self.hint})"
+        return " ".join(text.split())
+
+
+def exit_for(exc: BaseException, command: str = "hscale") -> tuple[int, str] | None:
+    """``(exit status, one-line message)`` for an error that ends a command, or None when it is
+    a bug whose traceback should show. ``command`` names the command for the default hint."""
+    if isinstance(exc, HscaleError):
+        hint = exc.hint if exc.hint is not None else f"run '{command} --help'"
+        return USER_ERROR, HscaleError(exc.message, hint).one_line()
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED, "interrupted"
+    if isinstance(exc, MemoryError):
+        return USER_ERROR, "out of memory (hint: ask for a smaller array, space or enumeration)"
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return USER_ERROR, (f"{exc.strerror or exc}{where} (hint: check the path and its "
+                            "permissions)")
+    return None

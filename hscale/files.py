@@ -1,0 +1,50 @@
+"""Files written atomically (a temporary file in the same folder, then a rename), so readers
+and resumed runs never see half a file, whatever kills the writer."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hscale.errors import HscaleError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise HscaleError(f"{path} is a folder", "give a file name such as oa.csv")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise HscaleError(f"cannot write {path}: {exc.strerror}",
+                          "check the folder exists and is writable") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write text via a temporary file and rename: readers never see half a file."""
+    atomic_write_bytes(path, text.encode())
+
+
+def write_parquet(path: str | Path, frame: pd.DataFrame) -> None:
+    """A DataFrame as parquet (no index), atomically."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(path, buffer.getvalue())
