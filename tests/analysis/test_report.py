@@ -11,13 +11,13 @@ import typer
 from typer.testing import CliRunner
 
 from analysis import plots, report
-from analysis.cli import report_cmd
 from analysis.external import empty_summary
 from analysis.load import Results, load_results, tidy
 from analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
 from analysis.report import write_report
 from analysis.synthetic import demo_like, synthetic_episodes
 from analysis.tables import compute_cells, measured_ordering
+from hscale.cli.report import report_cmd
 from hscale.errors import HscaleError
 
 

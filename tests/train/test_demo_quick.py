@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_demo_quick_runs_every_arm_and_reports(tmp_path):
     out = tmp_path / "runs"
-    run = subprocess.run([sys.executable, "-m", "train.cli", "run",
+    run = subprocess.run([sys.executable, "-m", "hscale.cli", "run",
                           str(ROOT / "experiments" / "demo.yaml"), "--quick", "--out", str(out),
                           "--workers", "2"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -31,7 +31,7 @@ def test_demo_quick_runs_every_arm_and_reports(tmp_path):
         evals = pd.read_parquet(run_dir / "eval.parquet")
         assert set(evals.setting) == {"base", "in_space", "out_of_space"}
     assert len(list(exp.glob("*/0"))) == 9
-    report = subprocess.run([sys.executable, "-m", "train.cli", "report", str(exp)],
+    report = subprocess.run([sys.executable, "-m", "hscale.cli", "report", str(exp)],
                             capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
     html = (exp / "report" / "report.html").read_text()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from train.cli import main
+from hscale.cli import main
 from train.spec import ExperimentSpec
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.yaml"

@@ -203,7 +203,7 @@ def test_run_job_runs_an_hscale_entry_point(ray_head, tmp_path):
     work.mkdir()
     shutil.copy(ROOT / "experiments" / "demo.yaml", work / "demo.yaml")
     marker = tmp_path / "marker.txt"
-    entry = ("python -m train.cli validate demo.yaml && python -c \"import sys, train; "
+    entry = ("python -m hscale.cli validate demo.yaml && python -c \"import sys, train; "
              f"open(sys.argv[1], 'w').write(train.__file__)\" {marker}")
     job_id, state = ray_jobs.run_job(ray_head, entry, work, tmp_path / "job.log",
                                      py_modules=ray_jobs.hscale_py_modules(), interval=0.5)

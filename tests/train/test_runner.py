@@ -74,7 +74,7 @@ def test_kill_9_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path):
     run_experiment(spec, clean)
     broken = tmp_path / "broken"
     run_dir = broken / "small" / "structured-18" / "0"
-    proc = subprocess.Popen([sys.executable, "-m", "train.cli", "run", str(spec), "--out",
+    proc = subprocess.Popen([sys.executable, "-m", "hscale.cli", "run", str(spec), "--out",
                              str(broken)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -126,7 +126,7 @@ def test_verl_dry_run_writes_launch_scripts_and_real_runs_need_a_gpu(tmp_path):
     pytest.importorskip("verl")
     spec = write_spec(tmp_path, backend="verl", arms={"structured-18": {}})
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "train.cli", "run", str(spec), "--backend", "verl",
+    cmd = [sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend", "verl",
            "--out", str(out)]
     dry = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True, timeout=300)
     assert dry.returncode == 0, dry.stderr

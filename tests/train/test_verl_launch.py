@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from hscale.cli import main
 from hscale.errors import HscaleError
-from train.cli import main
 from train.plan import plan
 
 pytest.importorskip("verl")

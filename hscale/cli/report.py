@@ -1,4 +1,4 @@
-"""``hscale report RUN_DIR``: the command function (registered by train/cli.py)."""
+"""``hscale report RUN_DIR``: tables, figures and report.html for a runs folder."""
 
 from __future__ import annotations
 

@@ -1,34 +1,15 @@
-"""The ``hscale`` command line. Subcommands import their heavy dependencies lazily."""
+"""``hscale validate | plan | run``: experiment specs into manifests, then into results."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-try:  # typer >= 0.25 vendors click; older releases use click itself
-    from typer._click import exceptions as _cx
-except ImportError:  # pragma: no cover
-    from click import exceptions as _cx
-
-from analysis.cli import report_cmd
-from design.cli import app as design_app
-from harness.cli import app as harness_app
 from hscale.errors import HscaleError
-from train.model_cli import app as model_app
-
-app = typer.Typer(help="hscale: design, run and analyse harness-diversity ablations for "
-                       "agentic RL.", no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False)
-app.add_typer(design_app, name="design")
-app.add_typer(harness_app, name="harness")
-app.add_typer(model_app, name="model")
-app.command("report")(report_cmd)
 
 
-@app.command("validate")
 def validate_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
 ) -> None:
@@ -43,7 +24,6 @@ def validate_cmd(
         print(f"  {name}: train {arm.train.recipe}, assignment {a.mode} K={a.k}")
 
 
-@app.command("plan")
 def plan_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
@@ -60,7 +40,6 @@ def plan_cmd(
         f"{n} {state}" for state, n in counts.items() if n))
 
 
-@app.command("run")
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
     backend: Annotated[str | None, typer.Option(
@@ -167,51 +146,3 @@ def _verl(experiment: Path, out: Path, dry_run: bool, ray_address: str | None) -
                             on_start=lambda p: print(f"{p}: {where} (log: {p / 'verl' / LOG})",
                                                      flush=True))
     _summary(states, out)
-
-
-def _fail(message: str) -> None:
-    print(f"error: {' '.join(message.split())}", file=sys.stderr)
-    sys.exit(2)
-
-
-def _command_path(argv: list[str] | None) -> str:
-    """``hscale design oa`` for argv ``design oa 3^5 ...``: the words naming the command."""
-    group = typer.main.get_command(app)
-    words = ["hscale"]
-    for token in sys.argv[1:] if argv is None else argv:
-        sub = getattr(group, "commands", {}).get(token)
-        if sub is None:
-            break
-        words.append(token)
-        group = sub
-    return " ".join(words)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI: user errors become one line on stderr and exit status 2, never a traceback."""
-    try:
-        code = app(args=argv, prog_name="hscale", standalone_mode=False)
-    except HscaleError as exc:
-        if exc.hint is None:
-            exc.hint = f"run '{_command_path(argv)} --help'"
-        _fail(exc.one_line())
-    except _cx.NoArgsIsHelpError:
-        sys.exit(0)  # typer has already printed the help
-    except _cx.UsageError as exc:
-        cmd = exc.ctx.command_path if exc.ctx else "hscale"
-        _fail(f"{exc.format_message()} (hint: run '{cmd} --help')")
-    except (typer.Abort, KeyboardInterrupt):
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-    except _cx.ClickException as exc:
-        _fail(exc.format_message())
-    except MemoryError:
-        _fail("out of memory (hint: ask for a smaller array, space or enumeration)")
-    except OSError as exc:
-        _fail(f"{exc.strerror or exc}: {exc.filename or ''} (hint: check the path and its "
-              "permissions)")
-    sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

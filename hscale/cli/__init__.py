@@ -1,0 +1,139 @@
+"""The ``hscale`` command: a root that composes one module per command group, lazily.
+
+``hscale --help`` lists the commands from the table below without importing any of them, so
+it needs neither numpy nor torch; a command's module is imported when it runs. Every error
+ends the command through :func:`hscale.errors.exit_for`: a user error is one line on stderr
+and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+try:  # typer >= 0.25 vendors click; older releases use click itself
+    from typer import _click
+except ImportError:  # pragma: no cover
+    import click as _click
+
+from hscale.errors import USER_ERROR, exit_for
+
+# name -> ("module:attribute", one-line help). The attribute is a Typer app (a command group)
+# or a command function.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "design": ("hscale.cli.design:app",
+               "Design harness factor spaces: orthogonal arrays, bounds, neighbourhoods."),
+    "harness": ("hscale.cli.harness:app",
+                "Harnesses: components, rendering, and an oracle self-check."),
+    "validate": ("hscale.cli.experiments:validate_cmd",
+                 "Check an experiment spec; print its arms as resolved from the defaults."),
+    "plan": ("hscale.cli.experiments:plan_cmd",
+             "Write one manifest.json and schedule.parquet per arm and seed (idempotent)."),
+    "run": ("hscale.cli.experiments:run_cmd",
+            "Plan and run every arm x seed; finished runs are skipped, partial ones resume."),
+    "report": ("hscale.cli.report:report_cmd",
+               "Tables, figures and a self-contained report.html for a runs folder."),
+    "model": ("hscale.cli.model:app", "Base models of the embedded CPU trainer."),
+}
+
+
+def load_command(name: str) -> _click.Command:
+    """The click command behind ``hscale NAME`` (imports its module)."""
+    target, _ = COMMANDS[name]
+    module, _, attribute = target.partition(":")
+    obj = getattr(importlib.import_module(module), attribute)
+    if not isinstance(obj, typer.Typer):  # a command function: a one-command app
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single.command(name)(obj)
+        obj = single
+    command = typer.main.get_command(obj)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """Commands are imported on first use; help lists them from :data:`COMMANDS`."""
+
+    _listing = False
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing:
+            summary = COMMANDS[cmd_name][1]
+            return TyperCommand(name=cmd_name, help=summary, short_help=summary)
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+app = typer.Typer(cls=LazyGroup, help="hscale: design, run and analyse harness-diversity "
+                                      "ablations for agentic RL.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def _root() -> None:
+    """The commands below come from :data:`COMMANDS`."""
+
+
+def _command_path(argv: list[str]) -> str:
+    """``hscale design oa`` for argv ``design oa 3^5 ...``: the words naming the command."""
+    words = ["hscale"]
+    if argv and argv[0] in COMMANDS:
+        words.append(argv[0])
+        group = load_command(argv[0])
+        if len(argv) > 1 and argv[1] in getattr(group, "commands", {}):
+            words.append(argv[1])
+    return " ".join(words)
+
+
+def _fail(status: int, message: str) -> None:
+    print(message if status != USER_ERROR else f"error: {' '.join(message.split())}",
+          file=sys.stderr)
+    sys.exit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: user errors become one line on stderr and exit status 2, never a traceback."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        code = app(args=args, prog_name="hscale", standalone_mode=False)
+    except _click.exceptions.NoArgsIsHelpError:
+        sys.exit(0)  # typer has already printed the help
+    except _click.exceptions.UsageError as exc:
+        cmd = exc.ctx.command_path if exc.ctx else "hscale"
+        _fail(USER_ERROR, f"{exc.format_message()} (hint: run '{cmd} --help')")
+    except typer.Abort:
+        _fail(130, "interrupted")
+    except _click.exceptions.ClickException as exc:
+        _fail(USER_ERROR, exc.format_message())
+    except BaseException as exc:  # noqa: BLE001 -- mapped below, or re-raised as a bug
+        if isinstance(exc, SystemExit):
+            raise
+        mapped = exit_for(exc, _safe_command_path(args))
+        if mapped is None:
+            raise
+        _fail(*mapped)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _safe_command_path(args: list[str]) -> str:
+    try:
+        return _command_path(args)
+    except Exception:  # the hint is a courtesy; never let it mask the real error
+        return "hscale"
+

@@ -1,0 +1,5 @@
+"""``python -m hscale.cli`` runs the ``hscale`` command."""
+
+from hscale.cli import main
+
+main()

@@ -1,0 +1,96 @@
+"""Variants registered by name: one small registry type for every kind hscale lets a user
+extend (harness-set recipes, assignment modes, routers, backends, benchmarks, figures).
+
+A registry answers an unknown name with "did you mean ...? available: ...", and spec
+validation reads its names from the registry, so a user's new entry is accepted everywhere
+at once. An entry is the object itself, or ``"module:attribute"``, imported on first lookup so
+that listing names never imports a heavy module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+from hscale.errors import HscaleError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named entries of one ``kind`` (a word for messages: "router", "backend", ...)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T | str] = {}
+
+    def register(self, name: str, entry: T | str | None = None, *, replace: bool = False
+                 ) -> Any:
+        """Add ``entry`` under ``name``; without ``entry``, a decorator that adds what it
+        decorates. A taken name is an error unless ``replace``."""
+        if not isinstance(name, str) or not name:
+            raise HscaleError(f"a {self.kind} name must be a non-empty string, got {name!r}")
+
+        def add(value: T | str) -> T | str:
+            if name in self._entries and not replace and self._entries[name] is not value:
+                raise HscaleError(f"{self.kind} {name!r} is already registered",
+                                  "pick another name or pass replace=True")
+            self._entries[name] = value
+            return value
+
+        if entry is None:
+            return add
+        add(entry)
+        return entry
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+
+    def names(self) -> list[str]:
+        """Registered names, in registration order (nothing is imported)."""
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def check(self, name: str) -> str:
+        """``name`` if registered, else an HscaleError with a did-you-mean (for validators)."""
+        if name in self._entries:
+            return name
+        known = self.names()
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = (f"did you mean {close[0]!r}? " if close else "") + \
+            f"available: {', '.join(known) or '(none)'}"
+        raise HscaleError(f"unknown {self.kind} {name!r}", hint)
+
+    def get(self, name: str) -> T:
+        """The entry, importing it first if it was registered as ``"module:attribute"``."""
+        entry = self._entries[self.check(name)]
+        if isinstance(entry, str):
+            module, _, attribute = entry.partition(":")
+            entry = getattr(importlib.import_module(module), attribute)
+            self._entries[name] = entry
+        return entry  # type: ignore[return-value]
+
+    def items(self) -> list[tuple[str, T]]:
+        return [(name, self.get(name)) for name in self.names()]
+
+    def validator(self) -> Callable[[str], str]:
+        """A pydantic ``AfterValidator``-style function: the name, or a ValueError whose text
+        is the did-you-mean message."""
+
+        def validate(name: str) -> str:
+            try:
+                return self.check(name)
+            except HscaleError as exc:
+                raise ValueError(exc.one_line()) from None
+
+        return validate
