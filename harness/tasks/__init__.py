@@ -1,0 +1,66 @@
+"""Tasks: a query, the files the agent starts with, and a programmatic checker.
+
+A checker is either a Python callable ``(workspace, final_answer) -> float`` or a *spec*, a small
+JSON-able dict, so task lists can be stored as JSONL/parquet and exported as ClawGym folders:
+
+- ``{"kind": "answer", "expected": "plum", "target": "final" | "file" | "both",
+  "file": "out.txt"}``: the final answer and/or a workspace file must equal ``expected`` (after
+  lower-casing and re-spacing tokens, a trailing full stop ignored); "both" gives half each.
+- ``{"kind": "script", "path": "/abs/reward/reward.sh"}``: a ClawGym reward script, run as a
+  subprocess with the workspace as argument and env vars WORKSPACE and FINAL_ANSWER; the last
+  line of its stdout is the reward, a float in [0, 1].
+
+Loaders: :func:`load_task_folder` (one ClawGym ``task_XXXX`` folder), :func:`load_tasks` (a folder
+of task folders, a ``.jsonl`` or a ``.parquet`` task list). Bad task data raises HscaleError
+naming the file. :func:`write_task_folder` exports a task as a ClawGym folder whose
+``reward/reward.py`` imports nothing from hscale.
+
+This package states the public API; the code lives in its modules: ``specs`` (checker specs,
+path rule), ``timeout`` (wall-clock limit for calls), ``checkers`` (running checkers),
+``task`` (the Task type), ``rows`` (Task <-> row dict), ``clawgym`` (task folders) and
+``task_lists`` (JSONL/parquet lists).
+"""
+
+from __future__ import annotations
+
+from harness.tasks.checkers import run_checker, score_answer
+from harness.tasks.clawgym import (
+    MAX_INPUT_FILE_BYTES,
+    MAX_INPUT_TOTAL_BYTES,
+    load_task_folder,
+    write_task_folder,
+)
+from harness.tasks.rows import task_from_row, task_to_row
+from harness.tasks.specs import (
+    FOLDER_HINT,
+    MAX_PATH_CHARS,
+    TARGETS,
+    Checker,
+    check_spec,
+    path_problem,
+)
+from harness.tasks.task import SPLITS, Task
+from harness.tasks.task_lists import load_tasks, write_tasks
+from harness.tasks.timeout import call_with_timeout
+
+__all__ = [
+    "FOLDER_HINT",
+    "MAX_INPUT_FILE_BYTES",
+    "MAX_INPUT_TOTAL_BYTES",
+    "MAX_PATH_CHARS",
+    "SPLITS",
+    "TARGETS",
+    "Checker",
+    "Task",
+    "call_with_timeout",
+    "check_spec",
+    "load_task_folder",
+    "load_tasks",
+    "path_problem",
+    "run_checker",
+    "score_answer",
+    "task_from_row",
+    "task_to_row",
+    "write_task_folder",
+    "write_tasks",
+]
