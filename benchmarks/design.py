@@ -26,7 +26,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from design.construct import rao_hamming  # noqa: E402
+from design.algebraic import rao_hamming  # noqa: E402
 from design.hamming import neighbours  # noqa: E402
 from design.oa import orthogonal_array  # noqa: E402
 from design.space import FactorSpace  # noqa: E402

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import floor, sqrt
 
+from design.numbers import factorize
 from design.space import format_levels, parse_levels
 from hscale.errors import HscaleError
 
@@ -59,30 +60,12 @@ def divisor(levels: Sequence[int] | str, strength: int = 2) -> int:
     level counts, so no enumeration of t-subsets is needed.
     """
     lv = _check(levels, strength)
+    factored = {s: factorize(s) for s in set(lv)}
     out = 1
-    for p in sorted({p for s in set(lv) for p in _primes(s)}):
-        exponents = sorted((_exponent(s, p) for s in lv), reverse=True)[:strength]
+    for p in sorted({p for f in factored.values() for p in f}):
+        exponents = sorted((factored[s].get(p, 0) for s in lv), reverse=True)[:strength]
         out *= p ** sum(exponents)
     return out
-
-
-def _primes(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        if n % p == 0:
-            out.append(p)
-            while n % p == 0:
-                n //= p
-        p += 1
-    return out + ([n] if n > 1 else [])
-
-
-def _exponent(n: int, p: int) -> int:
-    e = 0
-    while n % p == 0:
-        n //= p
-        e += 1
-    return e
 
 
 def bush_bound(s: int, strength: int) -> int:

@@ -13,23 +13,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from design.numbers import prime_power
 from hscale.errors import HscaleError
 
 # Tables are q x q; 1024^2 int64 entries is 8 MB each, which is as far as arrays here need.
 MAX_ORDER = 1024
-
-
-def prime_power(q: int) -> tuple[int, int] | None:
-    """(p, n) with q = p^n and p prime, or None when q is not a prime power."""
-    if not isinstance(q, int | np.integer) or q < 2:
-        return None
-    q = int(q)
-    p = next((d for d in range(2, int(q**0.5) + 1) if q % d == 0), q)
-    n = 0
-    while q % p == 0:
-        q //= p
-        n += 1
-    return (p, n) if q == 1 else None
 
 
 def _check_order(q: int) -> tuple[int, int]:

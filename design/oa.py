@@ -10,6 +10,9 @@ import numpy as np
 from design.bounds import divisor, feasibility, smallest_runs
 from design.design import Design
 from design.errors import InfeasibleError, NotConstructedError
+from design.planning import candidates
+from design.product import product_candidate
+from design.search import search_oa
 from design.space import FactorSpace, format_levels, parse_levels
 from design.verify import check_strength
 from hscale.errors import HscaleError
@@ -90,14 +93,11 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
 def _build(levels: tuple[int, ...], strength: int, runs: int, search_time: float = 2.0
            ) -> tuple[str, np.ndarray] | None:
     """The first candidate that verifies: algebra first, then products, then the search."""
-    from design.construct import candidates, search_oa
-    from design.product import product_candidate
-
     for method, array in candidates(levels, strength, runs, search_time=0.0):
         arr = np.asarray(array, dtype=np.int64)
         if arr.shape == (runs, len(levels)) and check_strength(arr, strength, levels).ok:
             return method, arr
-    crossed = product_candidate(levels, strength, runs)
+    crossed = product_candidate(levels, strength, runs, orthogonal_array)
     if crossed is not None and check_strength(crossed[1], strength, levels).ok:
         return crossed
     if search_time > 0 and strength <= len(levels):

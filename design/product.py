@@ -9,32 +9,14 @@ it, so e.g. OA(72; 2^1 6^4) = OA(8; 2^5) x OA(9; 3^4) (MacNeish-style).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import prod
 
 import numpy as np
 
+from design.design import Design
+from design.numbers import prime_parts
 from hscale.errors import HscaleError
-
-
-def _factor(n: int) -> dict[int, int]:
-    out: dict[int, int] = {}
-    p = 2
-    while p * p <= n:
-        while n % p == 0:
-            out[p] = out.get(p, 0) + 1
-            n //= p
-        p += 1
-    if n > 1:
-        out[n] = out.get(n, 0) + 1
-    return out
-
-
-def prime_parts(levels: Sequence[int]) -> dict[int, tuple[int, ...]]:
-    """For each prime p, the p-part p^e of every level count (1 where p does not divide it)."""
-    factored = [_factor(s) for s in levels]
-    primes = sorted({p for f in factored for p in f})
-    return {p: tuple(p ** f.get(p, 0) for f in factored) for p in primes}
 
 
 def cross(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -44,11 +26,14 @@ def cross(arrays: Sequence[np.ndarray]) -> np.ndarray:
     return np.hstack([a[g] for a, g in zip(arrays, grids, strict=True)])
 
 
-def product_candidate(levels: Sequence[int], strength: int, runs: int
+def product_candidate(levels: Sequence[int], strength: int, runs: int,
+                      build: Callable[[list[int], int], Design]
                       ) -> tuple[str, np.ndarray] | None:
-    """OA(runs; levels) as a cross of one array per prime, or None when that does not fit."""
-    from design.oa import orthogonal_array
+    """OA(runs; levels) as a cross of one array per prime, or None when that does not fit.
 
+    ``build`` makes each prime's array (``design.oa`` passes ``orthogonal_array``): taking it
+    as an argument keeps this module from importing the one that calls it.
+    """
     parts = prime_parts(levels)
     if len(parts) < 2 or all(sum(v > 1 for v in pl) <= 1 for pl in parts.values()):
         return None  # one prime only: the algebraic constructions handle it directly
@@ -61,7 +46,7 @@ def product_candidate(levels: Sequence[int], strength: int, runs: int
             name = f"full({','.join(map(str, sub_levels))})"
         else:
             try:
-                design = orthogonal_array(sub_levels, strength)
+                design = build(sub_levels, strength)
             except HscaleError:
                 return None
             sub, name = design.array, design.method

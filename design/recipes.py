@@ -6,7 +6,6 @@ was checked. Random choices take a seed (or a Generator) so a manifest reproduce
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -17,6 +16,7 @@ from design.hamming import distance_matrix
 from design.space import FactorSpace
 from design.verify import check_strength
 from hscale.errors import HscaleError
+from hscale.registry import Registry
 
 
 def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -208,20 +208,16 @@ def _structured_parents(space: FactorSpace, runs: int | None, strength: int, cri
     return [(design.method, np.asarray(design.array))]
 
 
-RECIPES: dict[str, Callable[..., Design]] = {
-    "single": single,
-    "first_order": first_order,
-    "structured": structured,
-    "random": random_n,
-    "full": full,
-}
+# Training-set recipes: ``recipe(space, **options)``, options among runs, n, criterion,
+# exclude (configurations to avoid) and seed; a spec's ``train.recipe`` names one.
+RECIPES: Registry[Callable[..., Design]] = Registry("harness-set recipe")
+RECIPES.register("single", single)
+RECIPES.register("first_order", first_order)
+RECIPES.register("structured", structured)
+RECIPES.register("random", random_n)
+RECIPES.register("full", full)
 
 
 def recipe(name: str) -> Callable[..., Design]:
-    """Look up a training-set recipe by name, suggesting the closest one on a typo."""
-    if name in RECIPES:
-        return RECIPES[name]
-    close = difflib.get_close_matches(name, RECIPES, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise HscaleError(f"unknown harness-set recipe {name!r}",
-                      f"{hint}available: {', '.join(RECIPES)}")
+    """A harness-set recipe by name; an unknown name gets a did-you-mean from the registry."""
+    return RECIPES.get(name)

@@ -22,7 +22,7 @@ def listed():
 def parent():
     """An OA(18; 3^7) whose 5-column projections include the best OA(18; 3^5)."""
     try:
-        from design.construct import addelman_kempthorne
+        from design.algebraic import addelman_kempthorne
     except ImportError:  # the construction lives in a sibling module; enumeration also works
         addelman_kempthorne = None
     if addelman_kempthorne is not None:

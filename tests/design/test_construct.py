@@ -6,26 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.construct import (
+from design.algebraic import (
     addelman_kempthorne,
     bush,
-    candidates,
-    collapse,
-    difference_scheme,
-    expand,
-    foldover,
-    foldover_join,
     from_difference_scheme,
-    full_factorial,
     hadamard_oa,
     linear_oa,
     projective_points,
     rao_hamming,
-    replicate,
-    search_oa,
 )
+from design.arrays import collapse, expand, foldover, foldover_join, full_factorial, replicate
 from design.errors import InfeasibleError
 from design.gf import GF
+from design.planning import candidates
+from design.search import difference_scheme, search_oa
 from design.space import parse_levels
 from design.verify import check_strength
 from hscale.errors import HscaleError

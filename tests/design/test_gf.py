@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from design.gf import GF, field, prime_power, primitive_polynomial
+from design.gf import GF, field, primitive_polynomial
+from design.numbers import prime_power
 from hscale.errors import HscaleError
 
 PRIMES = [2, 3, 5, 7, 11, 13]
@@ -136,15 +135,3 @@ def test_bad_orders_rejected():
     with pytest.raises(HscaleError, match="integer"):
         GF(4.5)
 
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(PRIMES + [17, 19, 23, 97]), st.integers(1, 6))
-def test_prime_power_recovers_prime_and_exponent(p, n):
-    assert prime_power(p**n) == (p, n)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(PRIMES), st.sampled_from(PRIMES), st.integers(1, 3))
-def test_prime_power_rejects_mixed_products(p, r, n):
-    if p != r:
-        assert prime_power(p**n * r) is None

@@ -5,7 +5,16 @@ from hypothesis import strategies as st
 
 from design.criteria import distance_range
 from design.hamming import distance_matrix
-from design.recipes import eval_set, first_order, full, random_n, recipe, single, structured
+from design.recipes import (
+    RECIPES,
+    eval_set,
+    first_order,
+    full,
+    random_n,
+    recipe,
+    single,
+    structured,
+)
 from design.space import FactorSpace, harness_space
 from design.verify import is_orthogonal
 from hscale.errors import HscaleError
@@ -126,3 +135,13 @@ def test_recipe_lookup_suggests():
     with pytest.raises(HscaleError) as err:
         recipe("structurd")
     assert "structured" in err.value.hint
+
+
+def test_recipes_registry_names_every_recipe():
+    import design
+
+    assert design.RECIPES is RECIPES
+    assert RECIPES.names() == ["single", "first_order", "structured", "random", "full"]
+    assert recipe("random") is random_n
+    with pytest.raises(HscaleError, match="unknown harness-set recipe 'nope'"):
+        recipe("nope")
