@@ -16,6 +16,7 @@ from analysis.load import RUN_GROUP, Results
 from analysis.naming import default_reference, order_methods, setting_label
 from analysis.passk import final_step, run_scores, summarize
 from analysis.stats import CLUSTER, GROUP, bootstrap_ci, paired_differences
+from hscale.registry import Registry
 
 
 class NoData(ValueError):
@@ -280,7 +281,10 @@ class FigureSpec:
     draw: Callable[[pd.DataFrame], object]
 
 
-FIGURES = (
+# The report draws every registered figure, in order, under its registered name (the PNG's
+# file stem): ``FIGURES.register("mine", FigureSpec(...))`` adds one.
+FIGURES: Registry[FigureSpec] = Registry("figure")
+for _spec in (
     FigureSpec("eval_curves", "Evaluation curves over steps", curve_data, plot_curves),
     FigureSpec("ablation", "Ablation bars with intervals", ablation_data, plot_ablation),
     FigureSpec("heatmap", "Success over the evaluated harnesses", heatmap_data, plot_heatmap),
@@ -290,7 +294,9 @@ FIGURES = (
                plot_egr),
     FigureSpec("distance", "Success against distance to training", distance_data,
                plot_distance),
-)
+):
+    FIGURES.register(_spec.name, _spec)
+del _spec
 
 
 def png_bytes(fig, dpi: int = 110) -> bytes:

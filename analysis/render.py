@@ -15,7 +15,7 @@ MISSING = "—"
 class Table:
     """A paper table: display strings for people, tidy numbers for machines."""
 
-    name: str  # file stem, e.g. "table1"
+    name: str  # file stem, e.g. "settings"
     title: str
     frame: pd.DataFrame  # row-label columns first, then one formatted column per cell
     data: pd.DataFrame  # the numbers behind it, one row per cell (written as CSV)

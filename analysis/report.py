@@ -71,15 +71,16 @@ def _tested(comparisons: pd.DataFrame, key: tuple) -> str:
 
 
 def draw_figures(results: Results, options: Options, report: Report) -> None:
-    """Each figure alone: NoData is skipped, any other error is recorded, the rest go on."""
-    for spec in FIGURES:
+    """Each registered figure alone: NoData is skipped, any other error (an entry that fails
+    to import included) is recorded, the rest go on."""
+    for name in FIGURES.names():
         try:
-            data = spec.data(results, options)
-            report.figures[spec.name] = png_bytes(spec.draw(data))
+            spec = FIGURES.get(name)
+            report.figures[name] = png_bytes(spec.draw(spec.data(results, options)))
         except NoData as why:
-            report.skipped[spec.name] = str(why)
+            report.skipped[name] = str(why)
         except Exception as exc:  # a broken figure must not cost the others
-            report.failed[spec.name] = f"{type(exc).__name__}: {exc}"
+            report.failed[name] = f"{type(exc).__name__}: {exc}"
 
 
 def build_report(results: Results, out: Path, reference: str | None = None,
@@ -155,10 +156,10 @@ def report_html(results: Results, report: Report) -> str:
         parts += ["</ul>"]
     parts += ["<h2>Tables</h2>"] + [to_html(t) for t in report.tables if not t.frame.empty]
     parts += ["<h2>Figures</h2>"]
-    titles = {spec.name: spec.title for spec in FIGURES}
     for name, png in report.figures.items():
         data = base64.b64encode(png).decode("ascii")
-        parts.append(f"<h3>{esc(titles.get(name, name))}</h3>"
+        title = FIGURES.get(name).title if name in FIGURES else name
+        parts.append(f"<h3>{esc(title)}</h3>"
                      f"<img alt='{esc(name)}' src='data:image/png;base64,{data}'>")
     return "\n".join(parts + ["</body></html>"])
 

@@ -79,7 +79,8 @@ ALL_SETTINGS = ("base", "in_space", "out_of_space", "overall")
 
 def reported_for(cells: Cells, tag: str, metrics: Sequence[str] = PASS1,
                  settings: Sequence[str] = ALL_SETTINGS) -> pd.DataFrame:
-    """Summary rows tagged for this table, plus untagged ones (external CSVs) that fit it."""
+    """Summary rows tagged ``tag`` (reported.csv's ``table`` column, the papers' numbering),
+    plus untagged ones (external CSVs) that fit it."""
     rows = cells.reported
     tagged = rows["table"] == tag
     fits = ((rows["table"] == "") & rows["metric"].isin(list(metrics))
@@ -171,16 +172,17 @@ def _table(name: str, title: str, cells: pd.DataFrame, notes: Sequence[str],
                  [*notes, *_notes(cells)])
 
 
-def table1(cells: Cells) -> Table:
-    """Table 1: model x algorithm x method by benchmark x setting, with the main gain."""
+def settings_table(cells: Cells) -> Table:
+    """Pass@1 of model x algorithm x method by benchmark x setting, with the main gain (the
+    papers' Table 1)."""
     own = cells.measured
     rows = pd.concat([own, deltas(own), reported_for(cells, "table1")], ignore_index=True)
-    return _table("table1", "Table 1: Pass@1 (%) by benchmark and setting",
+    return _table("settings", "Table 1: Pass@1 (%) by benchmark and setting",
                   _drop_single_averages(rows), [PASS1_NOTE])
 
 
-def table2(cells: Cells) -> Table:
-    """Table 2: out-of-space harnesses, each averaged over benchmarks."""
+def out_of_space_table(cells: Cells) -> Table:
+    """Out-of-space harnesses, each averaged over benchmarks (the papers' Table 2)."""
     own = cells.measured
     own = own[(own["setting"] == "out_of_space") & (own["benchmark"] == "average")]
     theirs = reported_for(cells, "table2", settings=("out_of_space",))
@@ -189,18 +191,20 @@ def table2(cells: Cells) -> Table:
     def column(row: pd.Series) -> str:
         return row["harness"] or "all out-of-space"
 
-    return _table("table2", "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
+    return _table("out_of_space", "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
                   rows, [PASS1_NOTE], column)
 
 
-def table4(cells: Cells) -> Table:
-    """Table 4: the base harness against in-space and out-of-space, single vs reference."""
+def base_harness_table(cells: Cells) -> Table:
+    """The base harness against in-space and out-of-space, single vs reference (the papers'
+    Table 4)."""
     own = cells.measured[cells.measured["setting"].isin(["base", "in_space", "out_of_space"])]
     keep = own["method"].isin([BASELINE, REFERENCE])
     own = own[keep] if keep.any() else own
     theirs = reported_for(cells, "table4", settings=("base", "in_space", "out_of_space"))
     rows = pd.concat([own, deltas(own), theirs], ignore_index=True)
-    return _table("table4", "Table 4: base harness vs in-space vs out-of-space, Pass@1 (%)",
+    return _table("base_harness",
+                  "Table 4: base harness vs in-space vs out-of-space, Pass@1 (%)",
                   _drop_single_averages(rows), [PASS1_NOTE])
 
 
@@ -316,6 +320,7 @@ def all_tables(results: Results, reference: str | None = None, test: str = "perm
     reference = reference or default_reference(methods)
     comparisons = compare_arms(results.episodes, reference, ("in_space", "out_of_space"),
                                test=test, n_boot=n_boot, seed=seed)
-    tables = [table1(cells), table2(cells), ablation_table(cells, comparisons), table4(cells),
+    tables = [settings_table(cells), out_of_space_table(cells),
+              ablation_table(cells, comparisons), base_harness_table(cells),
               harness_s_table(cells), comparisons_table(comparisons)]
     return tables, cells, comparisons

@@ -14,11 +14,12 @@ from analysis import plots, report
 from analysis.external import empty_summary
 from analysis.load import Results, load_results, tidy
 from analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
-from analysis.report import write_report
+from analysis.report import Report, draw_figures, write_report
 from analysis.synthetic import demo_like, synthetic_episodes
 from analysis.tables import compute_cells, measured_ordering
 from hscale.cli.report import report_cmd
 from hscale.errors import HscaleError
+from hscale.registry import Registry
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +35,12 @@ def written(demo_runs, tmp_path_factory):
 def test_writes_tables_figures_markdown_and_html(written):
     out = written.out
     names = {p.name for p in out.iterdir()}
-    for table in ("table1", "table2", "ablation", "table4", "harness_s", "comparisons",
-                  "effects", "component_tests", "distance"):
+    for table in ("settings", "out_of_space", "ablation", "base_harness", "harness_s",
+                  "comparisons", "effects", "component_tests", "distance"):
         assert f"{table}.csv" in names
-    for spec in FIGURES:
-        assert f"{spec.name}.png" in names
-        assert (out / f"{spec.name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in FIGURES.names():
+        assert f"{name}.png" in names
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {"tables.md", "tables.tex", "report.md", "report.html"} <= names
     assert "\\toprule" in (out / "tables.tex").read_text()
     assert not written.failed and not written.skipped
@@ -73,19 +74,41 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
     def nothing(results, options):
         raise NoData("no such metric")
 
-    heatmap = next(s for s in FIGURES if s.name == "heatmap")
-    specs = (FigureSpec("broken", "A figure that fails", plots.heatmap_data, broken),
-             FigureSpec("empty", "A figure with no data", nothing, plots.plot_heatmap),
-             heatmap)
+    specs: Registry[FigureSpec] = Registry("figure")
+    specs.register("broken", FigureSpec("broken", "A figure that fails", plots.heatmap_data,
+                                        broken))
+    specs.register("empty", FigureSpec("empty", "A figure with no data", nothing,
+                                       plots.plot_heatmap))
+    specs.register("gone", "analysis.plots:no_such_figure")  # fails on first lookup
+    specs.register("heatmap", FIGURES.get("heatmap"))
     monkeypatch.setattr(report, "FIGURES", specs)
     done = write_report(demo_runs, tmp_path / "r", n_boot=100)
-    assert done.failed == {"broken": "RuntimeError: the pen ran dry"}
+    assert set(done.failed) == {"broken", "gone"}
+    assert done.failed["broken"] == "RuntimeError: the pen ran dry"
+    assert done.failed["gone"].startswith("AttributeError")
     assert done.skipped == {"empty": "no such metric"}
     assert set(done.figures) == {"heatmap"}
     assert (tmp_path / "r" / "heatmap.png").is_file()
     md = (tmp_path / "r" / "report.md").read_text()
     assert "broken: failed (RuntimeError: the pen ran dry)" in md
     assert "the pen ran dry" in (tmp_path / "r" / "report.html").read_text()
+
+
+@pytest.fixture
+def mine():
+    """A user's figure in the real registry, removed afterwards so other tests see the seven."""
+    spec = FigureSpec("mine", "My figure", plots.heatmap_data, plots.plot_heatmap)
+    FIGURES.register("mine", spec)
+    yield spec
+    FIGURES.unregister("mine")
+
+
+def test_a_registered_figure_is_drawn_by_the_report(demo_runs, mine, tmp_path):
+    assert FIGURES.names()[-1] == "mine" and report.FIGURES is FIGURES
+    results, done = load_results(demo_runs), Report(out=tmp_path, tables=[])
+    draw_figures(results, Options(n_boot=50), done)
+    assert list(done.figures) == FIGURES.names() and done.figures["mine"][:4] == b"\x89PNG"
+    assert "<h3>My figure</h3>" in report.report_html(results, done)
 
 
 def test_damaged_runs_are_named_in_the_report_or_fail_strict(demo_runs, tmp_path):
@@ -108,9 +131,9 @@ def test_damaged_runs_are_named_in_the_report_or_fail_strict(demo_runs, tmp_path
 def test_plot_functions_draw_from_their_data(demo_runs):
     results = load_results(demo_runs)
     options = Options(n_boot=100)
-    for spec in FIGURES:
+    for name, spec in FIGURES.items():
         data = spec.data(results, options)
-        assert len(data), spec.name
+        assert len(data), name
         fig = spec.draw(data)
         assert fig.axes and png_bytes(fig, dpi=40)[:4] == b"\x89PNG"
     results.train = results.train.drop(columns=["effective_group_rate"])

@@ -10,12 +10,12 @@ from analysis.render import Table, tex_escape, to_html, to_latex, to_markdown
 from analysis.synthetic import demo_like
 from analysis.tables import (
     all_tables,
+    base_harness_table,
     compute_cells,
     harness_s_table,
     measured_ordering,
-    table1,
-    table2,
-    table4,
+    out_of_space_table,
+    settings_table,
 )
 
 from .helpers import write_hand_runs
@@ -37,8 +37,8 @@ def row(table: Table, method: str, source: str = "measured", model: str | None =
     return sel.iloc[0]
 
 
-def test_table1_cells_are_the_hand_computed_means(hand):
-    t = table1(compute_cells(hand))
+def test_settings_table_cells_are_the_hand_computed_means(hand):
+    t = settings_table(compute_cells(hand))
     single = row(t, "single-harness")
     assert single["in-space b1"] == "37.50 ± 17.68"
     assert single["in-space b2"] == "87.50 ± 17.68"
@@ -50,7 +50,7 @@ def test_table1_cells_are_the_hand_computed_means(hand):
 
 
 def test_reported_rows_are_the_papers_numbers_unchanged(hand):
-    t = table1(compute_cells(hand))
+    t = settings_table(compute_cells(hand))
     paper = row(t, "structured-18", "reported", "Qwen3-4B-Instruct")
     assert paper["in-space ClawGym-Bench"] == "52.78"
     assert paper["in-space PinchBench"] == "13.55"
@@ -78,8 +78,8 @@ def demo(tmp_path_factory):
     return load_results(root)
 
 
-def test_table2_has_every_out_of_space_harness(demo):
-    t = table2(compute_cells(demo))
+def test_out_of_space_table_has_every_out_of_space_harness(demo):
+    t = out_of_space_table(compute_cells(demo))
     assert {"oos/shell", "oos/actions", "all out-of-space", "claude-code"} <= set(t.frame.columns)
     measured = t.data[(t.data["source"] == "measured") & (t.data["harness"] == "oos/shell")]
     ep = demo.episodes
@@ -88,8 +88,8 @@ def test_table2_has_every_out_of_space_harness(demo):
         shell["success"].mean() * 100)
 
 
-def test_table4_shows_single_and_reference_with_their_difference(demo):
-    t = table4(compute_cells(demo))
+def test_base_harness_table_shows_single_and_reference_with_their_difference(demo):
+    t = base_harness_table(compute_cells(demo))
     measured = set(t.frame.loc[t.frame["source"] == "measured", "method"])
     assert measured == {"single-harness", "structured-18", "Δ structured-18 − single-harness"}
     assert {"base builtin", "in-space builtin", "out-of-space builtin"} <= set(t.frame.columns)
@@ -108,8 +108,10 @@ def test_harness_s_table_measures_groups_and_rollouts(demo):
 
 def test_all_tables_and_ordering(demo):
     tables, cells, comparisons = all_tables(demo, n_boot=200)
-    assert [t.name for t in tables] == ["table1", "table2", "ablation", "table4", "harness_s",
-                                        "comparisons"]
+    assert [t.name for t in tables] == ["settings", "out_of_space", "ablation", "base_harness",
+                                        "harness_s", "comparisons"]
+    assert [t.title.split(":")[0] for t in tables[:4]] == ["Table 1", "Table 2", "Ablation",
+                                                           "Table 4"]
     order = measured_ordering(cells)
     assert list(order["mean"]) == sorted(order["mean"], reverse=True)
     assert set(order["method"]) == set(demo.episodes["method"].astype(str))
@@ -139,7 +141,7 @@ def test_untagged_external_summaries_join_the_tables_they_fit(tmp_path):
                   "benchmark": ["b1", ""], "setting": ["in_space", ""],
                   "value": [44.0, 70.0]}).to_csv(theirs, index=False)
     cells = compute_cells(load_results(runs, external=[theirs], reported=False))
-    assert row(table1(cells), "their-method", "external")["in-space b1"] == "44.00"
-    assert "their-method" not in set(table2(cells).frame["method"])  # not out-of-space
+    assert row(settings_table(cells), "their-method", "external")["in-space b1"] == "44.00"
+    assert "their-method" not in set(out_of_space_table(cells).frame["method"])  # not out-of-space
     hs = harness_s_table(cells)
     assert row(hs, "their-method", "external")["effective-group rate (%)"] == "70.00"
