@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from train.contracts import as_bool, check_eval
+
 SUMMARY_COLUMNS = ("source", "paper", "table", "model", "algorithm", "method", "baseline",
                    "benchmark", "setting", "harness", "metric", "value", "std", "note")
 EPISODE_REQUIRED = ("arm", "benchmark", "setting", "harness", "task_id", "success")
@@ -56,8 +58,6 @@ def summary_rows(frame: pd.DataFrame, source: str) -> pd.DataFrame:
 def read_csv_results(path: Path, problems: list[str]
                      ) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """One external CSV: (episode rows, None) or (None, summary rows); problems name the file."""
-    from analysis.load import _as_bool, check_eval
-
     try:
         frame = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
@@ -75,7 +75,7 @@ def read_csv_results(path: Path, problems: list[str]
             frame[col] = value
     if "reward" not in frame.columns:
         try:
-            frame["reward"] = _as_bool(frame["success"]).astype(float)
+            frame["reward"] = as_bool(frame["success"]).astype(float)
         except ValueError as exc:
             problems.append(f"{path}: bad values ({exc})")
             return None, None

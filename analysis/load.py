@@ -17,22 +17,25 @@ import pandas as pd
 
 from analysis.external import empty_summary, read_csv_results, read_reported
 from hscale.errors import HscaleError
+from train.contracts import (
+    EVAL,
+    EVAL_COLUMNS,
+    EVAL_OPTIONAL,
+    MANIFEST,
+    SCHEDULE,
+    STATUS,
+    TRAIN,
+    Manifest,
+    RunState,
+    check_eval,
+)
 
-RUN_FILES = ("manifest.json", "eval.parquet", "train.parquet", "status.json", "schedule.parquet")
-EVAL_COLUMNS: dict[str, str] = {
-    "experiment": "str", "arm": "str", "seed": "int64", "run": "int64", "step": "int64",
-    "benchmark": "str", "setting": "str", "harness": "str", "task_id": "str",
-    "reward": "float64", "success": "bool", "turns": "int64",
-}
-MANIFEST_KEYS = ("schema_version", "experiment", "arm", "seed", "train_harnesses", "eval_sets")
-SETTINGS = ("base", "in_space", "out_of_space")
+RUN_FILES = (MANIFEST, EVAL, TRAIN, STATUS, SCHEDULE)
 # Columns kept as categoricals: group-bys over a million rows stay fast and small.
 CATEGORIES = ("source", "experiment", "model", "algorithm", "method", "arm", "benchmark",
               "setting", "harness", "task_id")
 RUN_GROUP = ("source", "experiment", "model", "algorithm", "method")
-# Optional eval.parquet columns kept when present. ``decoding`` separates the sampled runs
-# (the papers' independent runs) from an extra greedy pass, which is kept apart.
-OPTIONAL_EVAL = ("decoding", "category")
+OPTIONAL_EVAL = tuple(EVAL_OPTIONAL)  # kept when present; greedy rows are kept apart
 
 
 @dataclass
@@ -96,43 +99,6 @@ def _read_parquet(path: Path, name: str, problems: list[str]) -> pd.DataFrame | 
         return None
 
 
-def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFrame | None:
-    """The eval.parquet contract: required columns present, values in range, types coerced."""
-    missing = [c for c in EVAL_COLUMNS if c not in frame.columns and c != "turns"]
-    if missing:
-        problems.append(f"{name}: missing columns {', '.join(missing)}")
-        return None
-    frame = frame.copy()
-    if "turns" not in frame.columns:
-        frame["turns"] = 0
-    try:
-        for col in ("seed", "run", "step", "turns"):
-            frame[col] = pd.to_numeric(frame[col], downcast=None).astype("int64")
-        frame["reward"] = pd.to_numeric(frame["reward"]).astype("float64")
-        frame["success"] = _as_bool(frame["success"])
-    except (TypeError, ValueError) as exc:
-        problems.append(f"{name}: bad values ({exc})")
-        return None
-    if len(frame) and not frame["reward"].between(0, 1).all():
-        problems.append(f"{name}: rewards outside [0, 1]")
-    unknown = sorted({str(s) for s in frame["setting"].unique()} - set(SETTINGS))
-    if unknown:
-        problems.append(f"{name}: unknown settings {', '.join(unknown)} "
-                        f"(expected {', '.join(SETTINGS)})")
-    return frame
-
-
-def _as_bool(values: pd.Series) -> pd.Series:
-    if values.dtype == bool:
-        return values
-    lowered = values.astype(str).str.strip().str.lower()
-    mapped = lowered.map({"true": True, "1": True, "1.0": True, "false": False, "0": False,
-                          "0.0": False})
-    if mapped.isna().any():
-        raise ValueError("success must be true/false or 1/0")
-    return mapped.astype(bool)
-
-
 @dataclass
 class _Run:
     path: Path
@@ -142,37 +108,39 @@ class _Run:
 
 
 def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
-    """One run folder; every missing or damaged file becomes a problem naming it."""
+    """One run folder; every missing or damaged file becomes a problem naming it. A manifest
+    that breaks the contract is named too, and what it holds still identifies the run."""
     where = _where(path, root)
     here: list[str] = []
-    manifest = _read_json(path / "manifest.json", f"{where}/manifest.json", here)
-    status = _read_json(path / "status.json", f"{where}/status.json", here)
-    if manifest is None and not (path / "manifest.json").is_file():
-        here.append(f"{where}/manifest.json: missing")
+    manifest = _read_json(path / MANIFEST, f"{where}/{MANIFEST}", here)
+    status = _read_json(path / STATUS, f"{where}/{STATUS}", here)
+    if manifest is None and not (path / MANIFEST).is_file():
+        here.append(f"{where}/{MANIFEST}: missing")
     elif manifest is not None:
-        lacking = [k for k in MANIFEST_KEYS if k not in manifest]
-        if lacking:
-            here.append(f"{where}/manifest.json: missing keys {', '.join(lacking)}")
-    state = (status or {}).get("state", "UNKNOWN" if (path / "status.json").exists()
-                               else "PLANNED")
-    if state not in ("COMPLETED", "UNKNOWN"):
+        try:
+            Manifest.parse(manifest, f"{where}/{MANIFEST}")
+        except HscaleError as exc:
+            here.append(exc.message)
+    state = (status or {}).get("state", "UNKNOWN" if (path / STATUS).exists()
+                               else RunState.PLANNED.value)
+    if state not in (RunState.COMPLETED.value, "UNKNOWN"):
         detail = f": {status['error']}" if status and status.get("error") else ""
         here.append(f"{where}: run is {state}{detail}")
     if (status and manifest and status.get("manifest_hash")
             and manifest.get("hash") and status["manifest_hash"] != manifest["hash"]):
-        here.append(f"{where}/status.json: manifest hash differs from manifest.json "
+        here.append(f"{where}/{STATUS}: manifest hash differs from {MANIFEST} "
                     "(results may be stale)")
-    episodes = _read_parquet(path / "eval.parquet", f"{where}/eval.parquet", here)
-    if episodes is None and not (path / "eval.parquet").is_file():
-        here.append(f"{where}/eval.parquet: missing")
+    episodes = _read_parquet(path / EVAL, f"{where}/{EVAL}", here)
+    if episodes is None and not (path / EVAL).is_file():
+        here.append(f"{where}/{EVAL}: missing")
     elif episodes is not None:
-        episodes = check_eval(episodes, f"{where}/eval.parquet", here)
-        _check_identity(episodes, manifest, f"{where}/eval.parquet", here)
-    train = _read_parquet(path / "train.parquet", f"{where}/train.parquet", here)
-    if train is None and not (path / "train.parquet").is_file():
-        here.append(f"{where}/train.parquet: missing")
+        episodes = check_eval(episodes, f"{where}/{EVAL}", here)
+        _check_identity(episodes, manifest, f"{where}/{EVAL}", here)
+    train = _read_parquet(path / TRAIN, f"{where}/{TRAIN}", here)
+    if train is None and not (path / TRAIN).is_file():
+        here.append(f"{where}/{TRAIN}: missing")
     elif train is not None and "step" not in train.columns:
-        here.append(f"{where}/train.parquet: missing column step")
+        here.append(f"{where}/{TRAIN}: missing column step")
         train = None
     problems.extend(here)
     return _Run(path, _meta(path, manifest, episodes, state), episodes, train)

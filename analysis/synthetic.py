@@ -7,8 +7,6 @@ the whole pipeline, the loader included, can be checked against known truths.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import EVAL_COLUMNS
+from hscale.files import write_parquet
+from train.contracts import (
+    EVAL,
+    EVAL_COLUMNS,
+    TRAIN,
+    Manifest,
+    RunState,
+    eval_frame,
+    train_frame,
+    write_status,
+)
 
 Prob = Callable[[pd.DataFrame], np.ndarray] | Mapping[str, float] | float
 OUT_OF_SPACE = ("oos/shell", "oos/actions")
@@ -96,27 +104,23 @@ def synthetic_episodes(prob: Prob, arms: Sequence[str] = ("single-harness", "str
     return grid[[*EVAL_COLUMNS, "p_true"]]
 
 
-def _hash(body: dict) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def manifest_for(experiment: str, arm: str, seed: int, eval_sets: Mapping[str, list[str]],
                  train: Sequence[str], model: str, algorithm: str, steps: int,
-                 runs: int) -> dict:
-    """A manifest with the fields DESIGN.md's contract names (and the loader reads)."""
+                 runs: int) -> Manifest:
+    """A manifest in the contract's shape, for a run of the synthetic "backend"."""
     from design.space import harness_space
 
-    body = {
-        "schema_version": 1, "experiment": experiment, "arm": arm, "seed": int(seed),
-        "space": {"name": "harness",
-                  "factors": {f.name: list(f.levels) for f in harness_space().factors}},
-        "train_harnesses": list(train), "eval_sets": {k: list(v) for k, v in eval_sets.items()},
-        "assignment": {"mode": "locality", "k": 2}, "algorithm": {"name": algorithm},
-        "budget": {"steps": steps, "tasks_per_step": 8, "rollouts_per_task": 4},
-        "model": model, "evaluation": {"runs": runs}, "backend": "synthetic",
-    }
-    return {**body, "hash": _hash(body)}
+    return Manifest.build(
+        experiment=experiment, arm=arm, seed=int(seed),
+        space={"name": "harness",
+               "factors": {f.name: list(f.levels) for f in harness_space().factors}},
+        train_harnesses=list(train), eval_sets={k: list(v) for k, v in eval_sets.items()},
+        assignment={"mode": "locality", "k": 2},
+        algorithm={"name": algorithm, "tasks_per_step": 8, "rollouts": 4, "lr": 1e-6,
+                   "gamma": 1.0, "lam": 1.0, "clip_low": 0.2, "clip_high": 0.28},
+        budget={"steps": steps, "tasks_per_step": 8, "rollouts_per_task": 4},
+        benchmark={"name": "builtin", "tasks": 200, "seed": 0},
+        model=model, evaluation={"runs": runs, "tasks": 36}, backend="synthetic")
 
 
 def train_rows(steps: int, rate: float, rng: np.random.Generator) -> pd.DataFrame:
@@ -147,15 +151,11 @@ def write_runs(root: str | Path, episodes: pd.DataFrame,
         train = (train_sets or {}).get(str(arm), structured_labels())
         manifest = manifest_for(str(experiment), str(arm), int(seed), sets, train, model,
                                 algorithm, steps, int(part["run"].nunique()))
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        frame = part.copy()
-        for col in ("experiment", "arm", "benchmark", "setting", "harness", "task_id"):
-            frame[col] = frame[col].astype(str)
-        frame.to_parquet(folder / "eval.parquet", index=False)
+        manifest.write(folder)
+        write_parquet(folder / EVAL, eval_frame(part))
         rate = (group_rate or {}).get(str(arm), 0.6)
-        train_rows(steps, rate, gen).to_parquet(folder / "train.parquet", index=False)
-        status = {"state": "COMPLETED", "manifest_hash": manifest["hash"]}
-        (folder / "status.json").write_text(json.dumps(status) + "\n")
+        write_parquet(folder / TRAIN, train_frame(train_rows(steps, rate, gen)))
+        write_status(folder, RunState.COMPLETED, manifest.hash, backend="synthetic")
         written.append(folder)
     return written
 

@@ -22,8 +22,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import torch  # noqa: E402
 
 from design.space import harness_space  # noqa: E402
+from harness.engine import Generation  # noqa: E402
 from harness.harness import Harness  # noqa: E402
-from harness.loop import Generation, run_episode  # noqa: E402
+from harness.loop import run_episode  # noqa: E402
 from harness.tokenizer import tokenizer  # noqa: E402
 from harness.world import generate  # noqa: E402
 from train.embedded.rl import Hyper, update  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from design.space import FactorSpace, harness_space
@@ -150,3 +151,10 @@ class Harness:
 
     def after_assistant(self, turn: int, parsed: Parsed, text: str) -> Action:
         return self.workflow.after_assistant(turn, parsed, text)
+
+
+@cache
+def harness_named(label: str) -> Harness:
+    """One harness per label and process, built once: a template that episodes copy
+    (``fresh()``), so trainers, evaluators, routers and agent loops share it."""
+    return Harness.from_name(label)

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from harness.loop import Generation
+from harness.engine import Generation
 from harness.types import Message
 from hscale.errors import HscaleError
 

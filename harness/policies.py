@@ -16,8 +16,9 @@ import numpy as np
 from design.space import harness_space
 from harness.components import registry
 from harness.components.tool_interface import ToolInterface
+from harness.engine import Episode, Generation
 from harness.harness import Harness
-from harness.loop import Episode, Generation, run_episode
+from harness.loop import run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.tasks import Task
 from harness.types import Message, ToolCall

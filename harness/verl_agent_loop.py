@@ -1,9 +1,10 @@
 """veRL adapter: the hscale agent loop as a veRL 0.9.1 agent loop, and veRL training rows.
 
 veRL's rollout workers call ``run(sampling_params, **row)`` once per rollout. This loop reads
-the harness label and the task from the row's ``extra_info`` and runs the steps of
-:func:`harness.loop.run_episode` in the same order (view, generate, parse, workflow action,
-tool, observation, checker), with the model behind veRL's ``server_manager``. Tokens go
+the harness label and the task from the row's ``extra_info`` and drives the turn engine
+(harness.engine: view, generate, parse, workflow action, tool, observation, checker) as
+every other driver does, with the model behind veRL's ``server_manager``; it keeps only the
+token streams and their segments. Tokens go
 through veRL's Continuous Token helpers (``AgentLoopBase.ct_*``): the model's tokens are kept
 exactly as generated (mask 1, with their log-probs) and every message the harness adds (tool
 observations, workflow injections, compaction summaries) is rendered by the chat template
@@ -51,11 +52,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from harness.components.workflow import Kind
-from harness.env import Env
-from harness.harness import Harness
+from harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
+from harness.harness import harness_named
 from harness.tasks import Task, task_from_row, task_to_row
-from harness.types import Message, ParseError, ToolCall
+from harness.types import Message, ToolCall, ToolResult
 from hscale.errors import HscaleError
 
 if TYPE_CHECKING:
@@ -72,7 +72,6 @@ CLASS_PATH = f"{__name__}.HscaleAgentLoop"
 # veRL's ``rollout.agent.agent_loop_config_path`` format: hydra targets by agent name.
 AGENT_LOOP_CONFIG = ({"name": AGENT_NAME, "_target_": CLASS_PATH},)
 SEGMENT_MODES = ("auto", "segments", "last_segment", "full_history")
-DEFAULT_MAX_TURNS = 16  # run_episode's default
 ROW_HINT = ("build rows with harness.verl_agent_loop.to_verl_rows: extra_info needs 'harness' "
             "(a label) and 'task' (a task row, as JSON or a dict)")
 
@@ -97,7 +96,6 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
     if isinstance(harness_labels, str):
         raise HscaleError(f"harness_labels must be a list of labels, got {harness_labels!r}",
                           f"write [{harness_labels!r}]")
-    harnesses: dict[str, Harness] = {}
     rows: list[dict[str, Any]] = []
     for task in tasks:
         labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
@@ -107,9 +105,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                               "map every task id to at least one harness label")
         task_json = json.dumps(task_to_row(task), sort_keys=True)
         for label in labels:
-            if label not in harnesses:
-                harnesses[label] = Harness.from_name(label)
-            h = harnesses[label]
+            h = harness_named(label).fresh()
             rows.append({
                 "data_source": data_source,
                 "prompt": _dicts(h.start(task.user_query)),
@@ -157,16 +153,13 @@ class _Stream:
 
 @dataclass
 class _Tally:
-    """Per-rollout counters: veRL's metrics, the server's extra fields, the loop's outcome."""
+    """Per-rollout counters: veRL's metrics and the server's extra fields."""
 
     generate_s: float = 0.0
     tools_s: float = 0.0
     score_s: float = 0.0
     preempted: int | None = None
     server_fields: dict[str, Any] = field(default_factory=dict)
-    final: str = ""
-    termination: str = "max_turns"
-    parse_errors: int = 0
 
     def add_server_output(self, out: Any) -> None:
         n = getattr(out, "num_preempted", None)
@@ -198,61 +191,56 @@ class _HarnessLoop:
         task, label = _task_of(info), str(info.get("harness") or "")
         if not label:
             raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
-        h = Harness.from_name(label)
         limit = int(self.rollout_config.response_length)
-        max_turns = self._max_turns(info)
         mode = self._mode()
-        history = h.start(task.user_query)
+        engine = TurnEngine(harness_named(label), task, self._max_turns(info),
+                            self.workspace_root)
         segments: list[_Stream] = []  # one per context segment, in order
         whole: _Stream | None = None  # the full history (full_history mode)
         tally = _Tally()
         request_id = uuid4().hex
         loop = asyncio.get_running_loop()
-        with Env(task, root=self.workspace_root) as env:
-            for turn in range(max_turns):
-                view = _dicts(h.view(history))
-                if len(segments) < len(h.context.segments):
+
+        async def execute(call: ToolCall) -> ToolResult:
+            start = time.perf_counter()
+            result = await loop.run_in_executor(None, engine.env.execute, call)
+            tally.tools_s += time.perf_counter() - start
+            return result
+
+        try:
+            while not engine.done:
+                view = _dicts(engine.view())
+                if len(segments) < len(engine.harness.context.segments):
                     segments.append(await self._open(view))
                 else:
                     await self._extend(segments[-1], view)
                 if mode == "full_history":
                     if whole is None:
-                        whole = await self._open(_dicts(history))
+                        whole = await self._open(_dicts(engine.history))
                     else:
-                        await self._extend(whole, _dicts(history))
+                        await self._extend(whole, _dicts(engine.history))
                 trained = whole if whole is not None else segments[-1]
                 budget = limit - len(trained.mask)
                 if budget <= 0:
-                    tally.termination = "length"
+                    engine.fail(Termination.LENGTH)
                     break
                 out = await self._generate(request_id, segments[-1].ids, sampling_params,
                                            budget, tally)
                 text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
-                history.append(Message("assistant", text))
                 for stream in (segments[-1], whole):
                     if stream is not None:
                         await self._add_assistant(stream, out, text)
-                if len(out.token_ids) >= budget:  # cut by the response budget: never parsed
-                    tally.termination = "length"
+                gen = Generation(text, tuple(out.token_ids),
+                                 tuple(out.log_probs) if out.log_probs else None)
+                if len(out.token_ids) >= budget:  # cut by the response budget
+                    engine.cut(gen)
                     break
-                parsed = h.parse(text)
-                action = h.after_assistant(turn, parsed, text)
-                if action.kind is Kind.FINISH:
-                    tally.final, tally.termination = action.text, "answer"
-                    break
-                if action.kind is Kind.INJECT:
-                    history.append(Message("user", action.text))
-                elif isinstance(parsed, ToolCall):
-                    start = time.perf_counter()
-                    result = await loop.run_in_executor(None, env.execute, parsed)
-                    tally.tools_s += time.perf_counter() - start
-                    history.append(h.observe(result))
-                elif isinstance(parsed, ParseError):
-                    tally.parse_errors += 1
-                    history.append(h.observe(parsed))
+                await engine.asubmit(gen, execute)
             start = time.perf_counter()
-            reward = float(await loop.run_in_executor(None, env.reward, tally.final))
+            reward = await loop.run_in_executor(None, engine.score)
             tally.score_s = time.perf_counter() - start
+        finally:
+            episode = engine.finish(reward=0.0)  # the workspace goes; the reward is above
         if mode == "full_history":
             trained_streams = [whole]
         elif mode == "last_segment":
@@ -262,13 +250,12 @@ class _HarnessLoop:
         extra = {
             **tally.server_fields, "turn_scores": [], "tool_rewards": [],
             "reward_extra_info": {"success": float(reward >= 1.0),
-                                  "turns": float(sum(m.role == "assistant" for m in history))},
+                                  "turns": float(episode.turns)},
             "hscale_harness": label, "hscale_task_id": task.task_id,
-            "hscale_termination": tally.termination, "hscale_segments": len(segments),
-            "hscale_turns": sum(m.role == "assistant" for m in history),
-            "hscale_parse_errors": tally.parse_errors,
+            "hscale_termination": str(episode.termination), "hscale_segments": len(segments),
+            "hscale_turns": episode.turns, "hscale_parse_errors": episode.parse_errors,
         }
-        outputs = [self._output(s, reward, _num_turns(history),
+        outputs = [self._output(s, reward, _num_turns(episode.messages),
                                 tally if i == len(trained_streams) - 1 else None,
                                 {**extra, "hscale_segment": i, "hscale_trained_turns": s.turns},
                                 limit)

@@ -84,13 +84,21 @@ class Registry(Generic[T]):
         return [(name, self.get(name)) for name in self.names()]
 
     def validator(self) -> Callable[[str], str]:
-        """A pydantic ``AfterValidator``-style function: the name, or a ValueError whose text
-        is the did-you-mean message."""
+        """A pydantic ``AfterValidator``: the name, or a :class:`UnknownName` carrying the
+        did-you-mean as its ``hint`` (so a spec error can show it as the hint)."""
 
         def validate(name: str) -> str:
             try:
                 return self.check(name)
             except HscaleError as exc:
-                raise ValueError(exc.one_line()) from None
+                raise UnknownName(exc.message, exc.hint) from None
 
         return validate
+
+
+class UnknownName(ValueError):
+    """A name no registry entry has, raised inside validation; ``hint`` lists the names."""
+
+    def __init__(self, message: str, hint: str | None) -> None:
+        super().__init__(message)
+        self.hint = hint

@@ -1,46 +1,31 @@
-"""Manifests: one resolved, content-hashed description per (experiment, arm, seed).
-
-A manifest holds everything a trainer needs (harness sets, assignment, algorithm, budget,
-backend); its ``hash`` is the sha256 of the canonical JSON of everything else, so the same
-spec gives the same hash on any machine and Python run.
+"""Manifests from a spec: resolve an arm's harness sets, assignment and budget into one
+:class:`train.contracts.Manifest` per (experiment, arm, seed).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import inspect
 import math
-import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from design.recipes import eval_set, first_order, full, random_n, single, structured
-from design.space import Factor, FactorSpace, harness_space
+from design.recipes import RECIPES, eval_set, first_order, structured
+from design.space import FactorSpace, harness_space
 from hscale.errors import HscaleError
+from train.contracts import Manifest, rng_for
 from train.spec import Arm, ExperimentSpec
 
 if TYPE_CHECKING:
     from harness.tasks import Task
 
-SCHEMA_VERSION = 1
-
+# Turns an episode may take, in training and evaluation, on every backend (the built-in
+# world's oracle needs at most 7: plan, 4 calls, answer, check).
+EPISODE_TURNS = 8
 
 def space_of(spec: ExperimentSpec) -> FactorSpace:
     return harness_space() if spec.space == "harness" else FactorSpace.from_levels(spec.space)
-
-
-def manifest_space(manifest: dict[str, Any]) -> FactorSpace:
-    """A run's factor space rebuilt from its manifest alone (a trainer reads nothing else)."""
-    factors = manifest["space"]["factors"]
-    return FactorSpace(tuple(Factor(name, tuple(levels)) for name, levels in factors.items()),
-                       name=manifest["space"]["name"])
-
-
-def rng_for(seed: int, *names: str) -> np.random.Generator:
-    """A generator derived from the run's seed and stable names (not Python's salted hash)."""
-    return np.random.default_rng([seed, *(zlib.crc32(n.encode()) for n in names)])
 
 
 def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
@@ -55,6 +40,15 @@ def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
     if spec.evaluation.out_of_space:
         sets["out_of_space"] = list(spec.evaluation.out_of_space)
     return sets
+
+
+def eval_tasks(manifest: Manifest) -> list[Task]:
+    """The held-out tasks every evaluation of the run draws from (the benchmark's eval split,
+    disjoint from training by construction)."""
+    from harness.benchmarks import BENCHMARKS
+
+    bench = manifest.benchmark
+    return BENCHMARKS.get(bench.name).tasks(manifest.evaluation.tasks, bench.seed, "eval")
 
 
 def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
@@ -73,22 +67,39 @@ def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | Non
             for j, label in enumerate(labels) for i in range(per)]
 
 
+class EvalJob(NamedTuple):
+    """One evaluated episode: sampled run ``run`` of ``harness`` on ``task`` in ``setting``."""
+
+    run: int
+    setting: str
+    harness: str
+    task: Task
+
+
+def eval_jobs(manifest: Manifest, tasks: Sequence[Task], runs: Iterable[int] | None = None
+              ) -> list[EvalJob]:
+    """Every episode one evaluation of the run executes, the same for every backend: run
+    ``r`` (of ``evaluation.runs``, or of ``runs``) plays each setting's pairs at rotation
+    ``seed * runs + r``, so seeds and runs move harnesses across tasks."""
+    ev = manifest.evaluation
+    return [EvalJob(run, setting, label, task)
+            for run in (range(ev.runs) if runs is None else runs)
+            for setting, labels in manifest.eval_sets.items()
+            for label, task in eval_pairs(labels, tasks, ev.episodes,
+                                          manifest.seed * ev.runs + run)]
+
+
 def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.Generator
               ) -> list[str]:
-    """The arm's training harnesses; every recipe but ``full`` avoids the held-out set."""
-    recipe = arm.train.recipe
-    exclude = space.parse_labels(held_out) if held_out else None
-    if recipe == "single":
-        design = single(space)
-    elif recipe == "first_order":
-        design = first_order(space)
-    elif recipe == "structured":
-        design = structured(space, runs=arm.train.runs, exclude=exclude,
-                            criterion=arm.train.criterion)
-    elif recipe == "random":
-        design = random_n(space, arm.train.n or 18, seed=rng, exclude=exclude)
-    else:
-        design = full(space)
+    """The arm's training harnesses from its recipe (``design.recipes.RECIPES``), given the
+    options its signature takes: ``runs``, ``n``, ``criterion``, ``exclude`` (the held-out
+    set) and ``seed``. Every recipe but ``full`` must avoid the held-out set."""
+    recipe, options = arm.train.recipe, arm.train
+    build = RECIPES.get(recipe)
+    offered = {"runs": options.runs, "n": options.n or 18, "criterion": options.criterion,
+               "exclude": space.parse_labels(held_out) if held_out else None, "seed": rng}
+    takes = inspect.signature(build).parameters
+    design = build(space, **{k: v for k, v in offered.items() if k in takes})
     labels = design.labels
     if recipe != "full" and set(labels) & set(held_out):
         raise HscaleError(f"the {recipe} training set overlaps the held-out eval set",
@@ -134,32 +145,21 @@ def _check_pool(where: str, pool: list[str], base: str, held_out: list[str]) -> 
                           "rescue rollouts are trained on; pick siblings outside the eval set")
 
 
-def canonical_hash(body: dict[str, Any]) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
-                   space: FactorSpace, evals: dict[str, list[str]]) -> dict[str, Any]:
+                   space: FactorSpace, evals: dict[str, list[str]]) -> Manifest:
     algorithm = arm.algorithm or spec.algorithm
     train = train_set(arm, space, evals.get("in_space", []), rng_for(seed, arm_name, "train"))
-    body: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "experiment": spec.name,
-        "arm": arm_name,
-        "seed": seed,
-        "space": {"name": space.name,
-                  "factors": {f.name: list(f.levels) for f in space.factors}},
-        "train_harnesses": train,
-        "eval_sets": evals,
-        "assignment": assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
-        "algorithm": algorithm.model_dump(),
-        "budget": {"steps": spec.steps, "tasks_per_step": algorithm.tasks_per_step,
-                   "rollouts_per_task": algorithm.rollouts},
-        "benchmark": spec.benchmark.model_dump(),
-        "model": spec.model,
-        "evaluation": spec.evaluation.model_dump(exclude={"base", "in_space", "out_of_space"}),
-        "backend": spec.backend,
-    }
-    body["hash"] = canonical_hash(body)
-    return body
+    return Manifest.build(
+        experiment=spec.name, arm=arm_name, seed=seed,
+        space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}},
+        train_harnesses=train,
+        eval_sets=evals,
+        assignment=assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
+        algorithm=algorithm.model_dump(),
+        budget={"steps": spec.steps, "tasks_per_step": algorithm.tasks_per_step,
+                "rollouts_per_task": algorithm.rollouts},
+        benchmark=spec.benchmark.model_dump(),
+        model=spec.model,
+        evaluation=spec.evaluation.model_dump(exclude={"base", "in_space", "out_of_space"}),
+        backend=spec.backend,
+    )

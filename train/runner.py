@@ -9,7 +9,6 @@ end themselves if the runner dies, so a killed runner never leaves writers behin
 from __future__ import annotations
 
 import fcntl
-import json
 import multiprocessing
 import os
 import queue
@@ -22,10 +21,9 @@ from pathlib import Path
 
 from hscale.errors import HscaleError
 from train.backends import Backend, get_backend
-from train.plan import plan
-from train.status import RunState, read_status, write_status
-
-Progress = Callable[[str, int, int], None]  # (name, done, total)
+from train.backends.base import Progress
+from train.contracts import Manifest, RunState, read_status, write_status
+from train.plan import Planned, plan_runs, write_plan
 
 
 @contextmanager
@@ -49,23 +47,33 @@ def run_name(run_dir: Path) -> str:
     return f"{run_dir.parent.name}/{run_dir.name}"
 
 
-def run_one(run_dir: Path, manifest: dict, backend: str | Backend,
-            progress: Progress | None) -> str:
-    """Run one planned run to a final state, recording it in status.json (with whatever
-    the backend's ``status_fields`` adds, e.g. a Ray job id)."""
-    engine = get_backend(backend) if isinstance(backend, str) else backend
+def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
+            progress: Progress | None = None) -> str:
+    """Run one planned run to a final state; the only writer of its status.json.
 
-    def record(state: RunState, **extra) -> str:
-        fields = getattr(engine, "status_fields", None)
-        write_status(run_dir, state, manifest["hash"], backend=engine.name, **extra,
-                     **(fields(run_dir) if fields else {}))
+    Each progress report from the backend also refreshes status.json when the backend's
+    ``status_fields`` changed (e.g. a Ray job id the moment the job exists)."""
+    fields: dict = {}
+
+    def record(state: RunState, error: str = "") -> str:
+        nonlocal fields
+        fields = backend.status_fields(run_dir)
+        write_status(run_dir, state, manifest.hash, error=error, backend=backend.name,
+                     **fields)
         return state.value
 
+    def report(done: int, total: int) -> None:
+        if backend.status_fields(run_dir) != fields:
+            record(RunState.RUNNING)
+        if progress is not None:
+            progress(run_name(run_dir), done, total)
+
+    if backend.dry_run:  # inputs only: no state to record, and errors are the user's
+        backend.run(run_dir, manifest, report)
+        return read_status(run_dir).state.value
     record(RunState.RUNNING)
     try:
-        engine.run(run_dir, manifest,
-                   progress=(lambda d, t: progress(run_name(run_dir), d, t))
-                   if progress else None)
+        backend.run(run_dir, manifest, report)
     except KeyboardInterrupt:
         record(RunState.INTERRUPTED)
         raise
@@ -79,36 +87,33 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
                    workers: int = 1, quick: bool = False,
                    on_start: Callable[[Path], None] | None = None) -> dict[str, str]:
     """Run every planned run; returns run folder -> final state. ``backend`` is a name or a
-    configured backend (run in this process); ``on_start`` hears of each run it starts."""
+    configured backend; with ``workers > 1`` runs go to that many worker processes;
+    ``on_start`` hears of each run as it is handed out."""
     engine = get_backend(backend) if isinstance(backend, str) else backend
-    planned = plan(spec_path, out, quick=quick)
-    if not planned:
-        return {}
+    planned = plan_runs(spec_path, out, quick=quick)
     states: dict[str, str] = {}
-    with runner_lock(planned[0].path.parent.parent):
-        todo = []
-        for item in planned:
-            manifest = json.loads((item.path / "manifest.json").read_text())
-            status = read_status(item.path)
-            if (status.get("state") == RunState.COMPLETED.value
-                    and status.get("manifest_hash") == manifest["hash"]):
-                states[str(item.path)] = RunState.COMPLETED.value
-            else:
-                todo.append((item.path, manifest))
-        if todo and hasattr(engine, "prepare"):
-            engine.prepare([m for _, m in todo], progress)
-        if workers <= 1 or len(todo) <= 1 or not isinstance(backend, str):
-            for path, manifest in todo:
-                if on_start is not None:
-                    on_start(path)
-                states[str(path)] = run_one(path, manifest, engine, progress)
+    todo = []
+    for run in planned:
+        if run.state == "unchanged" and read_status(run.path).is_done(run.manifest):
+            states[str(run.path)] = RunState.COMPLETED.value
         else:
-            states.update(_run_parallel(todo, backend, progress, workers))
+            todo.append(run)
+    engine.prepare([run.manifest for run in todo], progress)  # before anything is written
+    with runner_lock(planned[0].path.parent.parent):
+        write_plan(planned)
+        workers = min(workers, engine.max_workers or workers)
+        if workers <= 1 or len(todo) <= 1:
+            for run in todo:
+                if on_start is not None:
+                    on_start(run.path)
+                states[str(run.path)] = run_one(run.path, run.manifest, engine, progress)
+        else:
+            states.update(_run_parallel(todo, engine, progress, workers, on_start))
     return states
 
 
-def _run_parallel(todo: list[tuple[Path, dict]], backend: str, progress: Progress | None,
-                  workers: int) -> dict[str, str]:
+def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | None,
+                  workers: int, on_start: Callable[[Path], None] | None) -> dict[str, str]:
     """Runs in a pool of spawned workers; on Ctrl-C (or any error) the workers are ended at
     once: their runs stay RUNNING on disk, which the next run treats as resumable."""
     context = multiprocessing.get_context("spawn")
@@ -117,8 +122,12 @@ def _run_parallel(todo: list[tuple[Path, dict]], backend: str, progress: Progres
                         initargs=(os.getpid(), updates))
     states: dict[str, str] = {}
     try:
-        pending = {str(path): pool.apply_async(_worker_run, (path, manifest, backend))
-                   for path, manifest in todo}
+        pending = {}
+        for run in todo:
+            if on_start is not None:
+                on_start(run.path)
+            pending[str(run.path)] = pool.apply_async(_worker_run,
+                                                      (run.path, run.manifest, backend))
         while pending:
             time.sleep(0.2)
             _drain(updates, progress)
@@ -165,6 +174,6 @@ def _worker_init(parent: int, updates) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker_run(run_dir: Path, manifest: dict, backend: str) -> str:
+def _worker_run(run_dir: Path, manifest: Manifest, backend: Backend) -> str:
     return run_one(run_dir, manifest, backend,
                    lambda name, done, total: _updates.put((name, done, total)))

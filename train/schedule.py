@@ -15,7 +15,10 @@ therefore occupies K steps: at step ``b * K + slot`` every task of batch ``b`` r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,41 +26,73 @@ import pandas as pd
 from design.hamming import distance_matrix
 from design.space import FactorSpace
 from hscale.errors import HscaleError
+from hscale.files import write_parquet
+from hscale.registry import Registry
+from train.contracts import SCHEDULE, Manifest, check_schedule, schedule_frame
 
-MODES = ("locality", "repeat", "random", "rescue")
-COLUMNS = ("step", "task_id", "harness", "anchor", "slot")
+
+@dataclass(frozen=True)
+class AssignmentMode:
+    """How a task's K-1 partner harnesses follow its anchor: ``partners(train, anchors, k,
+    rng)`` gives row indices into ``train`` of shape (tasks, K-1). ``distinct`` modes need K
+    different training configurations."""
+
+    partners: Callable[[np.ndarray, np.ndarray, int, np.random.Generator], np.ndarray]
+    distinct: bool = True
+
+
+ASSIGNMENTS: Registry[AssignmentMode] = Registry("assignment mode")
+
+
+def _random_keys(n_tasks: int, n: int, anchors: np.ndarray, rng: np.random.Generator
+                 ) -> np.ndarray:
+    keys = rng.random((n_tasks, n))
+    keys[np.arange(n_tasks), anchors] = np.inf  # never pick the anchor again
+    return keys
+
+
+def _nearest(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator
+             ) -> np.ndarray:
+    keys = _random_keys(len(anchors), len(train), anchors, rng)
+    dist = distance_matrix(train)[anchors].astype(float)
+    dist[np.arange(len(anchors)), anchors] = np.inf
+    # sort by distance, then by the random key: ties among equally near configs are random
+    return np.lexsort((keys, dist), axis=1)[:, : k - 1]
+
+
+def _uniform(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator
+             ) -> np.ndarray:
+    keys = _random_keys(len(anchors), len(train), anchors, rng)
+    return np.argsort(keys, axis=1)[:, : k - 1]
+
+
+def _anchor_again(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator
+                  ) -> np.ndarray:
+    return np.repeat(anchors[:, None], k - 1, axis=1)
+
+
+ASSIGNMENTS.register("locality", AssignmentMode(_nearest))
+ASSIGNMENTS.register("repeat", AssignmentMode(_anchor_again, distinct=False))
+ASSIGNMENTS.register("random", AssignmentMode(_uniform))
+ASSIGNMENTS.register("rescue", AssignmentMode(_anchor_again, distinct=False))
 
 
 def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Generator
            ) -> np.ndarray:
     """Row indices into ``train`` of shape (n_tasks, k): slot 0 is each task's anchor."""
-    if mode not in MODES:
-        raise HscaleError(f"unknown assignment mode {mode!r}", f"use one of {', '.join(MODES)}")
+    rule = ASSIGNMENTS.get(mode)
     n = len(train)
     if k < 1:
         raise HscaleError(f"K must be at least 1, got {k}")
-    if mode not in ("repeat", "rescue") and k > n:
+    if rule.distinct and k > n:
         raise HscaleError(f"{mode} assignment with K={k} needs at least {k} training "
                           f"configurations, the training set has {n}",
                           "lower K, or use repeat assignment")
     anchors = rng.integers(n, size=n_tasks)
     out = np.empty((n_tasks, k), dtype=np.int64)
     out[:, 0] = anchors
-    if k == 1:
-        return out
-    if mode in ("repeat", "rescue"):
-        out[:, 1:] = anchors[:, None]
-        return out
-    keys = rng.random((n_tasks, n))
-    keys[np.arange(n_tasks), anchors] = np.inf  # never pick the anchor again
-    if mode == "random":
-        out[:, 1:] = np.argsort(keys, axis=1)[:, : k - 1]
-        return out
-    dist = distance_matrix(train)[anchors].astype(float)
-    dist[np.arange(n_tasks), anchors] = np.inf
-    # sort by distance, then by the random key: ties among equally near configs are random
-    order = np.lexsort((keys, dist), axis=1)
-    out[:, 1:] = order[:, : k - 1]
+    if k > 1:
+        out[:, 1:] = rule.partners(train, anchors, k, rng)
     return out
 
 
@@ -97,5 +132,45 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
         "slot": np.tile(np.arange(k), n_tasks),
     })
     frame = frame.sort_values(["step", "slot"], kind="stable").reset_index(drop=True)
-    return frame.astype({"step": "int64", "slot": "int64", "task_id": str, "harness": str,
-                         "anchor": str})
+    return schedule_frame(frame)
+
+
+@cache
+def _task_ids(benchmark: str, tasks: int, seed: int) -> tuple[str, ...]:
+    from harness.benchmarks import BENCHMARKS
+
+    return tuple(BENCHMARKS.get(benchmark).task_ids(tasks, seed))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A run's schedule: step -> [(task id, harness label)], from its manifest alone."""
+
+    frame: pd.DataFrame  # schedule.parquet's rows, ordered by step and slot
+
+    @classmethod
+    def for_manifest(cls, manifest: Manifest) -> Schedule:
+        bench, budget = manifest.benchmark, manifest.budget
+        return cls(build_schedule(
+            manifest.factor_space(), manifest.train_harnesses,
+            _task_ids(bench.name, bench.tasks, bench.seed), budget.steps,
+            budget.tasks_per_step, manifest.assignment.k, manifest.assignment.mode,
+            manifest.rng("schedule")))
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> Schedule:
+        path = Path(run_dir) / SCHEDULE
+        if not path.is_file():
+            raise HscaleError(f"{path}: no such file", "plan the run first (hscale plan)")
+        return cls(check_schedule(pd.read_parquet(path), str(path)))
+
+    def write(self, run_dir: str | Path) -> None:
+        write_parquet(Path(run_dir) / SCHEDULE, self.frame)
+
+    def steps(self) -> list[int]:
+        return sorted({int(s) for s in self.frame.step})
+
+    def at(self, step: int) -> list[tuple[str, str]]:
+        """The (task id, harness label) pairs trained at ``step``, in slot order."""
+        rows = self.frame[self.frame.step == step]
+        return list(zip(rows.task_id.tolist(), rows.harness.tolist(), strict=True))

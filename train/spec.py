@@ -8,12 +8,32 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from design.recipes import RECIPES
+from harness.benchmarks import BENCHMARKS
 from hscale.errors import HscaleError
+from hscale.registry import Registry, UnknownName
+from train.backends import BACKENDS
+from train.routers import ROUTERS
+from train.schedule import ASSIGNMENTS
+
+
+def _named(registry: Registry) -> Any:
+    """A string field whose value must be a name in ``registry`` (read at validation time, so
+    a user's registered entry is accepted everywhere at once)."""
+    return Annotated[str, AfterValidator(registry.validator())]
 
 
 class _Strict(BaseModel):
@@ -21,7 +41,7 @@ class _Strict(BaseModel):
 
 
 class Benchmark(_Strict):
-    name: str = "builtin"
+    name: _named(BENCHMARKS) = "builtin"
     tasks: int = Field(200, ge=1)
     seed: int = 0
     path: str | None = None
@@ -50,17 +70,17 @@ class Algorithm(_Strict):
 
 
 class Assignment(_Strict):
-    mode: Literal["locality", "repeat", "random", "rescue"] = "locality"
+    mode: _named(ASSIGNMENTS) = "locality"
     k: int = Field(2, ge=1)
     pool: list[str] | None = None
-    router: Literal["original", "random", "nearest", "rule", "profile"] | None = None
+    router: _named(ROUTERS) | None = None
     group: int = Field(8, ge=2)  # a rescue group is a GRPO group: 2 rollouts at least
 
 
 class TrainSet(_Strict):
     """A harness-set recipe: single, first_order, structured, random, full."""
 
-    recipe: Literal["single", "first_order", "structured", "random", "full"] = "structured"
+    recipe: _named(RECIPES) = "structured"
     runs: int | None = Field(None, ge=1)
     n: int | None = Field(None, ge=1)
     criterion: str = "gwlp"
@@ -99,7 +119,7 @@ class ExperimentSpec(_Strict):
     algorithm: Algorithm = Algorithm()
     steps: int = Field(300, ge=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    backend: Literal["local", "verl"] = "local"
+    backend: _named(BACKENDS) = "local"
     evaluation: Evaluation = Evaluation()
     defaults: dict[str, Any] = Field(default_factory=dict)
     arms: dict[str, dict[str, Any]] = Field(min_length=1)
@@ -215,5 +235,8 @@ def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,
     where = ".".join(str(p) for p in loc) or "(top level)"
     if err["type"] == "extra_forbidden":
         return HscaleError(f"{path}:{line}: unknown key {where!r}", _suggest(loc))
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, UnknownName):
+        return HscaleError(f"{path}:{line}: {where}: {cause}", cause.hint)
     return HscaleError(f"{path}:{line}: {where}: {err['msg']}",
                        "see experiments/demo.yaml for a complete example")

@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from hscale.errors import HscaleError
-
 
 def validate_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
@@ -43,7 +41,8 @@ def plan_cmd(
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
     backend: Annotated[str | None, typer.Option(
-        help="local (this machine) or verl (GPUs); default: the spec's backend.")] = None,
+        help="local (embedded CPU trainer), verl (GPUs) or scripted (no model); default: "
+             "the spec's backend.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="verl: write each run's data, "
                                                             "config and launch.sh only.")
@@ -51,46 +50,49 @@ def run_cmd(
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="verl: submit each run as a job to the Ray cluster whose "
                               "dashboard is at ADDR (http://HEAD:8265).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="local: the same arms at smoke-test "
-                                                        "scale, under <name>-quick.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="The same arms at smoke-test scale, "
+                                                        "under <name>-quick.")] = False,
     workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="local: runs in parallel, one process and one torch "
-                                 "thread each (default: up to 2, as the machine allows).")
-                       ] = None,
+        "--workers", min=1, help="Runs in parallel, one process and one torch thread each "
+                                 "(default: up to 2, as the machine allows; veRL "
+                                 "launches on this machine run one at a time).")] = None,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
+    from train.backends import get_backend
     from train.runner import run_experiment
     from train.spec import load_spec
     from train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
-    backend = backend or spec.backend
-    if backend == "verl":
-        for flag, given in (("--quick", quick), ("--workers", workers is not None)):
-            if given:
-                raise HscaleError(f"{flag} is for the local backend",
-                                  "drop it, or run with --backend local")
-        _verl(experiment, out, dry_run, ray_address)
-        return
-    for flag, given in (("--ray-address", ray_address is not None), ("--dry-run", dry_run)):
-        if given:
-            raise HscaleError(f"{flag} is for the verl backend", "add --backend verl")
-
+    engine = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address)
+    runs = quick_spec(spec) if quick else spec
     with _progress() as progress:
-        runs = quick_spec(spec) if quick else spec
         overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
         bars: dict = {}
+        finished: set[str] = set()
 
         def report(name: str, done: int, total: int) -> None:
+            if name in finished:  # a backend may report its last step more than once
+                return
             if name not in bars:
                 bars[name] = progress.add_task(name, total=total)
             progress.update(bars[name], completed=done)
             if done >= total and not name.startswith("warm start"):
+                finished.add(name)
                 progress.advance(overall)
-                progress.remove_task(bars[name])
+                progress.remove_task(bars.pop(name))
 
-        states = run_experiment(experiment, out, backend=backend, progress=report,
-                                workers=workers or _default_workers(), quick=quick)
+        def started(run_dir: Path) -> None:
+            log = engine.log_path(run_dir)
+            if log is not None:
+                progress.console.print(f"{run_dir}: {engine.name} started (log: {log})")
+
+        states = run_experiment(experiment, out, backend=engine, progress=report,
+                                workers=workers or _default_workers(), quick=quick,
+                                on_start=started)
+    if engine.dry_run:
+        print(f"wrote {engine.name} inputs for {len(states)} runs under {out}")
+        return
     _summary(states, out)
 
 
@@ -121,28 +123,3 @@ def _summary(states: dict[str, str], out: Path) -> None:
         print(f"  {run}: {states[run]} (see its status.json)")
     if failed:
         raise typer.Exit(1)
-
-
-def _verl(experiment: Path, out: Path, dry_run: bool, ray_address: str | None) -> None:
-    """veRL: write every planned run's inputs (--dry-run), or launch each run here or as a
-    Ray job, after checking what a launch needs (one line and exit 2 when something lacks)."""
-    import json
-
-    from train.backends.verl_backend import LOG, VerlBackend, check_launch, prepare_verl_run
-    from train.plan import plan
-    from train.runner import run_experiment
-
-    if dry_run:
-        planned = plan(experiment, out)
-        for item in planned:
-            manifest = json.loads((item.path / "manifest.json").read_text())
-            prepared = prepare_verl_run(item.path, manifest)
-            print(prepared["launch"])
-        print(f"wrote veRL inputs for {len(planned)} runs under {out}")
-        return
-    extra = check_launch(experiment, ray_address)
-    where = f"Ray job at {ray_address}" if ray_address else "veRL here"
-    states = run_experiment(experiment, out, VerlBackend(ray_address, extra),
-                            on_start=lambda p: print(f"{p}: {where} (log: {p / 'verl' / LOG})",
-                                                     flush=True))
-    _summary(states, out)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from design.space import harness_space
+from harness.engine import Episode, Generation
 from harness.harness import Harness
-from harness.loop import Episode, Generation, run_episode
+from harness.loop import run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.policies import DoNothing, NoisyOracle, Oracle
 from harness.types import Message

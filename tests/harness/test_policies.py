@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.components.tool_interface import JsonCall
+from harness.engine import Episode
 from harness.harness import Harness
-from harness.loop import Episode, run_episode
+from harness.loop import run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.policies import (
     HABITS,

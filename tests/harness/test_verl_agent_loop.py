@@ -39,7 +39,7 @@ import harness.verl_agent_loop as vl  # noqa: E402
 from harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
 from harness.components.registry import register, unregister  # noqa: E402
 from harness.components.workflow import Action, Workflow, continue_  # noqa: E402
-from harness.loop import Generation  # noqa: E402
+from harness.engine import Generation  # noqa: E402
 from harness.tasks import Task  # noqa: E402
 from harness.types import Message  # noqa: E402
 from harness.vocab import vocabulary  # noqa: E402

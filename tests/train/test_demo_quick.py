@@ -1,5 +1,7 @@
 """README's main job at smoke-test scale, end to end through the command line: every demo
-arm runs (2 worker processes) from the shipped base model, then the report is written."""
+arm runs (2 worker processes) from the shipped base model, then the report is written; and
+its rows are the rows the demo gave before the seams were reshaped (golden/demo_quick.json,
+recorded from that code): a refactor must not change what a run produces."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,24 +18,53 @@ pytest.importorskip("torch")
 pytest.importorskip("verl")
 
 ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).with_name("golden") / "demo_quick.json"
+TIMINGS = ["rollout_s", "update_s", "tokens_per_s"]  # wall-clock metrics differ run to run
 
 
-@pytest.mark.slow
-def test_demo_quick_runs_every_arm_and_reports(tmp_path):
-    out = tmp_path / "runs"
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "runs"
     run = subprocess.run([sys.executable, "-m", "hscale.cli", "run",
                           str(ROOT / "experiments" / "demo.yaml"), "--quick", "--out", str(out),
                           "--workers", "2"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "9 of 9 runs completed" in run.stdout
-    exp = out / "demo-quick"
-    for run_dir in sorted(exp.glob("*/0")):
+    return out / "demo-quick"
+
+
+@pytest.mark.slow
+def test_demo_quick_runs_every_arm_and_reports(demo):
+    for run_dir in sorted(demo.glob("*/0")):
         assert json.loads((run_dir / "status.json").read_text())["state"] == "COMPLETED"
         evals = pd.read_parquet(run_dir / "eval.parquet")
         assert set(evals.setting) == {"base", "in_space", "out_of_space"}
-    assert len(list(exp.glob("*/0"))) == 9
-    report = subprocess.run([sys.executable, "-m", "hscale.cli", "report", str(exp)],
+    assert len(list(demo.glob("*/0"))) == 9
+    report = subprocess.run([sys.executable, "-m", "hscale.cli", "report", str(demo)],
                             capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
-    html = (exp / "report" / "report.html").read_text()
+    html = (demo / "report" / "report.html").read_text()
     assert "structured-18" in html and "<img" in html
+
+
+@pytest.mark.slow
+def test_demo_quick_rows_are_the_recorded_ones(demo):
+    golden = json.loads(GOLDEN.read_text())
+    assert sorted(p.parent.name for p in demo.glob("*/0")) == sorted(golden)
+    for arm, want in golden.items():
+        run_dir = demo / arm / "0"
+        evals = pd.read_parquet(run_dir / "eval.parquet")
+        expected = pd.DataFrame(want["eval"])
+        assert set(evals.columns) == set(expected.columns), arm
+        evals = evals[list(expected.columns)]
+        for column in expected.columns:
+            got, ref = evals[column].tolist(), expected[column].tolist()
+            assert got == ref, f"{arm}: eval.parquet column {column} differs"
+        train = pd.read_parquet(run_dir / "train.parquet").drop(columns=TIMINGS)
+        expected = pd.DataFrame(want["train"])
+        assert set(train.columns) == set(expected.columns), arm
+        for column in expected.columns:
+            np.testing.assert_allclose(train[column].to_numpy(dtype=float),
+                                       expected[column].to_numpy(dtype=float),
+                                       rtol=1e-6, atol=1e-9,
+                                       err_msg=f"{arm}: train.parquet column {column}")

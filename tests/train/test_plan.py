@@ -153,7 +153,7 @@ def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
     code = ("import sys; from train.spec import load_spec; from train.manifest import *; "
             "s = load_spec(sys.argv[1]); sp = space_of(s); e = eval_sets(s, sp); "
             "a = s.resolved_arms(); "
-            "print(build_manifest(s, 'random-18', a['random-18'], 0, sp, e)['hash'])")
+            "print(build_manifest(s, 'random-18', a['random-18'], 0, sp, e).hash)")
     hashes = {subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                              text=True, env={"PYTHONHASHSEED": seed, "PATH": ""},
                              check=True).stdout for seed in ("1", "2")}

@@ -122,9 +122,9 @@ def test_job_state_of_an_unknown_job_is_none():
     ({"job_id": "j1", "address": "http://elsewhere:8265"}, "RUNNING", "new"),
 ])
 def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
-    from train.backends.verl_backend import JOB_RECORD, _job_to_follow
+    from train.backends.verl.launch import JOB_RECORD, _job_to_follow
 
-    manifest = {"experiment": "e", "arm": "a b", "seed": 0, "hash": "h"}
+    manifest = SimpleNamespace(experiment="e", arm="a b", seed=0, hash="h")
     if recorded:
         record = {"address": "http://head:8265", "manifest_hash": "h", **recorded}
         (tmp_path / JOB_RECORD).write_text(json.dumps(record))
@@ -233,8 +233,9 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     """hscale run --backend verl --ray-address: submit, lose the runner (Ctrl-C) while the
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
+    import train.backends.verl as verl_backend
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
-    from train.backends import verl_backend
+    from train.contracts import Manifest
     from train.plan import plan
 
     spec, out = tmp_path / "exp.yaml", tmp_path / "runs"
@@ -267,7 +268,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
             if (j.metadata or {}).get("hscale_run") == str(run_dir.resolve())]
     assert [j.submission_id for j in ours] == [job_id]
     assert "fake veRL: done" in (run_dir / "verl" / "train.log").read_text()
-    check_eval(run_dir, json.loads((run_dir / "manifest.json").read_text()))
+    check_eval(run_dir, Manifest.read(run_dir))
 
     code, stdout, _ = run_cli(args, capsys)
     assert code == 0 and "1 of 1 runs completed" in stdout and "Ray job" not in stdout

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+from train.contracts import Manifest
 from train.plan import plan
 
 pytest.importorskip("verl")
@@ -32,14 +33,13 @@ SPEC = {
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    from train.backends.verl_backend import prepare_verl_run
+    from train.backends.verl import prepare_verl_run
 
     tmp = tmp_path_factory.mktemp("verl")
     spec = tmp / "tiny.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     (done,) = plan(spec, tmp / "runs")
-    manifest = json.loads((done.path / "manifest.json").read_text())
-    return done.path, manifest, prepare_verl_run(done.path, manifest)
+    return done.path, done.manifest, prepare_verl_run(done.path, done.manifest)
 
 
 def test_train_rows_follow_the_schedule(prepared):
@@ -63,10 +63,10 @@ def test_val_rows_cover_every_eval_setting(prepared):
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
-    expected = sum(len(v) for v in manifest["eval_sets"].values()) * EVAL_TASKS
+    expected = sum(len(v) for v in manifest.eval_sets.values()) * EVAL_TASKS
     assert len(val) == expected == result["val_rows"]
-    assert {e["setting"] for e in val.extra_info} == set(manifest["eval_sets"])
-    assert set(val.data_source) == {f"hscale/{s}" for s in manifest["eval_sets"]}
+    assert {e["setting"] for e in val.extra_info} == set(manifest.eval_sets)
+    assert set(val.data_source) == {f"hscale/{s}" for s in manifest.eval_sets}
 
 
 def run_launch_script(script: Path, tmp: Path, env: dict[str, str] | None = None) -> list[str]:
@@ -129,20 +129,23 @@ def test_val_ground_truth_carries_the_row_index_and_the_checker(prepared):
         assert truth["checker"] == json.loads(info["task"])["checker"]
 
 
-def test_evaluation_runs_are_sampled_repeats(prepared):
-    from train.backends.verl_backend import build_overrides, validate_overrides
+def test_evaluation_runs_are_sampled_once_per_val_row(prepared):
+    """val.parquet holds a row per run; veRL samples each once, at temperature 1."""
+    from train.backends.verl import build_overrides, validate_overrides
 
     run_dir, manifest, _ = prepared
-    three = {**manifest, "evaluation": {"runs": 3, "every": 2}}
+    three = manifest.model_copy(update={"evaluation": manifest.evaluation.model_copy(
+        update={"runs": 3, "every": 2})})
     keys = dict(o.split("=", 1) for o in build_overrides(run_dir, three))
-    assert keys["actor_rollout_ref.rollout.val_kwargs.n"] == "3"
+    assert keys["actor_rollout_ref.rollout.val_kwargs.n"] == "1"
     assert keys["actor_rollout_ref.rollout.val_kwargs.do_sample"] == "True"
+    assert keys["actor_rollout_ref.rollout.val_kwargs.temperature"] == "1.0"
     assert keys["trainer.test_freq"] == keys["trainer.save_freq"] == "2"
     validate_overrides(build_overrides(run_dir, three))
 
 
 def test_overrides_compose_and_a_typo_is_named(prepared):
-    from train.backends.verl_backend import validate_overrides
+    from train.backends.verl import validate_overrides
 
     _, _, result = prepared
     cfg = validate_overrides(result["overrides"])
@@ -154,24 +157,25 @@ def test_overrides_compose_and_a_typo_is_named(prepared):
 
 
 def test_ppo_maps_to_gae(prepared):
-    from train.backends.verl_backend import build_overrides, validate_overrides
+    from train.backends.verl import build_overrides, validate_overrides
 
     run_dir, manifest, _ = prepared
-    ppo = {**manifest, "algorithm": {**manifest["algorithm"], "name": "ppo", "gamma": 0.99,
-                                     "lam": 0.95}}
+    ppo = manifest.model_copy(update={"algorithm": manifest.algorithm.model_copy(
+        update={"name": "ppo", "gamma": 0.99, "lam": 0.95})})
     overrides = build_overrides(run_dir, ppo)
     assert "algorithm.adv_estimator=gae" in overrides
     assert "algorithm.gamma=0.99" in overrides and "algorithm.lam=0.95" in overrides
     assert "trainer.max_critic_ckpt_to_keep=1" in overrides
     cfg = validate_overrides(overrides)
-    assert cfg.critic.model.path == manifest["model"] and cfg.algorithm.lam == 0.95
+    assert cfg.critic.model.path == manifest.model and cfg.algorithm.lam == 0.95
 
 
-def test_a_rescue_arms_launch_script_says_rescue_is_not_run(tmp_path):
-    from train.backends.verl_backend import _launch_script
+def test_a_rescue_arms_launch_script_says_rescue_is_not_run(prepared, tmp_path):
+    from train.backends.verl.inputs import _launch_script
 
-    manifest = {"experiment": "e", "arm": "harness's-s", "seed": 0, "hash": "0" * 64,
-                "assignment": {"mode": "rescue", "router": "profile"}}
+    _, planned, _ = prepared
+    manifest = Manifest.build(**{**planned.body(), "arm": "harness's-s", "assignment": {
+        "mode": "rescue", "k": 1, "router": "profile"}})
     script = tmp_path / "launch.sh"
     script.write_text(_launch_script(manifest, ["trainer.nnodes=1"]))
     words = run_launch_script(script, tmp_path)
@@ -183,21 +187,23 @@ def test_a_rescue_arms_launch_script_says_rescue_is_not_run(tmp_path):
     assert "plain GRPO" in done.stderr
 
 
-def test_val_rows_are_the_embedded_trainers_pairs_when_episodes_are_capped(tmp_path):
-    from harness.world import generate
-    from train.backends.verl_backend import prepare_verl_run
-    from train.manifest import eval_pairs
+def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
+    """One val row per episode the embedded evaluator samples: every run, setting, harness
+    and task, with the run recorded (so runs rotate over tasks on both backends)."""
+    from train.backends.verl import prepare_verl_run
+    from train.manifest import eval_jobs, eval_tasks
 
     spec = tmp_path / "capped.yaml"
-    spec.write_text(yaml.safe_dump({**SPEC, "evaluation": {**SPEC["evaluation"], "tasks": 6,
-                                                           "episodes": 6}}))
+    spec.write_text(yaml.safe_dump({**SPEC, "seeds": [1], "evaluation": {
+        **SPEC["evaluation"], "tasks": 6, "episodes": 6, "runs": 2}}))
     (done,) = plan(spec, tmp_path / "runs")
-    manifest = json.loads((done.path / "manifest.json").read_text())
+    manifest = done.manifest
     val = pd.read_parquet(prepare_verl_run(done.path, manifest, validate=False)["val"])
-    tasks = generate(6, seed=0, split="eval")
-    for setting, labels in manifest["eval_sets"].items():
-        want = sorted((label, t.task_id) for label, t in eval_pairs(labels, tasks, 6))
-        got = sorted((e["harness"], e["task_id"]) for e in val.extra_info
-                     if e["setting"] == setting)
-        assert got == want
-    assert len(val) == 6 + 18 + 6  # base, 18 in-space harnesses x 1, out-of-space x 6
+    want = [(j.run, j.setting, j.harness, j.task.task_id)
+            for j in eval_jobs(manifest, eval_tasks(manifest))]
+    got = [(e["run"], e["setting"], e["harness"], e["task_id"]) for e in val.extra_info]
+    assert got == want
+    assert len(val) == 2 * (6 + 18 + 6)  # 2 runs: base, 18 in-space x 1, out-of-space x 6
+    # runs rotate: the in-space harnesses meet other tasks in run 1 than in run 0
+    first = {(h, t) for r, s, h, t in got if r == 0 and s == "in_space"}
+    assert first != {(h, t) for r, s, h, t in got if r == 1 and s == "in_space"}

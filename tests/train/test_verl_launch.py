@@ -14,6 +14,7 @@ import yaml
 
 from hscale.cli import main
 from hscale.errors import HscaleError
+from train.contracts import Manifest
 from train.plan import plan
 
 pytest.importorskip("verl")
@@ -66,39 +67,34 @@ def write_spec(folder: Path, **changes) -> Path:
 def install_fake_main(run_dir: Path, monkeypatch) -> None:
     """Put the stand-in beside launch.sh (the launch's working folder, and a Ray job's
     working_dir) and make launch.sh run it instead of veRL's main_ppo."""
-    from train.backends import verl_backend
+    from train.backends.verl import inputs
 
     (run_dir / "verl").mkdir(parents=True, exist_ok=True)
     (run_dir / "verl" / f"{FAKE_MODULE}.py").write_text(FAKE_MAIN)
-    monkeypatch.setattr(verl_backend, "MAIN", FAKE_MODULE)
+    monkeypatch.setattr(inputs, "MAIN", FAKE_MODULE)
 
 
-def expected_rows(run_dir: Path, manifest: dict) -> int:
-    val = pd.read_parquet(run_dir / "verl" / "val.parquet")
-    return 2 * len(val) * manifest["evaluation"]["runs"]  # two validation steps
-
-
-def check_eval(run_dir: Path, manifest: dict) -> pd.DataFrame:
-    """eval.parquet holds the contract's columns and the stand-in's rewards, row by row."""
-    from train.backends.verl_backend import EVAL_COLUMNS
+def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
+    """eval.parquet holds the contract's columns and the stand-in's rewards, row by row:
+    one episode per val row (a run of a setting, harness and task) at each validation step."""
+    from train.contracts import EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
-    assert tuple(frame.columns) == EVAL_COLUMNS
-    assert len(frame) == expected_rows(run_dir, manifest)
+    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding"]
     val = pd.read_parquet(run_dir / "verl" / "val.parquet")
     info = list(val.extra_info)
+    assert len(frame) == 2 * len(info)  # two validation steps
+    assert sorted({e["run"] for e in info}) == list(range(manifest.evaluation.runs))
     for step, part in frame.groupby("step"):
-        assert len(part) == len(info) * 2
-        for j, row in enumerate(part.itertuples(index=False)):
-            i, run = divmod(j, 2)
-            assert (row.setting, row.harness, row.task_id) == (
-                info[i]["setting"], info[i]["harness"], info[i]["task_id"])
-            assert row.run == run
-            assert row.reward == float((i + run + step) % 2)
+        assert len(part) == len(info)
+        for i, row in enumerate(part.itertuples(index=False)):
+            assert (row.run, row.setting, row.harness, row.task_id) == (
+                info[i]["run"], info[i]["setting"], info[i]["harness"], info[i]["task_id"])
+            assert row.reward == float((i + step) % 2)
             assert row.success == (row.reward == 1.0)
-    assert sorted(frame.step.unique()) == [0, manifest["budget"]["steps"]]
-    assert set(frame.setting) == set(manifest["eval_sets"])
-    assert (frame.experiment == manifest["experiment"]).all() and (frame.arm == "single").all()
+    assert sorted(frame.step.unique()) == [0, manifest.budget.steps]
+    assert set(frame.setting) == set(manifest.eval_sets)
+    assert (frame.experiment == manifest.experiment).all() and (frame.arm == "single").all()
     assert (frame.benchmark == "builtin").all() and (frame.turns == -1).all()
     return frame
 
@@ -122,11 +118,11 @@ def closed_port() -> int:
 @pytest.fixture
 def gpu_machine(monkeypatch):
     """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has."""
-    from train.backends import verl_backend
+    from train.backends.verl import launch
 
-    monkeypatch.setattr(verl_backend, "_cuda_gpus", lambda: 2)
-    monkeypatch.setattr(verl_backend, "_has_module", lambda name: True)
-    return verl_backend
+    monkeypatch.setattr(launch, "_cuda_gpus", lambda: 2)
+    monkeypatch.setattr(launch, "_has_module", lambda name: True)
+    return launch
 
 
 def assert_one_line_exit_2(code, err, *needles, out: Path | None = None):
@@ -157,7 +153,7 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from train.backends.verl_backend import _cuda_gpus
+    from train.backends.verl.launch import _cuda_gpus
 
     if _cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
@@ -216,8 +212,8 @@ def test_local_launch_runs_logs_completes_and_imports(tmp_path, capsys, gpu_mach
     assert code == 0, err
     assert "1 of 1 runs completed" in stdout and "train.log" in stdout
     status = json.loads((run_dir / "status.json").read_text())
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert status["state"] == "COMPLETED" and status["manifest_hash"] == manifest["hash"]
+    manifest = Manifest.read(run_dir)
+    assert status["state"] == "COMPLETED" and status["manifest_hash"] == manifest.hash
     assert status["backend"] == "verl"
     log = (run_dir / "verl" / "train.log").read_text()
     assert "fake veRL: done" in log
@@ -265,13 +261,12 @@ def test_get_backend_knows_verl():
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    from train.backends.verl_backend import prepare_verl_run
+    from train.backends.verl import prepare_verl_run
 
     tmp = tmp_path_factory.mktemp("dumps")
     (planned,) = plan(write_spec(tmp), tmp / "runs")
-    manifest = json.loads((planned.path / "manifest.json").read_text())
-    prepare_verl_run(planned.path, manifest)
-    return planned.path, manifest
+    prepare_verl_run(planned.path, planned.manifest)
+    return planned.path, planned.manifest
 
 
 def truths(run_dir: Path) -> list[str]:
@@ -283,13 +278,13 @@ def test_import_reads_the_classic_trainers_dump(prepared, tmp_path):
     """Dumps written by veRL 0.9.1's RayPPOTrainer._write_generations itself."""
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-    from train.backends.verl_backend import import_validation
+    from train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
-    gts = [g for g in truths(run_dir) for _ in range(2)]
+    gts = truths(run_dir)
     for step in (0, 2):
-        scores = [float((j // 2 + j % 2 + step) % 2) for j in range(len(gts))]
+        scores = [float((j + step) % 2) for j in range(len(gts))]
         RayPPOTrainer._write_generations(["p"] * len(gts), ["o"] * len(gts), gts, scores,
                                          {"reward": scores, "success": scores}, str(dump), step)
     try:
@@ -306,7 +301,7 @@ def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
     <uid>_<session>_<segment>, each with the session's score; one episode per session."""
     from verl.trainer.ppo.v1.trainer_base import PPOTrainer
 
-    from train.backends.verl_backend import import_validation
+    from train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
@@ -327,14 +322,18 @@ def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
         (dump / "7.jsonl").unlink()
     n_rows = len(truths(run_dir))
     assert len(frame) == 2 * n_rows and (frame.step == 7).all()
-    assert frame.run.tolist() == [0, 1] * n_rows
+    # a val row dumped twice at a step (val_kwargs.n = 2 by hand): its second episode counts
+    # as a run after the planned ones
+    runs = [e["run"] for e in pd.read_parquet(run_dir / "verl" / "val.parquet").extra_info]
+    assert frame.run.tolist() == [r + k * manifest.evaluation.runs for r in runs
+                                  for k in range(2)]
     assert frame.reward.tolist() == [1.0, 0.25] * n_rows
     assert frame.success.tolist() == [True, False] * n_rows  # no success key: reward >= 1
     assert (frame.turns == 3).all()
 
 
 def test_import_refuses_foreign_or_missing_dumps(prepared):
-    from train.backends.verl_backend import import_validation
+    from train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
@@ -383,7 +382,7 @@ def test_a_killed_runner_takes_its_launch_with_it(tmp_path):
         "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(300)\" "
         f"{pid_file}\n")
     runner = subprocess.Popen([sys.executable, "-c", "import sys; from train.backends."
-                               "verl_backend import launch_local; launch_local(sys.argv[1])",
+                               "verl.launch import launch_local; launch_local(sys.argv[1])",
                                str(tmp_path / "run")])
     try:
         deadline = time.monotonic() + 120
@@ -408,12 +407,12 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
-    from train.backends.verl_backend import _has_module, check_launch
+    from train.backends.verl.launch import _has_module, check_launch
 
-    spec = write_spec(tmp_path)
+    (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")
     if not _has_module("vllm"):
         with pytest.raises(HscaleError, match="vLLM is not installed"):
-            check_launch(spec, None)
+            check_launch([planned.manifest], None)
         return
-    assert check_launch(spec, None) == [
+    assert check_launch([planned.manifest], None) == [
         f"trainer.n_gpus_per_node={torch.cuda.device_count()}", "trainer.nnodes=1"]

@@ -1,36 +1,38 @@
 """Backends run one planned run (a manifest and its schedule) and write its result files.
 
-``local`` runs the embedded CPU trainer; ``verl`` launches veRL here or on a Ray cluster
-(train.backends.verl_backend, train.backends.ray_jobs).
+``local`` runs the embedded CPU trainer; ``verl`` launches veRL here or on a Ray cluster, or
+with ``dry_run`` writes its inputs only; ``scripted`` runs a scripted policy without a model
+(the whole pipeline without torch). Register your own with ``BACKENDS.register(name, cls)``.
 """
 
 from __future__ import annotations
 
-import difflib
-from typing import Protocol
+import inspect
+from typing import Any
 
 from hscale.errors import HscaleError
+from hscale.registry import Registry
+from train.backends.base import Backend
 
-__all__ = ["Backend", "get_backend"]
+__all__ = ["BACKENDS", "Backend", "get_backend"]
+
+BACKENDS: Registry[type[Backend]] = Registry("backend")
+BACKENDS.register("local", "train.backends.local:LocalBackend")
+BACKENDS.register("verl", "train.backends.verl:VerlBackend")
+BACKENDS.register("scripted", "train.backends.scripted:ScriptedBackend")
 
 
-class Backend(Protocol):
-    """Run a planned run to completion, resuming from what its folder already holds."""
-
-    name: str
-
-    def run(self, run_dir, manifest: dict, progress=None) -> None: ...
-
-
-def get_backend(name: str) -> Backend:
-    if name == "local":
-        from train.backends.local import LocalBackend
-
-        return LocalBackend()
-    if name == "verl":  # launches here; for a Ray cluster build VerlBackend(ray_address=...)
-        from train.backends.verl_backend import VerlBackend
-
-        return VerlBackend()
-    close = difflib.get_close_matches(name, ["local", "verl"], n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise HscaleError(f"unknown backend {name!r}", hint + "available: local, verl")
+def get_backend(name: str, **options: Any) -> Backend:
+    """A configured backend; options it does not take (None values are ignored) are refused
+    in one line naming them."""
+    cls = BACKENDS.get(name)
+    given = {k: v for k, v in options.items() if v is not None and v is not False}
+    takes = set(inspect.signature(cls).parameters)
+    foreign = sorted(set(given) - takes)
+    if foreign:
+        flag = "--" + foreign[0].replace("_", "-")
+        owners = [n for n in BACKENDS.names()
+                  if foreign[0] in inspect.signature(BACKENDS.get(n)).parameters]
+        raise HscaleError(f"{flag} is not an option of the {name} backend",
+                          f"use --backend {owners[0]}" if owners else f"drop {flag}")
+    return cls(**given)

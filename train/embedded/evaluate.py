@@ -12,35 +12,29 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from harness.world import generate
-from train.embedded.sampler import Sampler, harness_named
-from train.manifest import eval_pairs, rng_for
-from train.spec import EVAL_TASKS
+from harness.harness import harness_named
+from train.contracts import Manifest, eval_frame
+from train.embedded.sampler import Sampler
+from train.manifest import eval_jobs, eval_tasks
 
 
-def evaluate(sampler: Sampler, manifest: dict, step: int) -> pd.DataFrame:
+def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
     """One row per evaluated episode, in the eval.parquet contract (plus ``decoding``)."""
-    bench, ev = manifest["benchmark"], manifest["evaluation"]
-    tasks = generate(ev.get("tasks") or EVAL_TASKS, seed=bench["seed"], split="eval")
-    plans = [("greedy", 0)] + [("sampled", run) for run in range(ev["runs"])]
-    seed = int(rng_for(manifest["seed"], manifest["arm"], f"eval-{step}").integers(2**62))
-    jobs, flags, where = [], [], []
-    for decoding, run in plans:  # one batch for every run and decoding: one slow tail
-        rotation = manifest["seed"] * ev["runs"] + run
-        pairs = [(setting, label, task) for setting, labels in manifest["eval_sets"].items()
-                 for label, task in eval_pairs(labels, tasks, ev.get("episodes"), rotation)]
-        for setting, label, task in pairs:
-            jobs.append((harness_named(label), task))
-            flags.append(decoding == "greedy")
-            where.append((decoding, run, setting, label, task))
-    episodes = sampler.run(jobs, greedy=flags,
+    tasks = eval_tasks(manifest)
+    seed = int(manifest.rng(f"eval-{step}").integers(2**62))
+    # the greedy pass plays run 0's episodes; all in one batch: one slow tail
+    jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
+    jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
+    episodes = sampler.run([(harness_named(job.harness), job.task) for _, job in jobs],
+                           greedy=[decoding == "greedy" for decoding, _ in jobs],
                            generator=torch.Generator().manual_seed(seed))
     rows = []
-    for (decoding, run, setting, label, task), ep in zip(where, episodes, strict=True):
-        rows.append({"experiment": manifest["experiment"], "arm": manifest["arm"],
-                     "seed": manifest["seed"], "run": run, "step": step,
-                     "benchmark": bench["name"], "setting": setting, "harness": label,
-                     "task_id": task.task_id, "reward": float(ep.reward),
-                     "success": bool(ep.success), "turns": int(ep.turns),
-                     "decoding": decoding, "category": task.category})
-    return pd.DataFrame(rows)
+    for (decoding, job), ep in zip(jobs, episodes, strict=True):
+        rows.append({"experiment": manifest.experiment, "arm": manifest.arm,
+                     "seed": manifest.seed, "run": job.run, "step": step,
+                     "benchmark": manifest.benchmark.name, "setting": job.setting,
+                     "harness": job.harness, "task_id": job.task.task_id,
+                     "reward": float(ep.reward), "success": bool(ep.success),
+                     "turns": int(ep.turns), "decoding": decoding,
+                     "category": job.task.category})
+    return eval_frame(rows)

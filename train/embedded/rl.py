@@ -21,7 +21,7 @@ from functools import cache
 import numpy as np
 import torch
 
-from harness.loop import Episode
+from harness.engine import Episode
 from harness.tokenizer import WordTokenizer
 from train.embedded.model import TinyGPT
 from train.embedded.sequences import Sequences, build, token_logprobs

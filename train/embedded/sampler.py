@@ -18,28 +18,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 
 import torch
 
+from harness.engine import Episode, Generation, Termination, TurnEngine
 from harness.harness import Harness
-from harness.loop import Episode, EpisodeStepper, Generation
 from harness.tasks import Task
 from harness.tokenizer import WordTokenizer
 from harness.types import Message
 from train.embedded.model import TinyGPT
 from train.embedded.sequences import banned
+from train.manifest import EPISODE_TURNS
 
 MAX_NEW_TOKENS = 48
-MAX_TURNS = 8  # the oracle needs at most 7 turns (plan, 4 calls, answer, check)
 CHUNK = 32  # forced tokens a row may take in one tick
-
-
-@cache
-def harness_named(label: str) -> Harness:
-    """One harness per label and process: episodes run on a fresh copy of it, so the
-    trainer, the evaluator and the routers can all share this template."""
-    return Harness.from_name(label)
 
 
 def view_ids(tok: WordTokenizer, messages: Sequence[Message],
@@ -53,7 +45,7 @@ def view_ids(tok: WordTokenizer, messages: Sequence[Message],
 
 @dataclass
 class _Row:
-    stepper: EpisodeStepper
+    engine: TurnEngine
     pending: list[int]
     fed: list[int] = field(default_factory=list)
     own: dict[int, tuple[int, ...]] = field(default_factory=dict)
@@ -79,7 +71,7 @@ class Sampler:
     """Runs many (harness, task) episodes at once with one model."""
 
     def __init__(self, model: TinyGPT, tok: WordTokenizer, max_new_tokens: int = MAX_NEW_TOKENS,
-                 max_turns: int = MAX_TURNS, max_batch: int = 512) -> None:
+                 max_turns: int = EPISODE_TURNS, max_batch: int = 512) -> None:
         self.model, self.tok = model, tok
         self.max_new, self.max_turns, self.max_batch = max_new_tokens, max_turns, max_batch
         self.ban = banned(tok)
@@ -105,26 +97,25 @@ class Sampler:
         done: dict[int, Episode] = {}
         try:
             for (harness, task), argmax in zip(jobs, greedy, strict=True):
-                row = _Row(EpisodeStepper(harness, task, self.max_turns), [], greedy=argmax)
+                row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax)
                 rows.append(row)
-                stepper = row.stepper
-                row.pending = self._turn_prompt(stepper, {})
+                row.pending = self._turn_prompt(row.engine, {})
                 if len(row.pending) + self.max_new > self.model.cfg.max_positions:
-                    stepper.fail("max_tokens")  # its first prompt alone fills the context
-            index = [i for i, r in enumerate(rows) if not r.stepper.done]
-            done.update({i: r.stepper.finish() for i, r in enumerate(rows) if r.stepper.done})
+                    row.engine.fail(Termination.LENGTH)  # its first prompt alone fills the context
+            index = [i for i, r in enumerate(rows) if not r.engine.done]
+            done.update({i: r.engine.finish() for i, r in enumerate(rows) if r.engine.done})
             if index:
                 self._loop(rows, index, done, generator)
         finally:
             for row in rows:
-                if not row.stepper.env.closed:
-                    row.stepper.env.close()
+                if not row.engine.env.closed:
+                    row.engine.env.close()
         self.stats.seconds += time.perf_counter() - began
         return [done[i] for i in range(len(rows))]
 
-    def _turn_prompt(self, stepper: EpisodeStepper, own: dict[int, tuple[int, ...]]
+    def _turn_prompt(self, engine: TurnEngine, own: dict[int, tuple[int, ...]]
                      ) -> list[int]:
-        return view_ids(self.tok, stepper.view(), own) + [self.tok.role["assistant"]]
+        return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
     def _loop(self, rows: list[_Row], index: list[int], done: dict[int, Episode],
               generator: torch.Generator | None) -> None:
@@ -180,11 +171,11 @@ class Sampler:
                 for i, token, lp in zip(sampling, chosen.tolist(), picked, strict=True):
                     if self._advance(live[i], token, lp, limit):
                         valid[i, :t] = False  # the row starts a new sequence
-            keep = [i for i, r in enumerate(live) if not r.stepper.done]
+            keep = [i for i, r in enumerate(live) if not r.engine.done]
             if len(keep) < len(live):
                 for i, r in enumerate(live):
-                    if r.stepper.done:
-                        done[index[i]] = r.stepper.finish()
+                    if r.engine.done:
+                        done[index[i]] = r.engine.finish()
                 index = [index[i] for i in keep]
                 live = [live[i] for i in keep]
                 if live:  # copy only the slots in use, with room for the next tick
@@ -204,20 +195,20 @@ class Sampler:
         # the end-of-turn token's log-prob follows the content's when the model chose to stop
         ended = (logp,) if token == self.tok.eos else ()
         gen = Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended))
-        before = len(r.stepper.history)
-        finished = r.stepper.submit(gen)
-        r.own[id(r.stepper.history[before])] = tuple(r.gen)
+        before = len(r.engine.history)
+        finished = r.engine.submit(gen)
+        r.own[id(r.engine.history[before])] = tuple(r.gen)
         r.gen, r.logps = [], []
         if finished:
             return False
-        prompt = self._turn_prompt(r.stepper, r.own)
+        prompt = self._turn_prompt(r.engine, r.own)
         restart = prompt[:len(r.fed)] != r.fed
         if restart:  # the view changed under the row: a new sequence from position 0
             r.pending, r.fed, r.pos = prompt, [], 0
         else:
             r.pending = prompt[len(r.fed):]
         if r.pos + len(r.pending) + self.max_new > limit:
-            r.stepper.fail("max_tokens")
+            r.engine.fail(Termination.LENGTH)
         return restart
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.loop import Episode
+from harness.engine import Episode
 from harness.tokenizer import WordTokenizer
 
 

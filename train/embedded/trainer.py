@@ -24,17 +24,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from harness.loop import Episode
+from harness.benchmarks import BENCHMARKS
+from harness.engine import Episode
+from harness.harness import harness_named
 from harness.tokenizer import tokenizer
-from harness.world import generate
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, write_parquet
+from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
 from train.embedded.evaluate import evaluate
-from train.embedded.rescue import Router
 from train.embedded.rl import Hyper, update
-from train.embedded.sampler import Sampler, harness_named
+from train.embedded.sampler import Sampler
 from train.embedded.warmstart import base_model
-from train.manifest import manifest_space, rng_for
+from train.routers import Router
+from train.schedule import Schedule
 
 CHECKPOINT = "checkpoint.pt"
 VALIDATION_TASKS = 20
@@ -42,35 +44,36 @@ VALIDATION_TASKS = 20
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
 
 
-def hyper(manifest: dict) -> Hyper:
-    algo = manifest["algorithm"]
-    return Hyper(algorithm=algo["name"], lr=float(algo["lr"]), clip_low=algo["clip_low"],
-                 clip_high=algo["clip_high"], gamma=algo["gamma"], lam=algo["lam"])
+def hyper(manifest: Manifest) -> Hyper:
+    algo = manifest.algorithm
+    return Hyper(algorithm=algo.name, lr=algo.lr, clip_low=algo.clip_low,
+                 clip_high=algo.clip_high, gamma=algo.gamma, lam=algo.lam)
 
 
-def eval_steps(manifest: dict) -> list[int]:
-    steps, every = manifest["budget"]["steps"], manifest["evaluation"].get("every")
+def eval_steps(manifest: Manifest) -> list[int]:
+    steps, every = manifest.budget.steps, manifest.evaluation.every
     points = set(range(0, steps, every)) if every else set()
     return sorted(points | {steps})
 
 
 class Trainer:
-    def __init__(self, run_dir: str | Path, manifest: dict, threads: int | None = 1) -> None:
+    def __init__(self, run_dir: str | Path, manifest: Manifest, threads: int | None = 1
+                 ) -> None:
         if threads:
             torch.set_num_threads(threads)
-        self.dir, self.m = Path(run_dir), manifest
+        self.dir, self.manifest = Path(run_dir), manifest
         self.tok = tokenizer()
-        self.hp = hyper(manifest)
-        self.ref = base_model(manifest["model"])
+        self.hyper = hyper(manifest)
+        self.ref = base_model(manifest.model)
         self.model = copy.deepcopy(self.ref)  # trained; ref stays the base for the KL metric
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.hp.lr, weight_decay=0.0,
-                                     betas=(0.9, 0.99))
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.hyper.lr,
+                                     weight_decay=0.0, betas=(0.9, 0.99))
         self.sampler = Sampler(self.model, self.tok)
         self.generator = torch.Generator().manual_seed(
-            int(rng_for(manifest["seed"], manifest["arm"], "sampler").integers(2**62)))
+            int(manifest.rng("sampler").integers(2**62)))
         self.step = 0
-        self.train_rows = _read(self.dir / "train.parquet")
-        self.eval_rows = _read(self.dir / "eval.parquet")
+        self.train_rows = _read(self.dir / TRAIN)
+        self.eval_rows = _read(self.dir / EVAL)
         self.router = self._router()
         self._resume()
 
@@ -108,53 +111,52 @@ class Trainer:
         if missing:
             raise HscaleError(f"{path}: checkpoint lacks {sorted(missing)}",
                               "it was written by another hscale version; delete it to rerun")
-        if state["manifest_hash"] != self.m["hash"]:
+        if state["manifest_hash"] != self.manifest.hash:
             return None  # results of an earlier plan of this run: start over
         return state
 
     def _save(self, evaluated: int) -> None:
-        write_parquet(self.dir / "train.parquet", self.train_rows)
+        write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
         if len(self.eval_rows):
-            write_parquet(self.dir / "eval.parquet", self.eval_rows)
+            write_parquet(self.dir / EVAL, eval_frame(self.eval_rows))
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                     "generator": self.generator.get_state(), "step": self.step,
-                    "evaluated": evaluated, "manifest_hash": self.m["hash"],
+                    "evaluated": evaluated, "manifest_hash": self.manifest.hash,
                     "router_rng": json.dumps(self.router.rng.bit_generator.state),
                     "router_score": json.dumps(score)}, buffer)
         atomic_write_bytes(self.dir / CHECKPOINT, buffer.getvalue())
 
     def _router(self) -> Router:
-        a = self.m["assignment"]
-        space = manifest_space(self.m)
-        base = self.m["train_harnesses"][0] if a["mode"] == "rescue" else ""
-        return Router(a.get("router") or "original", a.get("pool") or [], base, space,
-                      rng_for(self.m["seed"], self.m["arm"], "router"))
+        a = self.manifest.assignment
+        base = self.manifest.train_harnesses[0] if a.mode == "rescue" else ""
+        return Router(a.router or "original", a.pool or [], base,
+                      self.manifest.factor_space(), self.manifest.rng("router"))
 
     # --- the run ---------------------------------------------------------------------
     def run(self, progress: StepProgress | None = None) -> None:
-        schedule = pd.read_parquet(self.dir / "schedule.parquet")
-        bench = self.m["benchmark"]
-        tasks = {t.task_id: t for t in generate(bench["tasks"] + VALIDATION_TASKS,
-                                                seed=bench["seed"])}
-        validation = list(tasks.values())[bench["tasks"]:]
-        total = int(self.m["budget"]["steps"])
-        checkpoints = eval_steps(self.m)
+        schedule = Schedule.read(self.dir).frame
+        bench = self.manifest.benchmark
+        pool = BENCHMARKS.get(bench.name).tasks(bench.tasks + VALIDATION_TASKS, bench.seed)
+        tasks = {t.task_id: t for t in pool}
+        validation = pool[bench.tasks:]
+        total = self.manifest.budget.steps
+        checkpoints = eval_steps(self.manifest)
         evaluated = int(self.eval_rows.step.max()) if len(self.eval_rows) else -1
         by_step = dict(tuple(schedule.groupby("step", sort=True)))
         while True:
             if self.step in checkpoints and self.step > evaluated:
-                if self.router.needs_profile(checkpoint=True):
-                    self.router.profile(self.sampler, validation, self.generator)
-                frame = evaluate(self.sampler, self.m, self.step)
+                if self.router.needs_scores(checkpoint=True):
+                    self._measure_siblings(validation)
+                frame = evaluate(self.sampler, self.manifest, self.step)
                 self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
                 evaluated = self.step
                 self._save(evaluated)
             if self.step >= total:
                 break
-            if self.router.needs_profile(checkpoint=False):
-                self.router.profile(self.sampler, validation, self.generator)
+            if self.router.needs_scores(checkpoint=False):
+                self._measure_siblings(validation)
             rows = by_step.get(self.step)
             metrics = self.train_step(rows, tasks) if rows is not None else {}
             self.train_rows = pd.concat(
@@ -166,7 +168,7 @@ class Trainer:
                 progress(self.step, total)
 
     def train_step(self, rows: pd.DataFrame, tasks: dict) -> dict[str, float]:
-        n = int(self.m["budget"]["rollouts_per_task"])
+        n = self.manifest.budget.rollouts_per_task
         began = time.perf_counter()
         jobs, groups = [], []
         for g, (task_id, label) in enumerate(zip(rows.task_id, rows.harness, strict=True)):
@@ -176,7 +178,7 @@ class Trainer:
         entropy_before = self.sampler.stats.entropy
         episodes = self.sampler.run(jobs, generator=self.generator)
         metrics = _group_metrics(episodes, groups)
-        if self.m["assignment"]["mode"] == "rescue":
+        if self.manifest.assignment.mode == "rescue":
             episodes, groups, rescue = self._rescue(episodes, groups, rows, tasks)
             metrics.update(rescue)
         rollout_s = time.perf_counter() - began
@@ -184,7 +186,7 @@ class Trainer:
         metrics["entropy"] = (self.sampler.stats.entropy - entropy_before) / max(gen_tokens, 1)
         began = time.perf_counter()
         metrics.update(update(self.model, self.ref, self.opt, self.tok, episodes, groups,
-                              self.hp, self.generator))
+                              self.hyper, self.generator))
         update_s = time.perf_counter() - began
         metrics.update({"rollout_s": rollout_s, "update_s": update_s,
                         "sampled_tokens": gen_tokens,
@@ -192,10 +194,19 @@ class Trainer:
                         / max(rollout_s + update_s, 1e-9)})
         return metrics
 
+    def _measure_siblings(self, tasks: list) -> None:
+        """Greedy success of every pool harness on every validation task, for the router."""
+        pool = self.router.pool
+        jobs = [(harness_named(label), task) for label in pool for task in tasks]
+        episodes = self.sampler.run(jobs, greedy=True, generator=self.generator)
+        success = np.array([e.success for e in episodes], dtype=float).reshape(
+            len(pool), len(tasks))
+        self.router.set_scores(success, [t.category for t in tasks])
+
     def _rescue(self, episodes: list[Episode], groups: list[int], rows: pd.DataFrame,
                 tasks: dict) -> tuple[list[Episode], list[int], dict[str, float]]:
         """Replace every all-failed group by a routed rescue group (one rollout per sibling)."""
-        k = int(self.m["assignment"].get("group") or 8)
+        k = self.manifest.assignment.group
         failed = [g for g in sorted(set(groups))
                   if not any(e.success for e, gg in zip(episodes, groups, strict=True)
                              if gg == g)]

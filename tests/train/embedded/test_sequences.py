@@ -7,8 +7,9 @@ import pytest
 
 pytest.importorskip("torch")
 
+from harness.engine import Generation  # noqa: E402
 from harness.harness import Harness  # noqa: E402
-from harness.loop import Generation, run_episode  # noqa: E402
+from harness.loop import run_episode  # noqa: E402
 from harness.policies import Oracle  # noqa: E402
 from harness.tokenizer import tokenizer  # noqa: E402
 from harness.world import generate  # noqa: E402

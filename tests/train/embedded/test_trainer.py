@@ -3,7 +3,6 @@ with veRL's math, Harness-S rescue under each router, evaluation rows, determini
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import yaml
 pytest.importorskip("torch")
 pytest.importorskip("verl")
 
+from train.contracts import Manifest  # noqa: E402
 from train.embedded.trainer import Trainer  # noqa: E402
 from train.plan import plan  # noqa: E402
 
@@ -29,14 +29,11 @@ BASE = {
 }
 
 
-def planned(tmp_path: Path, arms: dict, **changes) -> dict[str, tuple[Path, dict]]:
+def planned(tmp_path: Path, arms: dict, **changes) -> dict[str, tuple[Path, Manifest]]:
     spec = tmp_path / "tiny.yaml"
     spec.write_text(yaml.safe_dump({**BASE, "arms": arms, **changes}))
-    out = {}
-    for item in plan(spec, tmp_path / "runs"):
-        out[item.path.parent.name] = (item.path, json.loads((item.path / "manifest.json")
-                                                            .read_text()))
-    return out
+    return {item.path.parent.name: (item.path, Manifest.read(item.path))
+            for item in plan(spec, tmp_path / "runs")}
 
 
 def test_grpo_run_writes_per_step_metrics_and_contracted_eval_rows(tmp_path):
@@ -98,8 +95,8 @@ def test_rescue_replaces_zero_signal_groups_with_routed_siblings(tmp_path, route
     assert (train.rescue_groups > 0).any()
     assert (train.extra_rollouts == train.rescue_groups * 3 / train.episodes).all()
     assert all(len(p) == 3 for p in picked)
-    pool = set(manifest["assignment"]["pool"])
-    base = manifest["train_harnesses"][0]
+    pool = set(manifest.assignment.pool)
+    base = manifest.train_harnesses[0]
     if router == "original":
         assert all(set(p) == {base} for p in picked)
     else:
@@ -114,7 +111,8 @@ def test_a_replanned_run_starts_over_instead_of_resuming_another_manifest(tmp_pa
     (run_dir, manifest), = planned(tmp_path, {"k1": {"assignment": {"k": 1}}}).values()
     Trainer(run_dir, manifest).run()
     assert len(pd.read_parquet(run_dir / "train.parquet")) == 2
-    changed = {**manifest, "hash": "0" * 64, "budget": {**manifest["budget"], "steps": 1}}
+    changed = manifest.model_copy(update={
+        "hash": "0" * 64, "budget": manifest.budget.model_copy(update={"steps": 1})})
     trainer = Trainer(run_dir, changed)
     assert trainer.step == 0 and len(trainer.train_rows) == 0
     trainer.run()

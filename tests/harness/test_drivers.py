@@ -1,0 +1,150 @@
+"""One turn engine, three drivers: the same model turns give the same episode whichever
+backend drives them.
+
+The embedded trainer's batched sampler plays the shipped base model under harnesses of every
+context policy and workflow (its turns are whatever it samples: tool calls, wrong syntax,
+early answers). Those very turns are then replayed through the veRL agent loop (a server
+that returns them as tokens) and through :func:`harness.run_episode`; the messages, the
+reward and how each episode ended must agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import string
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("verl")
+
+import torch  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
+from transformers import PreTrainedTokenizerFast  # noqa: E402
+from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+
+from harness.engine import Episode, Generation, Termination  # noqa: E402
+from harness.harness import harness_named  # noqa: E402
+from harness.loop import run_episode  # noqa: E402
+from harness.tokenizer import tokenizer as word_tokenizer  # noqa: E402
+from harness.types import Message  # noqa: E402
+from harness.world import generate  # noqa: E402
+from tests.harness.test_verl_agent_loop import (  # noqa: E402
+    _MESSAGE,
+    END,
+    ROLES,
+    TEMPLATE,
+    config,
+    make_loop,
+    row_kwargs,
+)
+from train.embedded.sampler import Sampler  # noqa: E402
+from train.embedded.warmstart import base_model  # noqa: E402
+from train.manifest import EPISODE_TURNS  # noqa: E402
+
+LABELS = ("S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "S2-T2-O2-C2-W2", "S0-T1-O2-C2-W1",
+          "S2-T0-O1-C1-W2", "oos/shell", "oos/actions")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level chat tokenizer: decode gives back exactly what was encoded, whatever
+    the model wrote (role markers and the end of turn are special tokens)."""
+    specials = [f"<|{r}|>" for r in ROLES] + [END]
+    chars = dict.fromkeys(["<unk>", *string.printable, *specials])
+    tok = Tokenizer(models.WordLevel({c: i for i, c in enumerate(chars)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.add_special_tokens([*specials, "<pad>"])
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
+                                 eos_token=END)
+    hf.chat_template = TEMPLATE
+    return hf
+
+
+class Replay:
+    """veRL's server-manager interface, answering each call with the next recorded turn."""
+
+    def __init__(self, tok: Any, turns: list[str]) -> None:
+        self.tok, self.turns = tok, list(turns)
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int],
+                       sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
+        ids = self.tok.encode(self.turns.pop(0), add_special_tokens=False)
+        return TokenOutput(token_ids=ids + [self.tok.eos_token_id],
+                           log_probs=[-0.5] * (len(ids) + 1))
+
+
+class ReplayPolicy:
+    def __init__(self, turns: list[str]) -> None:
+        self.turns = list(turns)
+
+    def generate(self, messages: list[Message]) -> Generation:
+        return Generation(self.turns.pop(0))
+
+
+@pytest.fixture(scope="module")
+def sampled() -> list[tuple[str, Any, Episode]]:
+    """Embedded episodes: the shipped base model, sampled, under every label on 4 tasks."""
+    torch.manual_seed(0)
+    sampler = Sampler(base_model("hscale-tiny"), word_tokenizer(), max_turns=EPISODE_TURNS)
+    tasks = generate(5, seed=3)[:4]
+    jobs = [(label, task) for label in LABELS for task in tasks for _ in range(2)]
+    episodes = sampler.run([(harness_named(label), task) for label, task in jobs],
+                           generator=torch.Generator().manual_seed(7))
+    return [(label, task, ep) for (label, task), ep in zip(jobs, episodes, strict=True)]
+
+
+def turns_of(episode: Episode) -> list[str]:
+    return [g.text for g in episode.generations]
+
+
+def test_the_sample_exercises_every_rule(sampled):
+    """The comparison below means something: the base model's turns reach tool calls,
+    parse errors, workflow injections, answers and the turn limit."""
+    episodes = [ep for _, _, ep in sampled]
+    assert any(ep.success for ep in episodes) and not all(ep.success for ep in episodes)
+    assert any(ep.parse_errors for ep in episodes) and any(ep.tool_calls for ep in episodes)
+    assert {ep.termination for ep in episodes} >= {Termination.ANSWER, Termination.MAX_TURNS}
+    assert any(m.role == "user" for ep in episodes for m in ep.messages[2:])  # injections
+
+
+def test_run_episode_replays_the_sampler_exactly(sampled):
+    for label, task, ep in sampled:
+        if ep.termination == Termination.LENGTH:
+            continue
+        again = run_episode(ReplayPolicy(turns_of(ep)), harness_named(label), task,
+                            max_turns=EPISODE_TURNS)
+        assert [(m.role, m.content) for m in again.messages] == \
+            [(m.role, m.content) for m in ep.messages], (label, task.task_id)
+        assert (again.reward, again.termination, again.turns, again.parse_errors) == \
+            (ep.reward, ep.termination, ep.turns, ep.parse_errors)
+
+
+async def replay_rollout(tok: Any, turns: list[str], kwargs: dict[str, Any]) -> Any:
+    """One veRL rollout whose model calls return ``turns``; the whole history as one output."""
+    loop = make_loop(tok, Replay(tok, turns), config(response_length=10**6),
+                     segment_mode="full_history")
+    return await loop.run({"temperature": 1.0, "logprobs": True}, **kwargs)
+
+
+def test_the_verl_agent_loop_replays_the_sampler_exactly(sampled, tokenizer):
+    compared = 0
+    for label, task, ep in sampled:
+        if ep.termination == Termination.LENGTH:
+            continue
+        kwargs = row_kwargs(task, label)
+        kwargs["extra_info"] = {**kwargs["extra_info"], "max_turns": EPISODE_TURNS}
+        out = asyncio.run(replay_rollout(tokenizer, turns_of(ep), kwargs))
+        text = tokenizer.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
+        messages = [(role, content) for role, content in _MESSAGE.findall(text)]
+        last = max(i for i, m in enumerate(ep.messages) if m.role == "assistant")
+        assert messages == [(m.role, m.content) for m in ep.messages[: last + 1]], label
+        extra = out.extra_fields
+        assert out.reward_score == ep.reward, (label, task.task_id)
+        assert extra["hscale_termination"] == ep.termination
+        assert (extra["hscale_turns"], extra["hscale_parse_errors"]) == (ep.turns,
+                                                                         ep.parse_errors)
+        compared += 1
+    assert compared >= 0.9 * len(sampled)

@@ -1,0 +1,52 @@
+"""The backend contract: what runs one planned run. Kept tiny, as the seam between the
+runner and whatever trains (the embedded CPU trainer, veRL on GPUs, a scripted fake).
+
+The runner (train.runner) owns the lifecycle: it plans, skips finished runs, calls
+``prepare`` once with the manifests it is about to run (before anything is written), calls
+``run`` per run and records each run's state in status.json; no backend writes status.json.
+A backend reports progress through the callback it is given; each report also lets the
+runner record new ``status_fields`` at once (a Ray job id the moment the job exists).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from train.contracts import Manifest
+
+StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class Backend(ABC):
+    """Runs a planned run to completion, resuming from what its folder already holds."""
+
+    name: ClassVar[str]
+    # A dry run writes each run's inputs and trains nothing: the runner leaves states as they
+    # are and lets errors through as they are (nothing ran, so nothing failed).
+    dry_run: bool = False
+    # At most this many runs at once (None: as many as the runner's workers); a backend that
+    # holds this machine's GPUs says 1.
+    max_workers: int | None = None
+
+    def prepare(self, manifests: Sequence[Manifest],  # noqa: B027 -- a no-op by default
+                progress: Progress | None = None) -> None:
+        """Check prerequisites and build what the runs share; called before anything is
+        written, with the manifests of every run about to run. Default: nothing to do."""
+
+    @abstractmethod
+    def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
+            ) -> None:
+        """Run to completion, writing the run's result files; raise if it fails."""
+
+    def status_fields(self, run_dir: Path) -> dict[str, Any]:
+        """Extra fields for status.json (e.g. ``ray_job_id``). Default: none."""
+        return {}
+
+    def log_path(self, run_dir: Path) -> Path | None:
+        """Where a run's own log goes, when the backend keeps one (the CLI names it as the
+        run starts). Default: none."""
+        return None

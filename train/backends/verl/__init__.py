@@ -1,0 +1,79 @@
+"""veRL backend: a planned run becomes veRL 0.9.1 inputs and a launch script (inputs), checked
+on CPU against veRL's own config (overrides), launched here or on a Ray cluster (launch), and
+its validation dumps become eval.parquet (dumps). veRL, Hydra, torch and Ray are imported
+lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hscale.files import write_parquet
+from train.backends.base import Backend, Progress, StepProgress
+from train.backends.verl.dumps import import_validation
+from train.backends.verl.inputs import prepare_verl_run
+from train.backends.verl.launch import (
+    LOG,
+    POLL_SECONDS,
+    check_launch,
+    job_fields,
+    launch_local,
+    launch_ray,
+)
+from train.backends.verl.overrides import VERL_DIR, build_overrides, validate_overrides
+from train.contracts import EVAL, Manifest
+
+__all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
+           "prepare_verl_run", "validate_overrides"]
+
+
+class VerlBackend(Backend):
+    """Run a planned run with veRL: launch.sh here, or as a job on the Ray cluster at
+    ``ray_address``; then its validation dumps become eval.parquet. With ``dry_run`` each
+    run's inputs and launch.sh are written and nothing is launched. ``extra``: more Hydra
+    overrides for every launch."""
+
+    name = "verl"
+
+    def __init__(self, dry_run: bool = False, ray_address: str | None = None,
+                 extra: Sequence[str] = (), interval: float | None = None) -> None:
+        self.dry_run, self.ray_address, self.extra = dry_run, ray_address, list(extra)
+        self.interval = POLL_SECONDS if interval is None else interval
+        self.node: list[str] = []  # overrides of this machine (its GPUs), set by prepare
+        if not dry_run and not ray_address:
+            self.max_workers = 1  # one launch at a time holds this machine's GPUs
+
+    def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None) -> None:
+        """Every run's overrides validated against veRL's config; for a launch, what it needs
+        here or on the cluster (GPUs, vLLM, a reachable Ray head), before anything is written."""
+        for manifest in manifests:
+            validate_overrides(build_overrides(Path("."), manifest))
+        if not self.dry_run and manifests:
+            self.node = check_launch(manifests, self.ray_address)
+
+    def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
+            ) -> None:
+        run_dir = Path(run_dir)
+        prepare_verl_run(run_dir, manifest, validate=False)
+        if self.dry_run:
+            return
+        steps = manifest.budget.steps
+        if progress is not None:
+            progress(0, steps)
+        if self.ray_address:
+            launch_ray(run_dir, manifest, self.ray_address, [*self.node, *self.extra],
+                       self.interval,
+                       on_poll=(lambda state: progress(0, steps)) if progress else None)
+        else:
+            launch_local(run_dir, [*self.node, *self.extra])
+        write_parquet(run_dir / EVAL, import_validation(run_dir, manifest))
+        if progress is not None:
+            progress(steps, steps)
+
+    def status_fields(self, run_dir: Path) -> dict[str, Any]:
+        return job_fields(run_dir)
+
+    def log_path(self, run_dir: Path) -> Path | None:
+        return None if self.dry_run else Path(run_dir) / VERL_DIR / LOG

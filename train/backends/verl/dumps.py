@@ -1,0 +1,105 @@
+"""veRL's validation dumps back into hscale's eval.parquet contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hscale.errors import HscaleError
+from train.backends.verl.inputs import VAL_TAG
+from train.backends.verl.overrides import VERL_DIR
+from train.contracts import Manifest, eval_frame
+
+
+def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
+    """veRL's validation dumps (``verl/validation/<step>.jsonl``) as eval.parquet rows.
+
+    veRL 0.9.1 writes one JSON line per validation episode (verl/trainer/ppo/ray_trainer.py,
+    ``_write_generations``; same in ppo/v1/trainer_base.py): ``input``, ``output``, ``gts``
+    (the row's ``reward_model.ground_truth``), ``score`` (the episode's reward), ``step``,
+    then every per-episode reward_extra_info key (``reward``, and the agent loop's
+    ``success``); the v1 trainer adds ``uid`` = ``<uid>_<session>_<segment>``, one line per
+    trained segment. The row index comes from ``gts`` (see
+    :func:`train.backends.verl.inputs._tag_truth`); run, setting, harness and task_id from
+    val.parquet's extra_info. A row dumped more than once at a step (a ``val_kwargs.n`` above
+    1 set by hand) counts as further runs after the planned ones. ``turns`` is read from a
+    ``turns`` key when the dump has one, else -1: veRL does not dump its turn counts.
+    """
+    out = Path(run_dir) / VERL_DIR
+    files = sorted((p for p in (out / "validation").glob("*.jsonl") if p.stem.isdigit()),
+                   key=lambda p: int(p.stem))
+    if not files:
+        raise HscaleError(f"{out / 'validation'}: no veRL validation dumps",
+                          "veRL writes them at trainer.test_freq; check verl/train.log (on a "
+                          "Ray cluster, the runs folder must be shared at the same path)")
+    info = [_extra(e) for e in pd.read_parquet(out / "val.parquet").extra_info]
+    planned = manifest.evaluation.runs
+    rows: list[dict[str, Any]] = []
+    for path in files:
+        seen: dict[int, int] = {}  # val row -> its episodes at this step so far
+        for rec, where in _episodes(path):
+            index = _row_index(rec, where, len(info))
+            seen[index] = seen.get(index, -1) + 1
+            run = int(info[index].get("run", 0)) + seen[index] * planned
+            rows.append(_eval_row(manifest, info[index], run, rec, where))
+    return eval_frame(rows)
+
+
+def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, Any], where: str
+              ) -> dict[str, Any]:
+    """One eval.parquet row from a dumped episode and its val row's extra_info."""
+    reward = rec.get("score", rec.get("reward"))
+    if not isinstance(reward, int | float) or "step" not in rec:
+        raise HscaleError(f"{where}: no numeric score and step",
+                          "not a veRL 0.9.1 validation dump; check veRL's version")
+    success, turns = rec.get("success"), rec.get("turns")
+    return {"experiment": manifest.experiment, "arm": manifest.arm,
+            "seed": manifest.seed, "run": run, "step": int(rec["step"]),
+            "benchmark": manifest.benchmark.name, "setting": str(row["setting"]),
+            "harness": str(row["harness"]), "task_id": str(row["task_id"]),
+            "reward": float(reward),
+            "success": float(success) >= 0.5 if success is not None else reward >= 1.0,
+            "turns": int(turns) if turns is not None else -1, "decoding": "sampled"}
+
+
+def _episodes(path: Path):
+    """(record, 'file:line') per episode; of a v1 trainer's per-segment lines, the first."""
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise HscaleError(f"{where}: not a JSON line",
+                                  "the dump is damaged; re-run the validation") from None
+            uid = rec.get("uid")
+            parts = str(uid).rsplit("_", 2) if uid is not None else []
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                session = f"{parts[0]}_{parts[1]}"
+                if session in seen:
+                    continue
+                seen.add(session)
+            yield rec, where
+
+
+def _row_index(rec: dict[str, Any], where: str, rows: int) -> int:
+    try:
+        index = json.loads(rec["gts"])[VAL_TAG]
+    except (KeyError, TypeError, ValueError):
+        raise HscaleError(f"{where}: not an hscale validation episode (no {VAL_TAG} in gts)",
+                          "the dump comes from a val.parquet hscale did not write; re-launch "
+                          "the run") from None
+    if not isinstance(index, int) or not 0 <= index < rows:
+        raise HscaleError(f"{where}: val row {index!r} is not in val.parquet ({rows} rows)",
+                          "val.parquet changed after the run; re-plan and re-launch it")
+    return index
+
+
+def _extra(raw: Any) -> dict[str, Any]:
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)

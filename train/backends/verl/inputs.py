@@ -1,0 +1,146 @@
+"""A planned run as veRL 0.9.1 inputs: ``<run_dir>/verl/``
+
+- ``train.parquet``: one veRL row per schedule row (step, task), in schedule order, with that
+  step's harness label in ``extra_info``; with ``data.shuffle=False`` and
+  ``data.train_batch_size=tasks_per_step`` each batch is exactly one scheduled step.
+- ``val.parquet``: one row per episode of the embedded evaluator's sampled runs
+  (:func:`train.manifest.eval_jobs`: run, setting, harness, task), each run once
+  (``val_kwargs.n=1``), so both backends evaluate the same episodes. The ``data_source`` is
+  ``hscale/<setting>`` so veRL's validation metrics split by setting. veRL's validation dump
+  keeps no ``extra_info``, only ``reward_model.ground_truth`` (as ``gts``), so a val row's
+  ground truth is ``{"checker": <the checker spec>, "hscale_val_index": <row>}``: the dump
+  import finds each episode's row by it.
+- ``agent_loop.yaml``: the hscale agent loop registration (harness.verl_agent_loop).
+- ``launch.sh``: ``python -m verl.trainer.main_ppo`` with the Hydra overrides. It reads its
+  inputs beside itself and writes outputs (checkpoints, validation dumps) to
+  ``$HSCALE_VERL_OUT``, else beside itself too, so the folder can be copied to a GPU node.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.benchmarks import BENCHMARKS
+from harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text, write_parquet
+from train.backends.verl.overrides import VERL_DIR, build_overrides, validate_overrides
+from train.contracts import REPLAN, Manifest
+from train.manifest import eval_jobs, eval_tasks
+from train.schedule import Schedule
+
+MAIN = "verl.trainer.main_ppo"
+OUT_ENV = "HSCALE_VERL_OUT"
+VAL_TAG = "hscale_val_index"
+_HERE, _OUT = "@HERE@", "@OUT@"  # launch.sh placeholders for its folder and $HSCALE_VERL_OUT
+
+
+def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool = True
+                     ) -> dict[str, Any]:
+    """Write ``<run_dir>/verl/{train,val}.parquet, agent_loop.yaml, launch.sh``.
+
+    Returns the paths, the overrides and the command line.
+    """
+    run_dir = Path(run_dir)
+    out = run_dir / VERL_DIR
+    schedule = Schedule.read(run_dir).frame
+    budget, bench = manifest.budget, manifest.benchmark
+    per_step = schedule.groupby("step").size()
+    wrong = per_step[per_step != budget.tasks_per_step]
+    if len(wrong):
+        raise HscaleError(f"{run_dir}: step {int(wrong.index[0])} has {int(wrong.iloc[0])} "
+                          f"scheduled tasks, not tasks_per_step={budget.tasks_per_step}",
+                          REPLAN)
+    overrides = build_overrides(run_dir, manifest)
+    if validate:
+        validate_overrides(overrides)
+
+    tasks = {t.task_id: t for t in BENCHMARKS.get(bench.name).tasks(bench.tasks, bench.seed)}
+    missing = sorted(set(schedule.task_id) - set(tasks))
+    if missing:
+        raise HscaleError(f"{run_dir}: schedule names unknown tasks {missing[:3]}", REPLAN)
+    train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
+                                                         strict=True)], "train",
+                  [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor)}
+                   for r in schedule.itertuples(index=False)])
+    jobs = eval_jobs(manifest, eval_tasks(manifest))
+    val = _rows([(job.task, job.harness) for job in jobs], "val",
+                [{"setting": job.setting, "run": job.run} for job in jobs])
+    val["data_source"] = [f"hscale/{job.setting}" for job in jobs]
+    val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
+                           for i, r in enumerate(val.reward_model)]
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(out / "train.parquet", train)
+    write_parquet(out / "val.parquet", val)
+    agent_loop = write_agent_loop_config(out / "agent_loop.yaml")
+    command = ["python", "-m", MAIN, *overrides]
+    portable = build_overrides(run_dir, manifest, inputs=_HERE, outputs=_OUT)
+    atomic_write_text(out / "launch.sh", _launch_script(manifest, portable))
+    (out / "launch.sh").chmod(0o755)
+    return {"dir": out, "train": out / "train.parquet", "val": out / "val.parquet",
+            "agent_loop": agent_loop, "launch": out / "launch.sh",
+            "overrides": overrides, "command": command,
+            "train_rows": len(train), "val_rows": len(val)}
+
+
+def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
+          ) -> pd.DataFrame:
+    """One veRL row per (task, harness) pair, in order; each distinct pair is rendered once.
+    ``extra`` adds to each row's ``extra_info``; ``index`` is the row's position."""
+    by_task: dict[str, list[str]] = {}
+    for task, label in pairs:
+        labels = by_task.setdefault(task.task_id, [])
+        if label not in labels:
+            labels.append(label)
+    first = {task.task_id: task for task, _ in pairs}
+    unique = to_verl_rows([first[t] for t in by_task], by_task, split)
+    by_pair = {(r["extra_info"]["task_id"], r["extra_info"]["harness"]): r
+               for r in unique.to_dict("records")}
+    rows = []
+    for i, ((task, label), more) in enumerate(zip(pairs, extra, strict=True)):
+        row = dict(by_pair[(task.task_id, label)])
+        row["extra_info"] = {**row["extra_info"], **more, "index": i}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=unique.columns)
+
+
+def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
+    """launch.sh: inputs beside the script, outputs to $HSCALE_VERL_OUT or beside it too."""
+    words = [_shell_word(o) for o in overrides]
+    warning = "echo " + shlex.quote(
+        f"hscale: arm {manifest.arm} uses Harness-S rescue, which veRL's main_ppo does not "
+        "run: this trains plain GRPO under the base harness") + " >&2"
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        f"# veRL launch for {manifest.experiment}/{manifest.arm}/{manifest.seed} "
+        f"(manifest {manifest.hash[:12]}); written by hscale, do not edit.",
+        f"# Reads its inputs beside this script; writes checkpoints/ and validation/ to "
+        f"${OUT_ENV} if set, else here. Extra arguments are more Hydra overrides.",
+        "set -euo pipefail",
+        *([warning] if manifest.assignment.mode == "rescue" else []),
+        'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
+        f'OUT="${{{OUT_ENV}:-$HERE}}"',
+        f"exec python -m {shlex.quote(MAIN)} \\",
+        *(f"  {w} \\" for w in words),
+        '  "$@"',
+        ""])
+
+
+def _shell_word(override: str) -> str:
+    """One shell word for ``override``, its path placeholders expanded from $HERE / $OUT."""
+    word = shlex.quote(override)
+    quoted = word.startswith("'")
+    for token, var in ((_HERE, "HERE"), (_OUT, "OUT")):
+        word = word.replace(token, f"'\"${var}\"'" if quoted else f'"${var}"')
+    return word
+
+
+def _tag_truth(ground_truth: str, index: int) -> str:
+    """A val row's ground truth: the checker spec and the row's index in val.parquet."""
+    return json.dumps({"checker": json.loads(ground_truth), VAL_TAG: index}, sort_keys=True)

@@ -1,0 +1,361 @@
+"""The file contracts between stages, in code: every writer and every reader imports this.
+
+A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
+
+- ``manifest.json``: :class:`Manifest`, everything a trainer needs, content-hashed;
+- ``schedule.parquet``: :data:`SCHEDULE_COLUMNS`, one row per (step, task, harness);
+- ``eval.parquet``: :data:`EVAL_COLUMNS` (+ :data:`EVAL_OPTIONAL`), one row per evaluated
+  episode; writers build it with :func:`eval_frame`, readers check it with :func:`check_eval`;
+- ``train.parquet``: one row per training step, ``step`` plus one column per metric;
+- ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
+
+Other tools and notebooks read these files: extend them, never rename. Torch-free (pydantic,
+numpy and pandas only), so analysis and planning can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from design.space import FactorSpace
+
+SCHEMA_VERSION = 1
+MANIFEST, SCHEDULE, EVAL, TRAIN, STATUS = (
+    "manifest.json", "schedule.parquet", "eval.parquet", "train.parquet", "status.json")
+REPLAN = "re-plan the run (hscale plan --force)"
+
+
+# ------------------------------------------------------------------------------- manifest
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpaceRecord(_Record):
+    name: str
+    factors: dict[str, tuple[str, ...]]  # factor name -> level (realization) names
+
+
+class AssignmentRecord(_Record):
+    """How a task's harnesses are chosen (train.schedule); Harness-S fields for rescue."""
+
+    mode: str
+    k: int
+    pool: tuple[str, ...] | None = None
+    router: str | None = None
+    group: int = 8
+
+
+class AlgorithmRecord(_Record):
+    name: str
+    tasks_per_step: int
+    rollouts: int
+    lr: float
+    gamma: float
+    lam: float
+    clip_low: float
+    clip_high: float
+
+
+class BudgetRecord(_Record):
+    steps: int
+    tasks_per_step: int
+    rollouts_per_task: int
+
+
+class BenchmarkRecord(_Record):
+    name: str
+    tasks: int
+    seed: int
+    path: str | None = None
+
+
+class EvaluationRecord(_Record):
+    runs: int
+    every: int | None = None
+    tasks: int
+    episodes: int | None = None
+
+
+class Manifest(BaseModel):
+    """One resolved, content-hashed run: ``hash`` is the sha256 of the canonical JSON of every
+    other field, so the same spec gives the same hash on any machine. Fields beyond these are
+    kept (and hashed): a newer writer may extend the contract."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    experiment: str
+    arm: str
+    seed: int
+    space: SpaceRecord
+    train_harnesses: tuple[str, ...]
+    eval_sets: dict[str, tuple[str, ...]]
+    assignment: AssignmentRecord
+    algorithm: AlgorithmRecord
+    budget: BudgetRecord
+    benchmark: BenchmarkRecord
+    model: str
+    evaluation: EvaluationRecord
+    backend: str
+    hash: str = ""
+
+    @classmethod
+    def build(cls, **fields: Any) -> Manifest:
+        """A manifest from its fields, with its hash computed."""
+        draft = cls.model_validate({**fields, "hash": ""})
+        return draft.model_copy(update={"hash": canonical_hash(draft.body())})
+
+    def body(self) -> dict[str, Any]:
+        """Everything but the hash, as JSON types."""
+        return self.model_dump(mode="json", exclude={"hash"})
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2) + "\n"
+
+    def write(self, run_dir: str | Path) -> Path:
+        path = Path(run_dir) / MANIFEST
+        atomic_write_text(path, self.to_json())
+        return path
+
+    @classmethod
+    def parse(cls, raw: object, where: str) -> Manifest:
+        """A manifest from decoded JSON; an HscaleError naming ``where`` and the first bad
+        field, or a hash that no longer matches the content (edited after planning)."""
+        if not isinstance(raw, dict):
+            raise HscaleError(f"{where}: a manifest is a JSON object, found "
+                              f"{type(raw).__name__}", REPLAN)
+        try:
+            manifest = cls.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            raise HscaleError(f"{where}: {field}: {err['msg']}", REPLAN) from None
+        if manifest.schema_version != SCHEMA_VERSION:
+            raise HscaleError(f"{where}: schema_version {manifest.schema_version}, this hscale "
+                              f"reads {SCHEMA_VERSION}", REPLAN)
+        if manifest.hash != canonical_hash(manifest.body()):
+            raise HscaleError(f"{where}: the hash does not match the content (edited after "
+                              "planning?)", REPLAN)
+        return manifest
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> Manifest:
+        """``run_dir/manifest.json`` (or that file itself), checked."""
+        path = Path(run_dir)
+        path = path / MANIFEST if path.is_dir() else path
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise HscaleError(f"{path}: no such file", "plan the run first (hscale plan)") \
+                from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise HscaleError(f"{path}: unreadable ({type(exc).__name__})", REPLAN) from None
+        return cls.parse(raw, str(path))
+
+    # --- what every consumer derives from it ------------------------------------------
+    @property
+    def name(self) -> str:
+        """``<arm>/<seed>``, as progress bars and messages name a run."""
+        return f"{self.arm}/{self.seed}"
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        """The run's generator for one purpose (``"sampler"``, ``"schedule"``, ...)."""
+        return rng_for(self.seed, self.arm, purpose)
+
+    def factor_space(self) -> FactorSpace:
+        """The run's factor space rebuilt from the manifest alone."""
+        from design.space import Factor, FactorSpace
+
+        return FactorSpace(tuple(Factor(n, tuple(levels))
+                                 for n, levels in self.space.factors.items()),
+                           name=self.space.name)
+
+
+def canonical_hash(body: dict[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def rng_for(seed: int, *names: str) -> np.random.Generator:
+    """A generator derived from a seed and stable names (not Python's salted hash)."""
+    return np.random.default_rng([seed, *(zlib.crc32(n.encode()) for n in names)])
+
+
+# ------------------------------------------------------------------------------- tables
+
+SCHEDULE_COLUMNS: dict[str, str] = {
+    "step": "int64", "task_id": "str", "harness": "str", "anchor": "str", "slot": "int64"}
+EVAL_COLUMNS: dict[str, str] = {
+    "experiment": "str", "arm": "str", "seed": "int64", "run": "int64", "step": "int64",
+    "benchmark": "str", "setting": "str", "harness": "str", "task_id": "str",
+    "reward": "float64", "success": "bool", "turns": "int64"}
+# ``decoding`` tells the independent sampled runs from an extra greedy pass (recorded as run 0)
+EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str"}
+SETTINGS = ("base", "in_space", "out_of_space")
+DECODINGS = ("sampled", "greedy")
+
+
+def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, str],
+                optional: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows as a frame with the contract's columns first, in its dtypes; optional and extra
+    columns follow. Writers use it, so every file of a kind has the same schema."""
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
+    for col in columns:
+        if col not in frame.columns:
+            frame[col] = pd.Series(dtype="object")
+    types = {**columns, **{c: t for c, t in (optional or {}).items() if c in frame.columns}}
+    order = [*columns, *[c for c in frame.columns if c not in columns]]
+    return frame[order].astype(types)
+
+
+def eval_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """eval.parquet rows in the contract's columns and dtypes."""
+    return typed_frame(rows, EVAL_COLUMNS, EVAL_OPTIONAL)
+
+
+def train_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """train.parquet rows: ``step`` (int64) first, then the metrics as floats."""
+    frame = typed_frame(rows, {"step": "int64"})
+    metrics = {c: "float64" for c in frame.columns if c != "step"}
+    return frame.astype(metrics)
+
+
+def schedule_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    return typed_frame(rows, SCHEDULE_COLUMNS)
+
+
+def check_schedule(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A schedule as read back: every contracted column, in order of step and slot."""
+    missing = [c for c in SCHEDULE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise HscaleError(f"{where}: missing columns {', '.join(missing)}", REPLAN)
+    return schedule_frame(frame)
+
+
+def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFrame | None:
+    """An eval.parquet (or an external CSV of its shape) as read: required columns present,
+    values in range, types coerced (``turns`` defaults to 0). None, with the reason appended
+    to ``problems``, when it cannot be used; softer findings are appended too."""
+    missing = [c for c in EVAL_COLUMNS if c not in frame.columns and c != "turns"]
+    if missing:
+        problems.append(f"{name}: missing columns {', '.join(missing)}")
+        return None
+    frame = frame.copy()
+    if "turns" not in frame.columns:
+        frame["turns"] = 0
+    try:
+        for col in ("seed", "run", "step", "turns"):
+            frame[col] = pd.to_numeric(frame[col]).astype("int64")
+        frame["reward"] = pd.to_numeric(frame["reward"]).astype("float64")
+        frame["success"] = as_bool(frame["success"])
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{name}: bad values ({exc})")
+        return None
+    if len(frame) and not frame["reward"].between(0, 1).all():
+        problems.append(f"{name}: rewards outside [0, 1]")
+    unknown = sorted({str(s) for s in frame["setting"].unique()} - set(SETTINGS))
+    if unknown:
+        problems.append(f"{name}: unknown settings {', '.join(unknown)} "
+                        f"(expected {', '.join(SETTINGS)})")
+    return frame
+
+
+def as_bool(values: pd.Series) -> pd.Series:
+    """true/false or 1/0 (any case, as text or numbers) as booleans; else a ValueError."""
+    if values.dtype == bool:
+        return values
+    lowered = values.astype(str).str.strip().str.lower()
+    mapped = lowered.map({"true": True, "1": True, "1.0": True, "false": False, "0": False,
+                          "0.0": False})
+    if mapped.isna().any():
+        raise ValueError("success must be true/false or 1/0")
+    return mapped.astype(bool)
+
+
+# ------------------------------------------------------------------------------- status
+
+
+class RunState(StrEnum):
+    """A run's lifecycle, recorded in its folder as status.json::
+
+        PLANNED --> RUNNING --> COMPLETED
+                       |------> FAILED       (error message kept)
+                       '------> INTERRUPTED  (Ctrl-C or a killed runner: resumable)
+
+    A RUNNING status left behind by a killed process is treated as INTERRUPTED.
+    """
+
+    PLANNED = "PLANNED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    INTERRUPTED = "INTERRUPTED"
+
+    @property
+    def is_terminal(self) -> bool:
+        """The run ended (successfully or not); a re-run starts it again only if FAILED."""
+        return self in (RunState.COMPLETED, RunState.FAILED)
+
+
+class Status(BaseModel):
+    """status.json: the state, the manifest it belongs to, timestamps, the error when FAILED,
+    and fields a backend adds (e.g. ``ray_job_id``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    state: RunState = RunState.PLANNED
+    manifest_hash: str = ""
+    backend: str = ""
+    started_at: str = ""
+    updated_at: str = ""
+    completed_at: str = ""
+    error: str = ""
+
+    def is_done(self, manifest: Manifest) -> bool:
+        """COMPLETED for this very manifest: nothing left to run."""
+        return self.state is RunState.COMPLETED and self.manifest_hash == manifest.hash
+
+    def extra_fields(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def read_status(run_dir: str | Path) -> Status:
+    """The run's status; PLANNED when there is none, INTERRUPTED when it is unreadable."""
+    path = Path(run_dir) / STATUS
+    if not path.is_file():
+        return Status()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return Status.model_validate(raw)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return Status(state=RunState.INTERRUPTED)
+
+
+def write_status(run_dir: str | Path, state: RunState, manifest_hash: str, *,
+                 error: str = "", **fields: Any) -> Status:
+    """Record ``state`` (the runner's job alone); ``started_at`` survives state changes."""
+    previous = read_status(run_dir)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    status = Status(state=state, manifest_hash=manifest_hash,
+                    started_at=previous.started_at or now, updated_at=now,
+                    completed_at=now if state is RunState.COMPLETED else "", error=error,
+                    **fields)
+    body = {k: v for k, v in status.model_dump(mode="json").items() if v != ""}
+    atomic_write_text(Path(run_dir) / STATUS, json.dumps(body, indent=2) + "\n")
+    return status

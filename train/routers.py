@@ -1,0 +1,92 @@
+"""Harness-S routers: which sibling harnesses rescue a zero-signal group.
+
+When all rollouts of a task fail under the base harness, a router picks ``k`` siblings from
+the frozen pool and the policy samples one rollout under each from the task's initial state.
+
+- ``original``: the base harness again (a plain re-sample: the control arm);
+- ``random``: siblings drawn uniformly from the pool;
+- ``nearest``: the siblings nearest to the base harness in Hamming distance, ties random;
+- ``rule``: siblings ranked by the policy's success on validation tasks of the same
+  category, measured once at the start;
+- ``profile``: ``rule``, re-measured at every evaluation checkpoint (re-anchoring).
+
+Routers are registered by name (``ROUTERS``), so a spec can name a user's own. Torch-free:
+measuring success needs the policy, which the trainer does and hands over as scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from design.hamming import distance_matrix
+from design.space import FactorSpace
+from hscale.errors import HscaleError
+from hscale.registry import Registry
+
+if TYPE_CHECKING:
+    from harness.tasks import Task
+
+
+@dataclass(frozen=True)
+class RouterKind:
+    """``order(router, task, keys)`` ranks the pool for a task (``keys``: one uniform draw per
+    sibling, for random tie-breaks); None re-samples the base harness. ``measure`` says when
+    the router needs success scores: never, once, or at every checkpoint."""
+
+    order: Callable[[Router, Task, np.ndarray], np.ndarray] | None
+    measure: Literal["never", "once", "checkpoints"] = "never"
+
+
+def _by_score(router: Router, task: Task, keys: np.ndarray) -> np.ndarray:
+    score = router.score.get(task.category, np.zeros(len(router.pool)))
+    return np.lexsort((keys, -score))
+
+
+ROUTERS: Registry[RouterKind] = Registry("router")
+ROUTERS.register("original", RouterKind(None))
+ROUTERS.register("random", RouterKind(lambda router, task, keys: np.argsort(keys)))
+ROUTERS.register("nearest", RouterKind(
+    lambda router, task, keys: np.lexsort((keys, router.distance))))
+ROUTERS.register("rule", RouterKind(_by_score, measure="once"))
+ROUTERS.register("profile", RouterKind(_by_score, measure="checkpoints"))
+
+
+class Router:
+    """One run's router: its kind, the frozen pool, and what it has measured."""
+
+    def __init__(self, kind: str, pool: Sequence[str], base: str, space: FactorSpace,
+                 rng: np.random.Generator) -> None:
+        self.kind = ROUTERS.get(kind)
+        if not pool and self.kind.order is not None:
+            raise HscaleError("a rescue arm needs a sibling pool", "give assignment.pool")
+        self.pool, self.base, self.rng = list(pool), base, rng
+        self.score: dict[str, np.ndarray] = {}  # category -> success per pool harness
+        self.distance = np.zeros(len(self.pool))
+        if self.pool and base:
+            configs = space.parse_labels([base, *self.pool])
+            self.distance = distance_matrix(configs)[0, 1:].astype(float)
+
+    def pick(self, task: Task, k: int) -> list[str]:
+        if self.kind.order is None:
+            return [self.base] * k
+        n = len(self.pool)
+        keys = self.rng.random(n)  # random tie-breaks (and the random router's order)
+        picks = [self.pool[i] for i in self.kind.order(self, task, keys)[:k]]
+        while len(picks) < k:  # a pool smaller than the group cycles through again
+            picks.append(picks[len(picks) % max(n, 1)])
+        return picks
+
+    def needs_scores(self, checkpoint: bool) -> bool:
+        """Whether to measure sibling success now (at a checkpoint, or before a step)."""
+        if self.kind.measure == "never":
+            return False
+        return not self.score or (checkpoint and self.kind.measure == "checkpoints")
+
+    def set_scores(self, success: np.ndarray, categories: Sequence[str]) -> None:
+        """``success[i, j]``: pool harness i on validation task j (of category j)."""
+        labels = np.asarray(categories)
+        self.score = {c: success[:, labels == c].mean(axis=1) for c in set(categories)}
