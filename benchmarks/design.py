@@ -117,9 +117,9 @@ def bench_enumeration(oapackage) -> None:
         return arrays
 
     t_oap = best_ms(oap, repeat=3)
-    t_ours = best_ms(lambda: enumerate_oas(18, (3,) * 5), repeat=1)
+    t_ours = best_ms(lambda: enumerate_oas((3,) * 5, 18), repeat=1)
     print(f"OApackage: {len(oap())} classes in {t_oap:.1f} ms; hscale: "
-          f"{len(enumerate_oas(18, (3,) * 5))} classes in {t_ours:.1f} ms; "
+          f"{len(enumerate_oas((3,) * 5, 18))} classes in {t_ours:.1f} ms; "
           f"ratio {t_oap / t_ours:.3f} (no target: OApackage's C++ LMC extension is the "
           "reference)")
 

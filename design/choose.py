@@ -368,7 +368,7 @@ _CLASSES: dict[tuple, tuple[np.ndarray, ...]] = {}
 _CATALOGUE = Path(__file__).with_name("data") / "oa_classes.json"
 
 
-def _shipped_classes(runs: int, levels: tuple[int, ...], strength: int
+def _shipped_classes(levels: tuple[int, ...], runs: int, strength: int
                      ) -> tuple[np.ndarray, ...] | None:
     """Class representatives enumerated once and shipped (the papers' OA(18; 3^5) among them).
 
@@ -391,7 +391,7 @@ def _shipped_classes(runs: int, levels: tuple[int, ...], strength: int
     return tuple(reps)
 
 
-def _classes(runs: int, levels: tuple[int, ...], strength: int,
+def _classes(levels: tuple[int, ...], runs: int, strength: int,
              progress: Callable[[str, int, int], None] | None = None
              ) -> tuple[np.ndarray, ...]:
     """Canonical representatives of all classes, columns back in the order of ``levels``.
@@ -401,13 +401,13 @@ def _classes(runs: int, levels: tuple[int, ...], strength: int,
     key = (runs, levels, strength)
     if key in _CLASSES:
         return _CLASSES[key]
-    shipped = _shipped_classes(runs, levels, strength)
+    shipped = _shipped_classes(levels, runs, strength)
     if shipped is not None:
         _CLASSES[key] = shipped
         return shipped
     order = np.argsort(levels, kind="stable")  # canonical forms sort columns by level count
     reps = []
-    for rep in enumerate_oas(runs, levels, strength, progress):
+    for rep in enumerate_oas(levels, runs, strength, progress):
         canon = canonical_form(rep, levels)
         out = np.empty_like(canon)
         out[:, order] = canon
@@ -417,7 +417,7 @@ def _classes(runs: int, levels: tuple[int, ...], strength: int,
     return _CLASSES[key]
 
 
-def candidates(runs: int, levels: str | Sequence[int], strength: int = 2,
+def candidates(levels: str | Sequence[int], runs: int, strength: int = 2,
                criterion: str | Sequence[str] = "gwlp",
                progress: Callable[[str, int, int], None] | None = None) -> list[Candidate]:
     """Every non-isomorphic OA(runs; levels) with its criteria, best by ``criterion`` first.
@@ -427,7 +427,7 @@ def candidates(runs: int, levels: str | Sequence[int], strength: int = 2,
     ``criterion`` sorts the list.
     """
     lv = parse_levels(levels)
-    reps = _classes(runs, lv, strength, progress)
+    reps = _classes(lv, runs, strength, progress)
     infos = [summary(a, lv) for a in reps]
     order = sorted(range(len(reps)), key=lambda i: (rank_key(infos[i], "gwlp"),
                                                     reps[i].tobytes()))

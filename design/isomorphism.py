@@ -240,7 +240,7 @@ def _extension_columns(prev: np.ndarray, prev_levels: Sequence[int], size: int,
     return found
 
 
-def _root(runs: int, levels: Sequence[int]) -> np.ndarray | None:
+def _root(levels: Sequence[int], runs: int) -> np.ndarray | None:
     """The full factorial on ``levels`` repeated to ``runs`` rows: every OA's first t columns."""
     cells = prod(levels)
     if runs % cells:
@@ -249,7 +249,7 @@ def _root(runs: int, levels: Sequence[int]) -> np.ndarray | None:
     return np.repeat(full, runs // cells, axis=0)
 
 
-def enumerate_oas(runs: int, levels: Sequence[int] | str, strength: int = 2,
+def enumerate_oas(levels: Sequence[int] | str, runs: int, strength: int = 2,
                   progress: Progress | None = None) -> list[np.ndarray]:
     """All non-isomorphic OA(runs; levels) of the given strength, by column-wise extension.
 
@@ -266,7 +266,7 @@ def enumerate_oas(runs: int, levels: Sequence[int] | str, strength: int = 2,
     if runs < 1:
         raise HscaleError(f"runs must be positive, got {runs}")
     t = strength
-    root = _root(runs, lv[:t])
+    root = _root(lv[:t], runs)
     if root is None:
         return []
     reps = [root]

@@ -10,7 +10,7 @@ import numpy as np
 from design.bounds import divisor, feasibility, smallest_runs
 from design.design import Design
 from design.errors import InfeasibleError, NotConstructedError
-from design.planning import candidates
+from design.planning import constructions
 from design.product import product_candidate
 from design.search import search_oa
 from design.space import FactorSpace, format_levels, parse_levels
@@ -93,7 +93,7 @@ def orthogonal_array(levels: str | Sequence[int], strength: int = 2, runs: int |
 def _build(levels: tuple[int, ...], strength: int, runs: int, search_time: float = 2.0
            ) -> tuple[str, np.ndarray] | None:
     """The first candidate that verifies: algebra first, then products, then the search."""
-    for method, array in candidates(levels, strength, runs, search_time=0.0):
+    for method, array in constructions(levels, strength, runs, search_time=0.0):
         arr = np.asarray(array, dtype=np.int64)
         if arr.shape == (runs, len(levels)) and check_strength(arr, strength, levels).ok:
             return method, arr

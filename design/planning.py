@@ -43,7 +43,7 @@ from design.space import format_levels
 from design.verify import is_orthogonal
 from hscale.errors import HscaleError
 
-# Difference-scheme searches inside candidates() stay within this many runs and seconds.
+# Difference-scheme searches inside constructions() stay within this many runs and seconds.
 _DS_SEARCH_RUNS = 72
 _DS_SEARCH_SECONDS = 0.3
 
@@ -250,7 +250,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(2, n + 1) if n % d == 0]
 
 
-def candidates(levels: Sequence[int], strength: int, runs: int, *,
+def constructions(levels: Sequence[int], strength: int, runs: int, *,
                search_time: float = 2.0) -> Iterator[tuple[str, np.ndarray]]:
     """(method, array) pairs that may be OA(runs; levels; strength), cheapest first.
 

@@ -203,7 +203,7 @@ def _structured_parents(space: FactorSpace, runs: int | None, strength: int, cri
             and space.n_factors <= _ENUMERATE_UP_TO[1]):
         from design.choose import candidates
 
-        ranked = candidates(design.runs, space.levels, criterion=criterion)
+        ranked = candidates(space.levels, design.runs, criterion=criterion)
         return [(c.id, np.asarray(c.array)) for c in ranked]
     return [(design.method, np.asarray(design.array))]
 

@@ -1,9 +1,12 @@
-"""What a harness is: components, the task world, the sandboxed environment, the agent loop.
+"""What a harness is: components, the task world, the sandboxed environment, the turn engine
+and its drivers (run_episode here; the embedded sampler and the veRL agent loop elsewhere).
 
 Heavy dependencies (torch, veRL) are imported only by the modules that use them.
 """
 
-from harness.engine import Episode, Generation, TurnEngine
+from harness.benchmarks import BENCHMARKS
+from harness.engine import Episode, Generation, Termination, TurnEngine
+from harness.env import Env
 from harness.harness import Harness
 from harness.http_policy import OpenAIChatPolicy
 from harness.loop import Policy, run_episode
@@ -13,7 +16,7 @@ from harness.tasks import Task, load_tasks, write_task_folder
 from harness.types import Message, ToolCall, ToolResult
 
 __all__ = [
-    "OUT_OF_SPACE", "DoNothing", "Episode", "Generation", "Harness", "Message", "NoisyOracle",
-    "OpenAIChatPolicy", "Oracle", "Policy", "Task", "ToolCall", "ToolResult", "TurnEngine",
-    "load_tasks", "run_episode", "write_task_folder",
+    "BENCHMARKS", "OUT_OF_SPACE", "DoNothing", "Env", "Episode", "Generation", "Harness",
+    "Message", "NoisyOracle", "OpenAIChatPolicy", "Oracle", "Policy", "Task", "Termination",
+    "ToolCall", "ToolResult", "TurnEngine", "load_tasks", "run_episode", "write_task_folder",
 ]

@@ -7,7 +7,6 @@ every harness, the runner and the trainer be tested offline.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -381,17 +380,3 @@ def demonstrations(n_episodes: int, seed: int, harnesses: Sequence[str] | None =
                               habit_scale=habit_scale)
         episodes.append(run_episode(policy, harness, task))
     return episodes
-
-
-def success_by_realization(episodes: Sequence[Episode]) -> dict[str, tuple[int, float]]:
-    """Realization name (and ``overall``) -> (episodes, success rate): a warm start's record."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    names: dict[str, list[str]] = {}
-    for episode in episodes:
-        if episode.harness not in names:
-            names[episode.harness] = list(
-                Harness.from_name(episode.harness).realization_names().values())
-        for key in ("overall", *names[episode.harness]):
-            counts[key][0] += 1
-            counts[key][1] += episode.success
-    return {k: (n, wins / n) for k, (n, wins) in sorted(counts.items())}

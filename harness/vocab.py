@@ -57,9 +57,3 @@ def vocabulary() -> tuple[str, ...]:
             words.update(tokenize(word))
     words.difference_update(SPECIAL)
     return SPECIAL + tuple(sorted(words))
-
-
-def out_of_vocabulary(text: str) -> list[str]:
-    """Tokens of ``text`` the vocabulary lacks (empty when the text is covered exactly)."""
-    known = set(vocabulary())
-    return [t for t in tokenize(text) if t not in known]

@@ -291,7 +291,7 @@ def candidates_cmd(
         def report(stage: str, done: int, total: int) -> None:
             progress.update(bar, description=stage, completed=done, total=total or None)
 
-        ranked = candidates(runs, lv, strength, criterion=criterion, progress=report)
+        ranked = candidates(lv, runs, strength, criterion=criterion, progress=report)
     table = Table(title=f"{len(ranked)} non-isomorphic OA({runs}; {levels}; strength "
                   f"{strength}), best by {criterion} first", show_edge=False)
     gwlp_head = (f"GWLP A{strength + 1}..A{len(lv)}" if strength < len(lv)

@@ -15,7 +15,7 @@ H0 = [0, 0, 0, 0, 0]
 
 @pytest.fixture(scope="module")
 def listed():
-    return candidates(18, "3^5")
+    return candidates("3^5", 18)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def parent():
         addelman_kempthorne = None
     if addelman_kempthorne is not None:
         return addelman_kempthorne(3)
-    return max(enumerate_oas(18, [3] * 7),
+    return max(enumerate_oas([3] * 7, 18),
                key=lambda a: max(min_distance(a[:, list(c)]) for c in combinations(range(7), 5)))
 
 
@@ -66,18 +66,18 @@ def test_candidates_have_stable_ids_and_criteria(listed):
     for c in listed:
         assert is_orthogonal(c.array, 2, [3] * 5)
         assert gwlp(c.array).tolist() == pytest.approx(c.summary["gwlp"])
-    by_radius = candidates(18, "3^5", criterion="covering_radius")
+    by_radius = candidates("3^5", 18, criterion="covering_radius")
     assert sorted(c.id for c in by_radius) == sorted(c.id for c in listed)
     radii = [c.summary["covering_radius"] for c in by_radius]
     assert radii == sorted(radii)
-    by_distance = candidates(18, [3] * 5, criterion=["min_distance", "gwlp"])
+    by_distance = candidates([3] * 5, 18, criterion=["min_distance", "gwlp"])
     assert by_distance[0].id == "OA18.3^5#1"
-    again = {c.id: c.array.tobytes() for c in candidates(18, "3^5")}
+    again = {c.id: c.array.tobytes() for c in candidates("3^5", 18)}
     assert again == {c.id: c.array.tobytes() for c in listed}
 
 
 def test_candidates_keep_the_given_level_order():
-    found = candidates(12, "3^1,2^2")
+    found = candidates("3^1,2^2", 12)
     assert found and all(c.id.startswith("OA12.3^1,2^2#") for c in found)
     for c in found:
         assert c.array[:, 0].max() == 2 and c.array[:, 1:].max() == 1
@@ -157,8 +157,8 @@ def test_shipped_class_catalogue_matches_a_fresh_enumeration():
     from design.isomorphism import are_isomorphic, enumerate_oas
 
     for levels in [(3,) * 3, (3,) * 4, (3,) * 5]:
-        shipped = _shipped_classes(18, levels, 2)
-        fresh = enumerate_oas(18, levels, 2)
+        shipped = _shipped_classes(levels, 18, 2)
+        fresh = enumerate_oas(levels, 18, 2)
         assert shipped is not None and len(shipped) == len(fresh)
         for rep in fresh:
             assert sum(are_isomorphic(rep, s) for s in shipped) == 1

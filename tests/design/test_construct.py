@@ -18,7 +18,7 @@ from design.algebraic import (
 from design.arrays import collapse, expand, foldover, foldover_join, full_factorial, replicate
 from design.errors import InfeasibleError
 from design.gf import GF
-from design.planning import candidates
+from design.planning import constructions
 from design.search import difference_scheme, search_oa
 from design.space import parse_levels
 from design.verify import check_strength
@@ -227,7 +227,7 @@ def test_search_is_reproducible_and_proves_impossible_cases():
     assert search_oa((3, 3), 10) is None  # 9 does not divide 10
 
 
-# --- candidates ----------------------------------------------------------------------------
+# --- constructions -------------------------------------------------------------------------
 
 REQUIRED = [("3^5", 2, 18), ("3^7", 2, 18), ("3^13", 2, 27), ("3^40", 2, 81), ("5^6", 2, 25),
             ("7^8", 2, 49), ("2^15", 2, 16), ("4^21", 2, 64), ("3^4", 3, 27), ("4^5", 2, 16),
@@ -237,7 +237,7 @@ REQUIRED = [("3^5", 2, 18), ("3^7", 2, 18), ("3^13", 2, 27), ("3^40", 2, 81), ("
 
 
 def first_verified(lv, t, runs):
-    for method, arr in candidates(lv, t, runs):
+    for method, arr in constructions(lv, t, runs):
         assert arr.shape == (runs, len(lv))
         assert all(arr[:, j].max() < s for j, s in enumerate(lv)) and arr.min() >= 0
         if check_strength(arr, t, lv).ok:
@@ -314,7 +314,7 @@ def test_candidates_for_an_impossible_request_are_all_rejected():
     lambda: linear_oa(3, 3, 1),
     lambda: linear_oa(2, 20, 3),
     lambda: linear_oa(5, 4, 3, k=100),
-    lambda: next(candidates((3, 1), 2, 9)),
+    lambda: next(constructions((3, 1), 2, 9)),
 ])
 def test_bad_parameters_raise_user_errors(call):
     with pytest.raises(HscaleError) as err:

@@ -21,7 +21,7 @@ from tests.design.strategies import level_arrays
 
 @pytest.fixture(scope="module")
 def oa18_3_5():
-    return enumerate_oas(18, [3] * 5)
+    return enumerate_oas([3] * 5, 18)
 
 
 def transform(arr, levels, rng):
@@ -135,28 +135,28 @@ def test_ten_classes_of_oa18_3_5(oa18_3_5):
 
 def test_small_counts_and_progress():
     calls = []
-    assert len(enumerate_oas(18, "3^3", progress=lambda *a: calls.append(a))) == 4
+    assert len(enumerate_oas("3^3", 18, progress=lambda *a: calls.append(a))) == 4
     assert calls and calls[-1] == ("column 3 of 3", 1, 1)
-    assert len(enumerate_oas(18, [3] * 4)) == 12
-    assert len(enumerate_oas(12, [2] * 11)) == 1
-    assert len(enumerate_oas(8, [2] * 4, strength=3)) == 1  # the half fraction x4 = x1+x2+x3
-    assert enumerate_oas(10, [3] * 3) == []  # 10 is not a multiple of 9
-    assert len(enumerate_oas(9, [3] * 5)) == 0  # at most 4 factors at 9 runs
+    assert len(enumerate_oas([3] * 4, 18)) == 12
+    assert len(enumerate_oas([2] * 11, 12)) == 1
+    assert len(enumerate_oas([2] * 4, 8, strength=3)) == 1  # the half fraction x4 = x1+x2+x3
+    assert enumerate_oas([3] * 3, 10) == []  # 10 is not a multiple of 9
+    assert len(enumerate_oas([3] * 5, 9)) == 0  # at most 4 factors at 9 runs
     with pytest.raises(HscaleError):
-        enumerate_oas(18, [3] * 2, strength=3)
+        enumerate_oas([3] * 2, 18, strength=3)
     with pytest.raises(HscaleError):
-        enumerate_oas(18, [3] * 3, strength=0)
+        enumerate_oas([3] * 3, 18, strength=0)
 
 
 def test_mixed_levels_enumeration():
-    found = enumerate_oas(12, "2^2,3^1")
+    found = enumerate_oas("2^2,3^1", 12)
     assert found and all(is_orthogonal(a, 2, [2, 2, 3]) for a in found)
     assert len(classify(found, [2, 2, 3])) == len(found)
 
 
 @pytest.mark.slow
 def test_oa18_3_7_has_three_classes():
-    found = enumerate_oas(18, [3] * 7)
+    found = enumerate_oas([3] * 7, 18)
     assert len(found) == 3
     assert all(is_orthogonal(a, 2, [3] * 7) for a in found)
 
@@ -171,7 +171,7 @@ def test_counts_match_oapackage(runs, levels, strength):
     arrays = [spec.create_root()]
     for m in range(strength + 1, k + 1):
         arrays = oapackage.extend_arraylist(arrays, spec)
-        ours = enumerate_oas(runs, levels[:m], strength)
+        ours = enumerate_oas(levels[:m], runs, strength)
         assert len(ours) == len(arrays), m
     theirs = [np.array(a) for a in arrays]
     assert len(classify(theirs, levels)) == len(theirs)

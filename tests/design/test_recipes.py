@@ -71,7 +71,7 @@ def test_structured_is_the_gwlp_best_oa_with_h0():
     from design.choose import candidates
     from design.isomorphism import are_isomorphic
 
-    assert are_isomorphic(train.array, candidates(18, SPACE.levels)[0].array)
+    assert are_isomorphic(train.array, candidates(SPACE.levels, 18)[0].array)
 
 
 def test_structured_avoids_an_excluded_set():
@@ -117,7 +117,7 @@ def test_structured_follows_its_criterion():
     from design.choose import candidates
     from design.criteria import covering_radius
 
-    best_radius = min(c.summary["covering_radius"] for c in candidates(18, space.levels))
+    best_radius = min(c.summary["covering_radius"] for c in candidates(space.levels, 18))
     design = structured(space, runs=18, criterion="covering_radius")
     assert covering_radius(design.array, space.levels) == best_radius
 

@@ -15,8 +15,8 @@ from harness.components.observation import Observation
 from harness.components.tool_interface import JsonCall, PythonCall, XmlCall
 from harness.components.workflow import ActVerify, Kind, PlanAct, React
 from harness.types import CANONICAL_TOOLS, Message, ParseError, ToolCall, ToolResult
-from harness.vocab import out_of_vocabulary
 from hscale.errors import HscaleError
+from tests.harness.helpers import out_of_vocabulary
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")
 ALL_T = (*IN_SPACE_T, "tool_interface/shell", "tool_interface/action_lines")

@@ -12,8 +12,8 @@ import pytest
 from harness.env import TRUNCATION_MARKER, Env, Limits
 from harness.tasks import Task
 from harness.types import ToolCall
-from harness.vocab import out_of_vocabulary
 from hscale.errors import HscaleError
+from tests.harness.helpers import out_of_vocabulary
 
 
 def _task(files: dict[str, str] | None = None, checker=None) -> Task:

@@ -18,8 +18,9 @@ from harness.components.workflow import Kind
 from harness.harness import Harness
 from harness.out_of_space import OUT_OF_SPACE
 from harness.types import Message, ParseError, ToolCall, ToolResult
-from harness.vocab import out_of_vocabulary, tokenize
+from harness.vocab import tokenize
 from hscale.errors import HscaleError
+from tests.harness.helpers import out_of_vocabulary
 
 GOLDEN = Path(__file__).parent / "golden"
 SPACE = harness_space()

@@ -11,8 +11,8 @@ from harness.loop import run_episode
 from harness.out_of_space import OUT_OF_SPACE
 from harness.policies import DoNothing, NoisyOracle, Oracle
 from harness.types import Message
-from harness.vocab import out_of_vocabulary
 from harness.world import CATEGORIES, generate
+from tests.harness.helpers import out_of_vocabulary
 
 SPACE = harness_space()
 LABELS = SPACE.labels(SPACE.all_configs()) + list(OUT_OF_SPACE)

@@ -19,12 +19,11 @@ from harness.policies import (
     Slips,
     WrongSyntax,
     demonstrations,
-    success_by_realization,
 )
 from harness.types import ParseError, ToolCall
-from harness.vocab import out_of_vocabulary
 from harness.world import generate
 from hscale.errors import HscaleError
+from tests.harness.helpers import out_of_vocabulary, success_by_realization
 
 TASKS = generate(150, seed=1, split="train")
 H0 = "S0-T0-O0-C0-W0"

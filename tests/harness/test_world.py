@@ -6,7 +6,7 @@ import pytest
 
 from harness.env import Env
 from harness.tasks import task_to_row
-from harness.vocab import out_of_vocabulary, tokenize
+from harness.vocab import tokenize
 from harness.world import (
     CATEGORIES,
     MAX_FILE_TOKENS,
@@ -17,6 +17,7 @@ from harness.world import (
     split_of,
 )
 from hscale.errors import HscaleError
+from tests.harness.helpers import out_of_vocabulary
 
 TRAIN = generate(60, seed=0)
 EVAL = generate(60, seed=0, split="eval")

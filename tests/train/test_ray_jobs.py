@@ -197,16 +197,23 @@ def _stop_head(head: subprocess.Popen) -> None:
         os.killpg(head.pid, signal.SIGKILL)
 
 
+def run_job(address: str, entrypoint: str, work: Path, log: Path, **options) -> tuple[str, str]:
+    """Submit ``entrypoint`` and follow it to the end: (job id, final state)."""
+    client = ray_jobs.connect(address)
+    job_id = ray_jobs.submit(client, entrypoint, work, **options)
+    return job_id, ray_jobs.follow(client, job_id, log, interval=0.5)
+
+
 @pytest.mark.slow
-def test_run_job_runs_an_hscale_entry_point(ray_head, tmp_path):
+def test_a_job_runs_an_hscale_entry_point(ray_head, tmp_path):
     work = tmp_path / "job"
     work.mkdir()
     shutil.copy(ROOT / "experiments" / "demo.yaml", work / "demo.yaml")
     marker = tmp_path / "marker.txt"
     entry = ("python -m hscale.cli validate demo.yaml && python -c \"import sys, train; "
              f"open(sys.argv[1], 'w').write(train.__file__)\" {marker}")
-    job_id, state = ray_jobs.run_job(ray_head, entry, work, tmp_path / "job.log",
-                                     py_modules=ray_jobs.hscale_py_modules(), interval=0.5)
+    job_id, state = run_job(ray_head, entry, work, tmp_path / "job.log",
+                            py_modules=ray_jobs.hscale_py_modules())
     log = (tmp_path / "job.log").read_text()
     assert state == "SUCCEEDED", log
     assert "demo.yaml: experiment demo: 9 arms x 3 seeds" in log
@@ -221,7 +228,7 @@ def test_a_failing_job_is_reported_with_its_log(ray_head, tmp_path):
     work = tmp_path / "job"
     work.mkdir()
     entry = "python -c \"import sys; print('went wrong here'); sys.exit(4)\""
-    job_id, state = ray_jobs.run_job(ray_head, entry, work, tmp_path / "job.log", interval=0.5)
+    job_id, state = run_job(ray_head, entry, work, tmp_path / "job.log")
     assert state == "FAILED"
     assert "went wrong here" in (tmp_path / "job.log").read_text()
     assert "4" in ray_jobs.job_message(ray_jobs.connect(ray_head), job_id)

@@ -5,7 +5,7 @@ address is the dashboard's, ``http://HEAD:8265`` (``HEAD:8265`` is read the same
 entry point runs in a ``runtime_env`` whose ``working_dir`` is uploaded from this machine
 (``excludes`` keep checkpoints and logs out of it: Ray refuses packages over its gRPC message
 limit) and whose ``py_modules`` carry hscale's own packages, so the cluster runs the code that
-planned the run. Nothing here knows about veRL: :func:`run_job` runs any command.
+planned the run. Nothing here knows about veRL: any command runs as a job.
 
 Ray is imported lazily: ``hscale --help`` must not pay for it.
 """
@@ -121,16 +121,6 @@ def follow(client: Any, job_id: str, log_path: str | Path, *, interval: float = 
         if state in TERMINAL:
             return state
         time.sleep(interval)
-
-
-def run_job(address: str, entrypoint: str, working_dir: str | Path, log_path: str | Path, *,
-            env_vars: Mapping[str, str] | None = None, py_modules: Sequence[str] | None = None,
-            excludes: Sequence[str] = (), interval: float = 10.0) -> tuple[str, str]:
-    """Submit ``entrypoint`` at ``address`` and follow it to the end: (job id, final state)."""
-    client = connect(address)
-    job_id = submit(client, entrypoint, working_dir, env_vars=env_vars, py_modules=py_modules,
-                    excludes=excludes)
-    return job_id, follow(client, job_id, log_path, interval=interval)
 
 
 def job_message(client: Any, job_id: str) -> str:
