@@ -125,7 +125,9 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
                                else RunState.PLANNED.value)
     if state not in (RunState.COMPLETED.value, "UNKNOWN"):
         detail = f": {status['error']}" if status and status.get("error") else ""
-        here.append(f"{where}: run is {state}{detail}")
+        unfinished = state in RunState.__members__ and not RunState(state).is_terminal
+        here.append(f"{where}: run is {state}{detail}"
+                    + (" (unfinished: `hscale run` resumes it)" if unfinished else ""))
     if (status and manifest and status.get("manifest_hash")
             and manifest.get("hash") and status["manifest_hash"] != manifest["hash"]):
         here.append(f"{where}/{STATUS}: manifest hash differs from {MANIFEST} "

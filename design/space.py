@@ -25,6 +25,9 @@ MAX_LEVELS = 10_000
 def parse_levels(text: str | Sequence[int]) -> tuple[int, ...]:
     """Level counts from shorthand: ``"3^5"`` -> (3,3,3,3,3); ``"2^1,3^7"``; ``"2,3,3"``."""
     if not isinstance(text, str):
+        if not hasattr(text, "__iter__"):
+            raise HscaleError(f"cannot read levels {text!r}: not a list of level counts",
+                              "give levels such as '3^5' or [3, 3, 3]; runs come after them")
         levels = tuple(int(x) for x in text)
     else:
         levels = []

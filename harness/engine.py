@@ -10,6 +10,12 @@ on which backend ran it.
 Tool execution is the driver's: :meth:`TurnEngine.take` returns the call to execute and
 :meth:`TurnEngine.observe` takes its result; :meth:`submit` and :meth:`asubmit` do both, with
 the sandboxed environment's tools, synchronously or awaited (in an executor by default).
+
+Token budgets are the drivers': the embedded sampler ends an episode (LENGTH) before a turn
+that might not fit its model's context, and parses a turn its per-turn cap cut; the veRL loop
+lets a turn run into what is left of its response budget and, if the budget cuts it, records
+it unparsed (:meth:`TurnEngine.cut`). Episodes that end by LENGTH can therefore differ between
+backends; every other turn follows the same rules.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ from harness.harness import Harness
 from harness.tasks import Task
 from harness.types import Message, ParseError, ToolCall, ToolResult
 
-DEFAULT_MAX_TURNS = 16
+DEFAULT_MAX_TURNS = 16  # run_episode's limit when none is given
+# Turns an experiment's episodes may take, in training and evaluation, on every backend (the
+# built-in world's oracle needs at most 7: plan, 4 calls, answer, check).
+EPISODE_TURNS = 8
 
 
 class Termination(StrEnum):
@@ -35,7 +44,7 @@ class Termination(StrEnum):
 
     ANSWER = "answer"  # the workflow accepted a final answer
     MAX_TURNS = "max_turns"  # the turn limit came first
-    LENGTH = "length"  # the token budget ran out (a turn cut by it is never parsed)
+    LENGTH = "length"  # the driver's token budget ran out
     POLICY_ERROR = "policy_error"  # the policy raised
 
 

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +55,7 @@ from harness.harness import harness_named
 from harness.tasks import Task, task_from_row, task_to_row
 from harness.types import Message, ToolCall, ToolResult
 from hscale.errors import HscaleError
+from hscale.files import atomic_write_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,19 +120,18 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                                        "agent_name", "extra_info"])
 
 
-def write_agent_loop_config(path: str | Path, segment_mode: str = "auto") -> Path:
-    """Write the YAML that ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` names."""
+def write_agent_loop_config(path: str | Path, segment_mode: str = "auto",
+                            workspace_root: str | None = None) -> Path:
+    """Write the YAML that ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` names;
+    its settings reach every rollout's loop as constructor keywords."""
     import yaml
 
     _check_mode(segment_mode)
-    entries = [dict(e, segment_mode=segment_mode) for e in AGENT_LOOP_CONFIG]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        yaml.safe_dump(entries, out, sort_keys=False)
-    os.replace(tmp, path)
-    return path
+    settings = {"segment_mode": segment_mode,
+                **({"workspace_root": workspace_root} if workspace_root else {})}
+    entries = [dict(e, **settings) for e in AGENT_LOOP_CONFIG]
+    atomic_write_text(path, yaml.safe_dump(entries, sort_keys=False))
+    return Path(path)
 
 
 # ------------------------------------------------------------------------------- the agent loop
@@ -239,8 +237,10 @@ class _HarnessLoop:
             start = time.perf_counter()
             reward = await loop.run_in_executor(None, engine.score)
             tally.score_s = time.perf_counter() - start
-        finally:
-            episode = engine.finish(reward=0.0)  # the workspace goes; the reward is above
+        except BaseException:
+            engine.env.close()
+            raise
+        episode = engine.finish(reward)  # scored above, in the executor
         if mode == "full_history":
             trained_streams = [whole]
         elif mode == "last_segment":
@@ -395,9 +395,12 @@ def _task_of(info: Mapping[str, Any]) -> Task:
 
 @cache
 def _agent_loop_class() -> type:
-    """Subclass veRL's AgentLoopBase (importing veRL, seconds) and register it by name."""
+    """Subclass veRL's AgentLoopBase (importing veRL, seconds) and register it by name, unless
+    the name is registered already: veRL's AgentLoopWorker loads agent_loop.yaml into its
+    registry before the first rollout builds this class, and replacing that entry would drop
+    its settings (segment_mode, workspace_root) for every later rollout."""
     try:
-        from verl.experimental.agent_loop.agent_loop import AgentLoopBase, register
+        from verl.experimental.agent_loop.agent_loop import AgentLoopBase, _agent_loop_registry
     except ImportError as exc:
         raise HscaleError(f"veRL is not importable ({exc})", 'pip install -e ".[train]"') from exc
     cls = type("HscaleAgentLoop", (_HarnessLoop, AgentLoopBase), {
@@ -405,7 +408,8 @@ def _agent_loop_class() -> type:
         "__doc__": "hscale's agent loop for veRL: a harness and a task per row "
                    "(see harness.verl_agent_loop).",
     })
-    return register(AGENT_NAME)(cls)
+    _agent_loop_registry.setdefault(AGENT_NAME, {"_target_": CLASS_PATH})
+    return cls
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,8 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
 - ``eval.parquet``: :data:`EVAL_COLUMNS` (+ :data:`EVAL_OPTIONAL`), one row per evaluated
   episode; writers build it with :func:`eval_frame`, readers check it with :func:`check_eval`;
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
-- ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
+- ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone
+  (and by analysis.synthetic, which fakes finished runs).
 
 Other tools and notebooks read these files: extend them, never rename. Torch-free (pydantic,
 numpy and pandas only), so analysis and planning can import it cheaply.
@@ -94,8 +95,9 @@ class EvaluationRecord(_Record):
 
 class Manifest(BaseModel):
     """One resolved, content-hashed run: ``hash`` is the sha256 of the canonical JSON of every
-    other field, so the same spec gives the same hash on any machine. Fields beyond these are
-    kept (and hashed): a newer writer may extend the contract."""
+    other field, so the same spec gives the same hash on any machine. Top-level fields beyond
+    these are kept (and hashed): a newer writer may extend the contract. Frozen at the top
+    level; its dicts are not, and ``read`` refuses a manifest whose hash no longer matches."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -169,11 +171,6 @@ class Manifest(BaseModel):
         return cls.parse(raw, str(path))
 
     # --- what every consumer derives from it ------------------------------------------
-    @property
-    def name(self) -> str:
-        """``<arm>/<seed>``, as progress bars and messages name a run."""
-        return f"{self.arm}/{self.seed}"
-
     def rng(self, purpose: str) -> np.random.Generator:
         """The run's generator for one purpose (``"sampler"``, ``"schedule"``, ...)."""
         return rng_for(self.seed, self.arm, purpose)
@@ -245,6 +242,7 @@ def check_schedule(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     missing = [c for c in SCHEDULE_COLUMNS if c not in frame.columns]
     if missing:
         raise HscaleError(f"{where}: missing columns {', '.join(missing)}", REPLAN)
+    frame = frame.sort_values(["step", "slot"], kind="stable").reset_index(drop=True)
     return schedule_frame(frame)
 
 

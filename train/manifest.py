@@ -20,10 +20,6 @@ from train.spec import Arm, ExperimentSpec
 if TYPE_CHECKING:
     from harness.tasks import Task
 
-# Turns an episode may take, in training and evaluation, on every backend (the built-in
-# world's oracle needs at most 7: plan, 4 calls, answer, check).
-EPISODE_TURNS = 8
-
 def space_of(spec: ExperimentSpec) -> FactorSpace:
     return harness_space() if spec.space == "harness" else FactorSpace.from_levels(spec.space)
 

@@ -53,6 +53,15 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
 
     Each progress report from the backend also refreshes status.json when the backend's
     ``status_fields`` changed (e.g. a Ray job id the moment the job exists)."""
+    name = run_name(run_dir)
+
+    def forward(done: int, total: int) -> None:
+        if progress is not None:
+            progress(name, done, total)
+
+    if backend.dry_run:  # inputs only: no state to record, and errors are the user's
+        backend.run(run_dir, manifest, forward)
+        return read_status(run_dir).state.value
     fields: dict = {}
 
     def record(state: RunState, error: str = "") -> str:
@@ -65,12 +74,8 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
     def report(done: int, total: int) -> None:
         if backend.status_fields(run_dir) != fields:
             record(RunState.RUNNING)
-        if progress is not None:
-            progress(run_name(run_dir), done, total)
+        forward(done, total)
 
-    if backend.dry_run:  # inputs only: no state to record, and errors are the user's
-        backend.run(run_dir, manifest, report)
-        return read_status(run_dir).state.value
     record(RunState.RUNNING)
     try:
         backend.run(run_dir, manifest, report)
@@ -82,33 +87,45 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
     return record(RunState.COMPLETED)
 
 
+def _finished(run: Planned, backend: Backend) -> bool:
+    """COMPLETED for this manifest; a run another backend completed is refused, not redone:
+    its results would be overwritten by another kind of run."""
+    status = read_status(run.path)
+    if not status.is_done(run.manifest):
+        return False
+    if status.backend and status.backend != backend.name and not backend.dry_run:
+        raise HscaleError(f"{run.path} was completed by the {status.backend} backend, not "
+                          f"{backend.name}", "run into another --out folder, or delete the "
+                          "run folder to redo it")
+    return True
+
+
 def run_experiment(spec_path: str | Path, out: str | Path = "runs",
                    backend: str | Backend = "local", progress: Progress | None = None,
                    workers: int = 1, quick: bool = False,
                    on_start: Callable[[Path], None] | None = None) -> dict[str, str]:
-    """Run every planned run; returns run folder -> final state. ``backend`` is a name or a
-    configured backend; with ``workers > 1`` runs go to that many worker processes;
-    ``on_start`` hears of each run as it is handed out."""
-    engine = get_backend(backend) if isinstance(backend, str) else backend
+    """Run every planned run; returns run folder -> final state (a dry run's runs keep the
+    state they had). ``backend`` is a name or a configured backend; with ``workers > 1`` runs
+    go to that many worker processes; ``on_start`` hears of each run as it starts."""
+    backend = get_backend(backend) if isinstance(backend, str) else backend
     planned = plan_runs(spec_path, out, quick=quick)
-    states: dict[str, str] = {}
-    todo = []
-    for run in planned:
-        if run.state == "unchanged" and read_status(run.path).is_done(run.manifest):
-            states[str(run.path)] = RunState.COMPLETED.value
-        else:
-            todo.append(run)
-    engine.prepare([run.manifest for run in todo], progress)  # before anything is written
+    todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
+    backend.prepare([run.manifest for run in todo], progress)  # before anything is written
     with runner_lock(planned[0].path.parent.parent):
+        # another runner may have finished runs while this one prepared
+        todo = [run for run in todo if not (run.state == "unchanged" and _finished(run, backend))]
+        pending = {run.path for run in todo}
+        states = {str(run.path): RunState.COMPLETED.value for run in planned
+                  if run.path not in pending}
         write_plan(planned)
-        workers = min(workers, engine.max_workers or workers)
+        workers = min(workers, backend.max_workers or workers)
         if workers <= 1 or len(todo) <= 1:
             for run in todo:
                 if on_start is not None:
                     on_start(run.path)
-                states[str(run.path)] = run_one(run.path, run.manifest, engine, progress)
+                states[str(run.path)] = run_one(run.path, run.manifest, backend, progress)
         else:
-            states.update(_run_parallel(todo, engine, progress, workers, on_start))
+            states.update(_run_parallel(todo, backend, progress, workers, on_start))
     return states
 
 
@@ -122,18 +139,14 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
                         initargs=(os.getpid(), updates))
     states: dict[str, str] = {}
     try:
-        pending = {}
-        for run in todo:
-            if on_start is not None:
-                on_start(run.path)
-            pending[str(run.path)] = pool.apply_async(_worker_run,
-                                                      (run.path, run.manifest, backend))
+        pending = {str(run.path): pool.apply_async(_worker_run, (run.path, run.manifest, backend))
+                   for run in todo}
         while pending:
             time.sleep(0.2)
-            _drain(updates, progress)
+            _drain(updates, progress, on_start)
             for name in [n for n, result in pending.items() if result.ready()]:
                 states[name] = pending.pop(name).get()
-        _drain(updates, progress)
+        _drain(updates, progress, on_start)
         pool.close()
     except BaseException:
         pool.terminate()
@@ -144,14 +157,18 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
     return states
 
 
-def _drain(updates, progress: Progress | None) -> None:
-    """Read every queued update (always: a worker cannot exit while its queue is unread)."""
+def _drain(updates, progress: Progress | None, on_start: Callable[[Path], None] | None
+           ) -> None:
+    """Read every queued update (always: a worker cannot exit while its queue is unread):
+    ``("start", path)`` as a worker takes a run up, ``("progress", name, done, total)``."""
     while True:
         try:
-            update = updates.get_nowait()
+            kind, *update = updates.get_nowait()
         except queue.Empty:
             return
-        if progress is not None:
+        if kind == "start" and on_start is not None:
+            on_start(*update)
+        elif kind == "progress" and progress is not None:
             progress(*update)
 
 
@@ -175,5 +192,6 @@ def _worker_init(parent: int, updates) -> None:
 
 
 def _worker_run(run_dir: Path, manifest: Manifest, backend: Backend) -> str:
+    _updates.put(("start", run_dir))
     return run_one(run_dir, manifest, backend,
-                   lambda name, done, total: _updates.put((name, done, total)))
+                   lambda name, done, total: _updates.put(("progress", name, done, total)))

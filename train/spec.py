@@ -86,7 +86,7 @@ class TrainSet(_Strict):
     criterion: str = "gwlp"
 
 
-EVAL_TASKS = 36  # held-out tasks evaluated when a spec (or an older manifest) names none
+EVAL_TASKS = 36  # held-out tasks evaluated when a spec names none
 
 
 class Evaluation(_Strict):

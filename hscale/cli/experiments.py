@@ -64,7 +64,7 @@ def run_cmd(
     from train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
-    engine = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address)
+    chosen = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address)
     runs = quick_spec(spec) if quick else spec
     with _progress() as progress:
         overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
@@ -82,16 +82,19 @@ def run_cmd(
                 progress.advance(overall)
                 progress.remove_task(bars.pop(name))
 
-        def started(run_dir: Path) -> None:
-            log = engine.log_path(run_dir)
-            if log is not None:
-                progress.console.print(f"{run_dir}: {engine.name} started (log: {log})")
+        started: list[Path] = []
 
-        states = run_experiment(experiment, out, backend=engine, progress=report,
+        def announce(run_dir: Path) -> None:
+            started.append(run_dir)
+            line = chosen.announce(run_dir)
+            if line is not None:
+                progress.console.print(line, markup=False, highlight=False)
+
+        states = run_experiment(experiment, out, backend=chosen, progress=report,
                                 workers=workers or _default_workers(), quick=quick,
-                                on_start=started)
-    if engine.dry_run:
-        print(f"wrote {engine.name} inputs for {len(states)} runs under {out}")
+                                on_start=announce)
+    if chosen.dry_run:
+        print(f"wrote {chosen.name} inputs for {len(started)} runs under {out}")
         return
     _summary(states, out)
 

@@ -504,3 +504,81 @@ def test_agent_loop_config_file(tmp_path) -> None:
     assert [e.name for e in entries] == ["hscale_harness"]
     assert entries[0]["_target_"] == vl.CLASS_PATH
     assert entries[0].segment_mode == "segments"
+
+
+# ------------------------------------------------------------------------------- registration
+
+
+class PerRequestServer:
+    """One scripted policy per request id (a rollout keeps one sticky request id)."""
+
+    def __init__(self, tokenizer: Any, make_policy: Any) -> None:
+        self.tokenizer, self.make_policy, self.servers = tokenizer, make_policy, {}
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int],
+                       sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
+        if request_id not in self.servers:
+            self.servers[request_id] = FakeServer(self.tokenizer, self.make_policy())
+        return await self.servers[request_id].generate(
+            request_id, prompt_ids=prompt_ids, sampling_params=sampling_params, **kwargs)
+
+
+@pytest.fixture
+def fresh_worker_registry(monkeypatch):
+    """A veRL worker process's state: the registry without our entry, our class not built."""
+    from verl.experimental.agent_loop import agent_loop as al
+
+    monkeypatch.setattr(al, "_agent_loop_registry", {
+        k: v for k, v in al._agent_loop_registry.items() if k != vl.AGENT_NAME})
+    vl._agent_loop_class.cache_clear()
+    yield al
+    vl._agent_loop_class.cache_clear()
+
+
+def test_agent_loop_settings_survive_later_rollouts(tokenizer, tasks, tmp_path,
+                                                    fresh_worker_registry, monkeypatch):
+    """Through veRL's own AgentLoopWorker: it loads agent_loop.yaml, then every row builds
+    the loop from the registry; the YAML's settings must reach the second and later rows."""
+    import os
+
+    import numpy as np
+    import verl
+    from transformers import LlamaConfig
+    from verl.protocol import DataProto
+
+    al = fresh_worker_registry
+    model_dir = tmp_path / "model"
+    tokenizer.save_pretrained(model_dir)
+    LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                num_hidden_layers=1, num_attention_heads=2,
+                architectures=["LlamaForCausalLM"]).save_pretrained(model_dir)
+    path = vl.write_agent_loop_config(tmp_path / "agent.yaml", segment_mode="full_history",
+                                      workspace_root=str(tmp_path / "ws"))
+    (tmp_path / "ws").mkdir()
+    cfg = OmegaConf.load(os.path.join(os.path.dirname(verl.__file__), "trainer", "config",
+                                      "_generated_ppo_trainer.yaml"))
+    cfg.actor_rollout_ref.model.path = str(model_dir)
+    cfg.actor_rollout_ref.rollout.name = "vllm"
+    cfg.actor_rollout_ref.rollout.prompt_length = 4096
+    cfg.actor_rollout_ref.rollout.response_length = 4096
+    cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path = str(path)
+    roots = []
+    engine = vl.TurnEngine
+    monkeypatch.setattr(vl, "TurnEngine", lambda *a: roots.append(a[3]) or engine(*a))
+    task = tasks["answer"]
+    server = PerRequestServer(tokenizer, lambda: Oracle(task, Harness.from_name(WINDOW_PLAN)))
+    worker = al.AgentLoopWorker(cfg, llm_client=server)
+    row = row_kwargs(task, WINDOW_PLAN)
+
+    def batch(n: int) -> DataProto:
+        rows = {k: np.array([row[k]] * n, dtype=object) for k in row}
+        return DataProto.from_dict(non_tensors=rows,
+                                   meta_info={"global_steps": 1, "validate": False})
+
+    for n in (3, 2):  # the first batch and a later one
+        out = asyncio.run(worker.generate_sequences(batch(n)))
+        # full_history trains every model turn of a rollout in one sequence
+        assert list(out.non_tensor_batch["hscale_trained_turns"]) == \
+            list(out.non_tensor_batch["hscale_turns"])
+    assert roots == [str(tmp_path / "ws")] * 5
+    assert dict(al._agent_loop_registry[vl.AGENT_NAME])["segment_mode"] == "full_history"

@@ -135,3 +135,13 @@ def test_verl_dry_run_writes_launch_scripts_and_real_runs_need_a_gpu(tmp_path):
     real = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert real.returncode == 2 and "--dry-run" in real.stderr
     assert len(real.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_another_backend_completed_is_refused_not_redone(tmp_path):
+    """Results of the scripted fake must never pass for a trained run's (or be overwritten)."""
+    spec = write_spec(tmp_path, arms={"structured-18": {}})
+    out = tmp_path / "runs"
+    assert set(run_experiment(spec, out, backend="scripted").values()) == {"COMPLETED"}
+    with pytest.raises(HscaleError, match="completed by the scripted backend") as err:
+        run_experiment(spec, out, backend="local")
+    assert "--out" in err.value.hint

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -118,3 +119,14 @@ def test_rescue_needs_the_base_harness_alone():
     with pytest.raises(HscaleError, match="base harness alone") as err:
         schedule("rescue", 1)
     assert "train: single" in (err.value.hint or "")
+
+
+def test_a_schedule_read_back_is_in_step_and_slot_order():
+    """veRL batches its rows in file order: a schedule read back is always sorted."""
+    from train.contracts import check_schedule
+
+    frame = pd.DataFrame({"step": [1, 0, 0], "task_id": ["c", "b", "a"],
+                          "harness": ["h", "h", "h"], "anchor": ["h", "h", "h"],
+                          "slot": [0, 1, 0]})
+    back = check_schedule(frame, "schedule.parquet")
+    assert back.task_id.tolist() == ["a", "b", "c"]

@@ -118,11 +118,11 @@ def closed_port() -> int:
 @pytest.fixture
 def gpu_machine(monkeypatch):
     """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has."""
-    from train.backends.verl import launch
+    from train import environment
 
-    monkeypatch.setattr(launch, "_cuda_gpus", lambda: 2)
-    monkeypatch.setattr(launch, "_has_module", lambda name: True)
-    return launch
+    monkeypatch.setattr(environment, "cuda_gpus", lambda: 2)
+    monkeypatch.setattr(environment, "has_module", lambda name: True)
+    return environment
 
 
 def assert_one_line_exit_2(code, err, *needles, out: Path | None = None):
@@ -136,16 +136,16 @@ def assert_one_line_exit_2(code, err, *needles, out: Path | None = None):
 
 
 def test_verl_not_importable(tmp_path, capsys, gpu_machine, monkeypatch):
-    monkeypatch.setattr(gpu_machine, "_has_module", lambda name: name != "verl")
+    monkeypatch.setattr(gpu_machine, "has_module", lambda name: name != "verl")
     out = tmp_path / "runs"
     code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out],
                            capsys)
-    assert_one_line_exit_2(code, err, "veRL is not importable", 'pip install -e ".[train]"',
+    assert_one_line_exit_2(code, err, "veRL is not installed", 'pip install -e ".[train]"',
                            out=out)
 
 
 def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeypatch):
-    monkeypatch.setattr(gpu_machine, "_cuda_gpus", lambda: 0)
+    monkeypatch.setattr(gpu_machine, "cuda_gpus", lambda: 0)
     out = tmp_path / "runs"
     code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out],
                            capsys)
@@ -153,9 +153,9 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from train.backends.verl.launch import _cuda_gpus
+    from train.environment import cuda_gpus
 
-    if _cuda_gpus():
+    if cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
     out = tmp_path / "runs"
     code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out],
@@ -164,7 +164,7 @@ def test_no_gpu_on_this_machine_really(tmp_path, capsys):
 
 
 def test_vllm_missing(tmp_path, capsys, gpu_machine, monkeypatch):
-    monkeypatch.setattr(gpu_machine, "_has_module", lambda name: name != "vllm")
+    monkeypatch.setattr(gpu_machine, "has_module", lambda name: name != "vllm")
     out = tmp_path / "runs"
     code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out],
                            capsys)
@@ -407,10 +407,11 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
-    from train.backends.verl.launch import _has_module, check_launch
+    from train.backends.verl.launch import check_launch
+    from train.environment import has_module
 
     (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")
-    if not _has_module("vllm"):
+    if not has_module("vllm"):
         with pytest.raises(HscaleError, match="vLLM is not installed"):
             check_launch([planned.manifest], None)
         return

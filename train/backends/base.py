@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from train.contracts import Manifest
+from train.environment import Requirement
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
 Progress = Callable[[str, int, int], None]  # (what, done, total)
@@ -42,11 +43,16 @@ class Backend(ABC):
             ) -> None:
         """Run to completion, writing the run's result files; raise if it fails."""
 
+    def requirements(self) -> list[Requirement]:
+        """What this backend needs on this machine (``hscale doctor`` lists them; ``prepare``
+        refuses the first one missing). Default: nothing."""
+        return []
+
     def status_fields(self, run_dir: Path) -> dict[str, Any]:
         """Extra fields for status.json (e.g. ``ray_job_id``). Default: none."""
         return {}
 
-    def log_path(self, run_dir: Path) -> Path | None:
-        """Where a run's own log goes, when the backend keeps one (the CLI names it as the
-        run starts). Default: none."""
+    def announce(self, run_dir: Path) -> str | None:
+        """A line for the user as a run starts (where its log or its inputs go), or None.
+        Default: none (a progress bar says enough)."""
         return None

@@ -6,21 +6,22 @@ before the runs are dispatched, so parallel workers never race to build it.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
-from hscale.errors import HscaleError
 from train.backends.base import Backend, Progress, StepProgress
 from train.contracts import Manifest
+from train.environment import CPU_EXTRA, Requirement, package, require
+
+
+def training_packages() -> list[Requirement]:
+    """The embedded trainer needs torch (the model) and veRL (its loss math)."""
+    return [package("torch", "torch", CPU_EXTRA, "the embedded trainer's model needs it"),
+            package("verl", "verl", CPU_EXTRA, "the embedded trainer's loss math is veRL's")]
 
 
 def require_training_packages() -> None:
-    """The embedded trainer needs torch (the model) and veRL (its loss math)."""
-    missing = [name for name in ("torch", "verl") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise HscaleError(f"the embedded trainer needs {' and '.join(missing)}, which "
-                          "is not installed", 'pip install -e ".[train]"')
+    require(training_packages())
 
 
 class LocalBackend(Backend):
@@ -30,7 +31,7 @@ class LocalBackend(Backend):
         """Build (or find in the cache) the base model of every preset the runs name."""
         if not manifests:
             return
-        require_training_packages()
+        require(self.requirements())
         from train.embedded.warmstart import available, build, preset
 
         for name in sorted({m.model for m in manifests}):
@@ -39,6 +40,9 @@ class LocalBackend(Backend):
                 continue
             build(name, (lambda d, t, n=name: progress(f"warm start {n}", d, t))
                   if progress else None)
+
+    def requirements(self) -> list[Requirement]:
+        return training_packages()
 
     def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
             ) -> None:

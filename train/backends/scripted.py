@@ -5,25 +5,30 @@ without torch in seconds: the fake that ships with the code, for tests and for c
 study's bookkeeping before spending compute on it.
 
 Every step draws from a generator derived from (seed, arm, step), so a run resumed after a
-crash writes exactly the rows an uninterrupted run writes.
+crash writes exactly the rows an uninterrupted run writes; ``scripted.json`` records which
+manifest the rows belong to, so a re-planned run starts over.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from harness.benchmarks import BENCHMARKS
-from harness.harness import Harness
+from harness.engine import EPISODE_TURNS
+from harness.harness import harness_named
 from harness.loop import run_episode
 from harness.policies import NoisyOracle
-from hscale.files import write_parquet
+from hscale.files import atomic_write_text, write_parquet
 from train.backends.base import Backend, StepProgress
 from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
-from train.manifest import EPISODE_TURNS, eval_jobs, eval_tasks
+from train.manifest import eval_jobs, eval_tasks
 from train.schedule import Schedule
+
+RECORD = "scripted.json"
 
 
 class ScriptedBackend(Backend):
@@ -33,11 +38,11 @@ class ScriptedBackend(Backend):
 
     def __init__(self, error_rate: float = 0.3) -> None:
         self.error_rate = error_rate
-        self._harnesses: dict[str, Harness] = {}
 
     def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
             ) -> None:
         run_dir = Path(run_dir)
+        self._own(run_dir, manifest)
         schedule = Schedule.read(run_dir)
         bench = manifest.benchmark
         tasks = {t.task_id: t
@@ -66,10 +71,21 @@ class ScriptedBackend(Backend):
         if progress is not None:
             progress(steps, steps)
 
+    @staticmethod
+    def _own(run_dir: Path, manifest: Manifest) -> None:
+        """Rows of an earlier plan of this run are dropped: the run starts over."""
+        record = run_dir / RECORD
+        try:
+            mine = json.loads(record.read_text()).get("manifest_hash") == manifest.hash
+        except (OSError, ValueError, AttributeError):
+            mine = False
+        if not mine:
+            for name in (TRAIN, EVAL):
+                (run_dir / name).unlink(missing_ok=True)
+            atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")
+
     def _episode(self, task, label: str, rng: np.random.Generator):
-        if label not in self._harnesses:
-            self._harnesses[label] = Harness.from_name(label)
-        harness = self._harnesses[label]
+        harness = harness_named(label)
         policy = NoisyOracle(task, harness, self.error_rate, seed=int(rng.integers(2**31)))
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 

@@ -161,6 +161,23 @@ class BackendContract:
         failed = read_status(out / "contract" / "single" / "0")
         assert "RuntimeError: this run breaks" in failed.error
 
+    def test_a_replanned_run_starts_over(self, backend, tmp_path):
+        """Results of an earlier plan of a run never pass for the new plan's."""
+        if backend.dry_run:
+            pytest.skip("a dry run writes inputs, no results")
+        spec, out = self.write_spec(tmp_path), tmp_path / "runs"
+        run_experiment(spec, out, backend=backend)
+        changed = {**SPEC, **self.spec_changes,
+                   "evaluation": {**SPEC["evaluation"], "runs": 1}}
+        spec.write_text(yaml.safe_dump(changed))
+        from train.plan import plan
+
+        plan(spec, out, force=True)
+        run_experiment(spec, out, backend=backend)
+        for run_dir in (out / "contract").glob("*/0"):
+            evals = pd.read_parquet(run_dir / EVAL)
+            assert set(evals.run) == {0}, run_dir
+
     def test_status_fields_reach_status_json(self, backend, ran):
         for run_dir in map(Path, ran["states"]):
             fields = backend.status_fields(run_dir)

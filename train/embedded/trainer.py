@@ -17,7 +17,6 @@ import copy
 import io
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from harness.harness import harness_named
 from harness.tokenizer import tokenizer
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, write_parquet
+from train.backends.base import StepProgress
 from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
 from train.embedded.evaluate import evaluate
 from train.embedded.rl import Hyper, update
@@ -41,7 +41,6 @@ from train.schedule import Schedule
 CHECKPOINT = "checkpoint.pt"
 VALIDATION_TASKS = 20
 
-StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
 
 
 def hyper(manifest: Manifest) -> Hyper:

@@ -21,9 +21,11 @@ from train.backends.verl.launch import (
     job_fields,
     launch_local,
     launch_ray,
+    launch_requirements,
 )
 from train.backends.verl.overrides import VERL_DIR, build_overrides, validate_overrides
 from train.contracts import EVAL, Manifest
+from train.environment import Requirement, require
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
            "prepare_verl_run", "validate_overrides"]
@@ -48,6 +50,7 @@ class VerlBackend(Backend):
     def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None) -> None:
         """Every run's overrides validated against veRL's config; for a launch, what it needs
         here or on the cluster (GPUs, vLLM, a reachable Ray head), before anything is written."""
+        require(self.requirements()[:1])
         for manifest in manifests:
             validate_overrides(build_overrides(Path("."), manifest))
         if not self.dry_run and manifests:
@@ -72,8 +75,17 @@ class VerlBackend(Backend):
         if progress is not None:
             progress(steps, steps)
 
+    def requirements(self) -> list[Requirement]:
+        if self.dry_run:  # inputs are validated against veRL's own config: veRL itself
+            return launch_requirements(self.ray_address)[:1]
+        return launch_requirements(self.ray_address)
+
     def status_fields(self, run_dir: Path) -> dict[str, Any]:
         return job_fields(run_dir)
 
-    def log_path(self, run_dir: Path) -> Path | None:
-        return None if self.dry_run else Path(run_dir) / VERL_DIR / LOG
+    def announce(self, run_dir: Path) -> str | None:
+        folder = Path(run_dir) / VERL_DIR
+        if self.dry_run:
+            return f"{folder / 'launch.sh'}: veRL inputs and launch script"
+        where = f"Ray job at {self.ray_address}" if self.ray_address else "veRL here"
+        return f"{run_dir}: {where} (log: {folder / LOG})"

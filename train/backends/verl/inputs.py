@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from harness.benchmarks import BENCHMARKS
+from harness.engine import EPISODE_TURNS
 from harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
@@ -99,7 +100,8 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
         if label not in labels:
             labels.append(label)
     first = {task.task_id: task for task, _ in pairs}
-    unique = to_verl_rows([first[t] for t in by_task], by_task, split)
+    unique = to_verl_rows([first[t] for t in by_task], by_task, split,
+                          max_turns=EPISODE_TURNS)
     by_pair = {(r["extra_info"]["task_id"], r["extra_info"]["harness"]): r
                for r in unique.to_dict("records")}
     rows = []

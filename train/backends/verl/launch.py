@@ -9,7 +9,6 @@ job is kept in ``verl/ray_job.json``, so a re-run re-attaches to a job still run
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -25,15 +24,29 @@ from uuid import uuid4
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
+from train import environment
 from train.backends.verl.inputs import OUT_ENV
 from train.backends.verl.overrides import VERL_DIR
 from train.contracts import Manifest
+from train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
 LOG = "train.log"
 JOB_RECORD = "ray_job.json"
 # what a Ray job must not upload from verl/: outputs, logs, Hydra's run folders
 RAY_EXCLUDES = ("/checkpoints/", "/validation/", "/outputs/", "*.log", f"/{JOB_RECORD}")
 POLL_SECONDS = 10.0  # between two looks at a Ray job
+
+
+def launch_requirements(ray_address: str | None) -> list[Requirement]:
+    """What a launch needs here: veRL; then Ray for a cluster, or GPUs and vLLM on this
+    machine (the GPU extra)."""
+    needs = [package("verl", "verl", CPU_EXTRA, "the veRL backend runs veRL's trainer",
+                     label="veRL")]
+    if ray_address:
+        return [*needs, package("ray", "ray", CPU_EXTRA, "jobs go to the Ray cluster")]
+    return [*needs, gpus(), package("vllm", "vllm", GPU_EXTRA,
+                                    "veRL's async rollouts need it (veRL 0.9.1 pins vLLM 0.24)",
+                                    label="vLLM")]
 
 
 def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> list[str]:
@@ -44,22 +57,13 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> list
         raise HscaleError(f"arm {rescue[0]} uses Harness-S rescue, which veRL's trainer does "
                           "not run: launching it would train plain GRPO",
                           "use --dry-run to write its veRL inputs, or drop the rescue arms")
-    if not _has_module("verl"):
-        raise HscaleError("veRL is not importable", 'pip install -e ".[train]"')
+    require(launch_requirements(ray_address))
     if ray_address:
         from train.backends.ray_jobs import connect
 
         connect(ray_address)
         return []
-    gpus = _cuda_gpus()
-    if not gpus:
-        raise HscaleError("no CUDA GPU on this machine (torch.cuda.is_available() is false)",
-                          "use --dry-run to write each run's launch.sh for a GPU node, or "
-                          "--ray-address ADDR to run on a Ray cluster")
-    if not _has_module("vllm"):
-        raise HscaleError("vLLM is not installed: veRL's async rollouts need it",
-                          'pip install "verl[vllm]==0.9.1" (the vLLM release veRL 0.9.1 pins)')
-    return [f"trainer.n_gpus_per_node={gpus}", "trainer.nnodes=1"]
+    return [f"trainer.n_gpus_per_node={environment.cuda_gpus()}", "trainer.nnodes=1"]
 
 
 def job_fields(run_dir: Path) -> dict[str, Any]:
@@ -171,23 +175,6 @@ def _job_to_follow(client: Any, out: Path, manifest: Manifest, address: str
             return record["job_id"], False
     name = f"hscale-{manifest.experiment}-{manifest.arm}-{manifest.seed}"
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '-', name)}-{uuid4().hex[:8]}", True
-
-
-def _has_module(name: str) -> bool:
-    """Whether ``name`` is installed (found without importing it)."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _cuda_gpus() -> int:
-    """CUDA GPUs torch sees here (0 without torch or CUDA)."""
-    try:
-        import torch
-    except ImportError:
-        return 0
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _now() -> str:

@@ -1,0 +1,51 @@
+"""``hscale doctor``: one screen on what this machine can run, and the fix for what it cannot."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console(highlight=False, soft_wrap=True)
+# (import name, distribution) shown in the package table
+PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray"),
+            ("transformers", "transformers"), ("hydra", "hydra-core"), ("gguf", "gguf"),
+            ("oapackage", "OApackage"))
+
+
+def doctor_cmd() -> None:
+    """What is installed, and what each backend still needs here, with the fix."""
+    from train.backends.local import LocalBackend
+    from train.backends.scripted import ScriptedBackend
+    from train.backends.verl import VerlBackend
+    from train.environment import cuda_gpus, has_module, version
+
+    gpus = cuda_gpus()
+    torch = version("torch")
+    console.print(f"hscale {version('hscale') or '(source)'} on Python "
+                  f"{platform.python_version()} ({sys.executable})")
+    console.print(f"torch {torch or 'not installed'}"
+                  + (f", {gpus} CUDA GPUs" if gpus else ", no CUDA GPU" if torch else ""))
+    packages = Table(show_edge=False, box=None, pad_edge=False)
+    packages.add_column("package")
+    packages.add_column("version")
+    for name, dist in PACKAGES:
+        packages.add_row(dist, version(dist) if has_module(name) else "[dim]-[/dim]")
+    console.print(packages)
+    backends = Table(show_edge=False, box=None, pad_edge=False)
+    backends.add_column("backend")
+    backends.add_column("status")
+    backends.add_column("fix")
+    for label, backend in (("scripted", ScriptedBackend()), ("local", LocalBackend()),
+                           ("verl --dry-run", VerlBackend(dry_run=True)),
+                           ("verl (this machine)", VerlBackend()),
+                           ("verl --ray-address", VerlBackend(ray_address="http://HEAD:8265"))):
+        missing = [need for need in backend.requirements() if not need.ok]
+        status = "[green]ready[/green]" if not missing else "[red]" + escape("; ".join(
+            need.problem for need in missing)) + "[/red]"
+        backends.add_row(label, status,
+                         escape("; ".join(dict.fromkeys(n.fix for n in missing))))
+    console.print(backends)
