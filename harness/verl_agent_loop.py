@@ -191,6 +191,8 @@ class _HarnessLoop:
             raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
         limit = int(self.rollout_config.response_length)
         mode = self._mode()
+        if info.get("decoding") == "greedy":  # a validation row of the greedy pass
+            sampling_params = {**sampling_params, "temperature": 0.0, "top_p": 1.0, "top_k": -1}
         engine = TurnEngine(harness_named(label), task, self._max_turns(info),
                             self.workspace_root)
         segments: list[_Stream] = []  # one per context segment, in order
@@ -249,7 +251,9 @@ class _HarnessLoop:
             trained_streams = [s for s in segments if s.turns] or segments[-1:]
         extra = {
             **tally.server_fields, "turn_scores": [], "tool_rewards": [],
+            # acc: veRL's main validation metric, counting failed sessions as 0
             "reward_extra_info": {"success": float(reward >= 1.0),
+                                  "acc": float(reward >= 1.0),
                                   "turns": float(episode.turns)},
             "hscale_harness": label, "hscale_task_id": task.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": len(segments),

@@ -28,6 +28,11 @@ class HscaleError(ValueError):
         return " ".join(text.split())
 
 
+class HscaleWarning(UserWarning):
+    """Something the user should know that does not stop the work (the CLI prints it as one
+    ``warning:`` line)."""
+
+
 def exit_for(exc: BaseException, command: str = "hscale") -> tuple[int, str] | None:
     """``(exit status, one-line message)`` for an error that ends a command, or None when it is
     a bug whose traceback should show. ``command`` names the command for the default hint."""

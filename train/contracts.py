@@ -93,6 +93,27 @@ class EvaluationRecord(_Record):
     episodes: int | None = None
 
 
+class VerlRecord(_Record):
+    """veRL settings as planned: budgets measured or given, the mini batch that keeps one
+    optimizer update a step (``max_segments`` trained sequences a rollout at most)."""
+
+    rollout: str
+    nnodes: int
+    gpus_per_node: int | None
+    tensor_parallel: int
+    prompt_length: int
+    response_length: int
+    max_segments: int
+    segment_mode: str
+    checkpoints: str
+    overrides: tuple[str, ...]
+
+
+# Fields added after schema 1: hashed only when set, so manifests that lack them keep
+# their hashes (a run planned before stays the same run).
+OPTIONAL_FIELDS = ("tracking", "verl")
+
+
 class Manifest(BaseModel):
     """One resolved, content-hashed run: ``hash`` is the sha256 of the canonical JSON of every
     other field, so the same spec gives the same hash on any machine. Top-level fields beyond
@@ -115,6 +136,8 @@ class Manifest(BaseModel):
     model: str
     evaluation: EvaluationRecord
     backend: str
+    tracking: tuple[str, ...] | None = None
+    verl: VerlRecord | None = None
     hash: str = ""
 
     @classmethod
@@ -124,11 +147,12 @@ class Manifest(BaseModel):
         return draft.model_copy(update={"hash": canonical_hash(draft.body())})
 
     def body(self) -> dict[str, Any]:
-        """Everything but the hash, as JSON types."""
-        return self.model_dump(mode="json", exclude={"hash"})
+        """Everything but the hash (and unset optional fields), as JSON types."""
+        unset = {f for f in OPTIONAL_FIELDS if getattr(self, f) is None}
+        return self.model_dump(mode="json", exclude={"hash", *unset})
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2) + "\n"
+        return json.dumps({**self.body(), "hash": self.hash}, indent=2) + "\n"
 
     def write(self, run_dir: str | Path) -> Path:
         path = Path(run_dir) / MANIFEST

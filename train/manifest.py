@@ -158,4 +158,32 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
         model=spec.model,
         evaluation=spec.evaluation.model_dump(exclude={"base", "in_space", "out_of_space"}),
         backend=spec.backend,
+        tracking=spec.tracking,
     )
+
+
+def harness_labels(manifests: Iterable[Manifest]) -> list[str]:
+    """Every harness the runs train, evaluate or rescue under (sorted, once each)."""
+    labels: set[str] = set()
+    for m in manifests:
+        labels |= set(m.train_harnesses) | {h for hs in m.eval_sets.values() for h in hs}
+        labels |= set(m.assignment.pool or ())
+    return sorted(labels)
+
+
+def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Manifest],
+                                                                        list[str]]:
+    """For a veRL spec (its backend, or a ``verl:`` section), every manifest gets the same
+    ``verl`` record, its token budgets measured over all the runs' harnesses (so every arm
+    trains under the same budgets); and the notes that measuring raised."""
+    if spec.backend != "verl" and spec.verl is None:
+        return manifests, []
+    from train.budget import verl_record
+    from train.models import resolve_model
+    from train.spec import VerlSettings
+
+    resolve_model(spec.model)
+    record, notes = verl_record(spec.verl or VerlSettings(), spec.model,
+                                harness_labels(manifests), spec.benchmark.name,
+                                spec.benchmark.seed)
+    return [Manifest.build(**{**m.body(), "verl": record}) for m in manifests], notes

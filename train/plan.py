@@ -8,12 +8,13 @@ caller (the runner, a backend's prerequisites) can refuse a plan that would not 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, HscaleWarning
 from train.contracts import MANIFEST, Manifest
-from train.manifest import build_manifest, eval_sets, space_of
+from train.manifest import build_manifest, eval_sets, space_of, with_verl
 from train.schedule import Schedule
 from train.spec import load_spec
 from train.spec import quick as quick_spec
@@ -37,21 +38,24 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
         spec = quick_spec(spec)
     space = space_of(spec)
     evals = eval_sets(spec, space)
+    manifests = [build_manifest(spec, arm_name, arm, seed, space, evals)
+                 for arm_name, arm in spec.resolved_arms().items() for seed in spec.seeds]
+    manifests, notes = with_verl(spec, manifests)
+    for note in notes:
+        warnings.warn(f"{spec_path}: {note}", HscaleWarning, stacklevel=2)
     runs = []
-    for arm_name, arm in spec.resolved_arms().items():
-        for seed in spec.seeds:
-            manifest = build_manifest(spec, arm_name, arm, seed, space, evals)
-            run_dir = Path(out) / spec.name / arm_name / str(seed)
-            previous = _existing_hash(run_dir)
-            if previous not in (None, manifest.hash) and not force:
-                raise HscaleError(f"{run_dir}: the spec now gives a different manifest than the "
-                                  "one already planned there",
-                                  "pass --force to replace it, or rename the experiment")
-            if previous == manifest.hash:
-                runs.append(Planned(run_dir, manifest, "unchanged"))
-                continue
-            runs.append(Planned(run_dir, manifest, "replaced" if previous else "written",
-                                Schedule.for_manifest(manifest)))
+    for manifest in manifests:
+        run_dir = Path(out) / spec.name / manifest.arm / str(manifest.seed)
+        previous = _existing_hash(run_dir)
+        if previous not in (None, manifest.hash) and not force:
+            raise HscaleError(f"{run_dir}: the spec now gives a different manifest than the "
+                              "one already planned there",
+                              "pass --force to replace it, or rename the experiment")
+        if previous == manifest.hash:
+            runs.append(Planned(run_dir, manifest, "unchanged"))
+            continue
+        runs.append(Planned(run_dir, manifest, "replaced" if previous else "written",
+                            Schedule.for_manifest(manifest)))
     return runs
 
 

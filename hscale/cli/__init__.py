@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -19,7 +20,7 @@ try:  # typer >= 0.25 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     import click as _click
 
-from hscale.errors import USER_ERROR, exit_for
+from hscale.errors import USER_ERROR, HscaleWarning, exit_for
 
 # name -> ("module:attribute", one-line help). The attribute is a Typer app (a command group)
 # or a command function.
@@ -109,9 +110,21 @@ def _fail(status: int, message: str) -> None:
     sys.exit(status)
 
 
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:
+    """hscale's warnings as one line each; others as Python prints them."""
+    if issubclass(category, HscaleWarning):
+        print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        _show(message, category, filename, lineno, file, line)
+
+
+_show = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: user errors become one line on stderr and exit status 2, never a traceback."""
     args = sys.argv[1:] if argv is None else list(argv)
+    warnings.showwarning = _warn
     try:
         code = app(args=args, prog_name="hscale", standalone_mode=False)
     except _click.exceptions.NoArgsIsHelpError:

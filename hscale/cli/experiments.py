@@ -52,6 +52,9 @@ def run_cmd(
                               "dashboard is at ADDR (http://HEAD:8265).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The same arms at smoke-test scale, "
                                                         "under <name>-quick.")] = False,
+    override: Annotated[list[str] | None, typer.Option(
+        "--override", help="verl: one more Hydra override for veRL (KEY=VALUE, repeatable), "
+                           "validated against veRL's config like the spec's.")] = None,
     workers: Annotated[int | None, typer.Option(
         "--workers", min=1, help="Runs in parallel, one process and one torch thread each "
                                  "(default: up to 2, as the machine allows; veRL "
@@ -64,7 +67,8 @@ def run_cmd(
     from train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
-    chosen = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address)
+    chosen = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address,
+                         overrides=override or None)
     runs = quick_spec(spec) if quick else spec
     with _progress() as progress:
         overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))

@@ -103,6 +103,7 @@ class FakeServer:
         self.tokenizer, self.policy, self.logprobs = tokenizer, policy, logprobs
         self.views: list[list[Message]] = []
         self.max_tokens: list[int] = []
+        self.temperatures: list[float | None] = []
         self.request_ids: set[str] = set()
 
     async def generate(self, request_id: str, *, prompt_ids: list[int],
@@ -113,6 +114,7 @@ class FakeServer:
         self.views.append(messages)
         self.request_ids.add(request_id)
         self.max_tokens.append(sampling_params["max_tokens"])
+        self.temperatures.append(sampling_params.get("temperature"))
         reply = self.policy.generate(messages).text
         ids = self.tokenizer.encode(reply, add_special_tokens=False)
         ids = (ids + [self.tokenizer.eos_token_id])[: sampling_params["max_tokens"]]
@@ -255,7 +257,7 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.num_turns == expected_num_turns(history)
         assert out.extra_fields["hscale_segment"] == i
         assert out.extra_fields["hscale_termination"] == "answer"
-        assert out.extra_fields["reward_extra_info"] == {"success": 1.0,
+        assert out.extra_fields["reward_extra_info"] == {"success": 1.0, "acc": 1.0,
                                                          "turns": float(episode.turns)}
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in
@@ -307,7 +309,7 @@ def test_do_nothing_scores_zero(tokenizer, tasks, label) -> None:
     out = rollout(tokenizer, server, row_kwargs(task, label), segment_mode="full_history")
     assert server.views == recorder.views
     assert out.reward_score == 0.0 == episode.reward
-    assert out.extra_fields["reward_extra_info"] == {"success": 0.0,
+    assert out.extra_fields["reward_extra_info"] == {"success": 0.0, "acc": 0.0,
                                                      "turns": float(episode.turns)}
     check_sequence(tokenizer, out, episode.messages, [g.text for g in episode.generations])
     # react answers at once; plan_act and act_verify add one injected turn
@@ -582,3 +584,14 @@ def test_agent_loop_settings_survive_later_rollouts(tokenizer, tasks, tmp_path,
             list(out.non_tensor_batch["hscale_turns"])
     assert roots == [str(tmp_path / "ws")] * 5
     assert dict(al._agent_loop_registry[vl.AGENT_NAME])["segment_mode"] == "full_history"
+
+
+def test_a_greedy_validation_row_is_sampled_at_temperature_zero(tokenizer, tasks):
+    """veRL samples all validation rows alike; the greedy pass's rows say so themselves."""
+    task = tasks["answer"]
+    kwargs = row_kwargs(task, FULL)
+    for decoding, want in (("greedy", 0.0), ("sampled", 1.0)):
+        server = FakeServer(tokenizer, Oracle(task, Harness.from_name(FULL)))
+        rollout(tokenizer, server, {**kwargs, "extra_info": {**kwargs["extra_info"],
+                                                            "decoding": decoding}})
+        assert set(server.temperatures) == {want}

@@ -32,6 +32,7 @@ class TestLocal(BackendContract):
 
 
 class TestVerlDryRun(BackendContract):
+    spec_changes = {"model": "Qwen/Qwen3-4B-Instruct-2507"}  # a hub id, never loaded here
     cli_args = ("--backend", "verl", "--dry-run")
     compared = ("verl/train.parquet", "verl/val.parquet")
 

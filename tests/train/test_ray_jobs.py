@@ -246,7 +246,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     from train.plan import plan
 
     spec, out = tmp_path / "exp.yaml", tmp_path / "runs"
-    spec.write_text(yaml.safe_dump(SPEC))
+    spec.write_text(yaml.safe_dump({**SPEC, "verl": {"gpus_per_node": 1}}))
     (planned,) = plan(spec, out)
     run_dir = planned.path
     install_fake_main(run_dir, monkeypatch)

@@ -124,7 +124,8 @@ def test_unknown_backend(tmp_path):
 
 def test_verl_dry_run_writes_launch_scripts_and_real_runs_need_a_gpu(tmp_path):
     pytest.importorskip("verl")
-    spec = write_spec(tmp_path, backend="verl", arms={"structured-18": {}})
+    spec = write_spec(tmp_path, backend="verl", arms={"structured-18": {}},
+                      model="Qwen/Qwen3-4B-Instruct-2507")
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend", "verl",
            "--out", str(out)]

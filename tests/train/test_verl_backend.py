@@ -4,6 +4,7 @@ against veRL's own Hydra config on CPU (no GPU, no Ray)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
 SPEC = {
+    "model": "Qwen/Qwen3-4B-Instruct-2507",  # a hub id: never loaded by these tests
     "name": "tinyverl",
     "benchmark": {"name": "builtin", "tasks": 20, "seed": 0},
     "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
@@ -63,10 +65,14 @@ def test_val_rows_cover_every_eval_setting(prepared):
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
-    expected = sum(len(v) for v in manifest.eval_sets.values()) * EVAL_TASKS
+    # a greedy pass over run 0's episodes, then each sampled run
+    passes = 1 + manifest.evaluation.runs
+    expected = sum(len(v) for v in manifest.eval_sets.values()) * EVAL_TASKS * passes
     assert len(val) == expected == result["val_rows"]
     assert {e["setting"] for e in val.extra_info} == set(manifest.eval_sets)
-    assert set(val.data_source) == {f"hscale/{s}" for s in manifest.eval_sets}
+    assert {e["decoding"] for e in val.extra_info} == {"greedy", "sampled"}
+    assert set(val.data_source) == {f"hscale/{s}{g}" for s in manifest.eval_sets
+                                    for g in ("", "/greedy")}
 
 
 def run_launch_script(script: Path, tmp: Path, env: dict[str, str] | None = None) -> list[str]:
@@ -78,9 +84,12 @@ def run_launch_script(script: Path, tmp: Path, env: dict[str, str] | None = None
     fake.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$ARGS_FILE"\n')
     fake.chmod(0o755)
     args = tmp / "args"
-    run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGS_FILE": str(args), **(env or {})}
+    run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGS_FILE": str(args),
+               "HSCALE_GPUS_PER_NODE": "1", **(env or {})}
     subprocess.run(["bash", str(script), "trainer.nnodes=1"], env=run_env, check=True)
-    return args.read_text().split("\0")[:-1]
+    # each launch writes its metrics to a file of its own: name it as the overrides do
+    return [re.sub(r"/metrics/[^/]+\.jsonl$", "/metrics/@STAMP@.jsonl", w)
+            for w in args.read_text().split("\0")[:-1]]
 
 
 def test_launch_script_and_agent_loop_config(prepared, tmp_path):
@@ -116,7 +125,10 @@ def test_launch_script_reads_beside_itself_and_writes_to_the_out_variable(prepar
         f"{copy}/agent_loop.yaml"
     assert keys["trainer.default_local_dir"] == "/shared/x/checkpoints"
     assert keys["trainer.validation_data_dir"] == "/shared/x/validation"
-    assert keys["trainer.logger"] == "[console]"
+    assert keys["trainer.logger"] == "[console,file]"
+    assert keys["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] == \
+        "/shared/x/metrics/@STAMP@.jsonl"
+    assert keys["trainer.n_gpus_per_node"] == "1"  # $HSCALE_GPUS_PER_NODE on this node
 
 
 def test_val_ground_truth_carries_the_row_index_and_the_checker(prepared):
@@ -149,7 +161,8 @@ def test_overrides_compose_and_a_typo_is_named(prepared):
 
     _, _, result = prepared
     cfg = validate_overrides(result["overrides"])
-    assert cfg.trainer.total_training_steps == 4 and list(cfg.trainer.logger) == ["console"]
+    assert cfg.trainer.total_training_steps == 4
+    assert list(cfg.trainer.logger) == ["console", "file"]  # file: the metrics hscale imports
     assert cfg.actor_rollout_ref.rollout.mode == "async"
     with pytest.raises(HscaleError, match="total_trainig_steps") as err:
         validate_overrides([*result["overrides"], "trainer.total_trainig_steps=3"])
@@ -199,11 +212,16 @@ def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
     (done,) = plan(spec, tmp_path / "runs")
     manifest = done.manifest
     val = pd.read_parquet(prepare_verl_run(done.path, manifest, validate=False)["val"])
-    want = [(j.run, j.setting, j.harness, j.task.task_id)
-            for j in eval_jobs(manifest, eval_tasks(manifest))]
-    got = [(e["run"], e["setting"], e["harness"], e["task_id"]) for e in val.extra_info]
+    tasks = eval_tasks(manifest)
+    want = [("greedy", j.run, j.setting, j.harness, j.task.task_id)
+            for j in eval_jobs(manifest, tasks, runs=[0])]
+    want += [("sampled", j.run, j.setting, j.harness, j.task.task_id)
+             for j in eval_jobs(manifest, tasks)]
+    got = [(e["decoding"], e["run"], e["setting"], e["harness"], e["task_id"])
+           for e in val.extra_info]
     assert got == want
-    assert len(val) == 2 * (6 + 18 + 6)  # 2 runs: base, 18 in-space x 1, out-of-space x 6
+    # greedy + 2 sampled runs: base, 18 in-space harnesses x 1, out-of-space x 6
+    assert len(val) == 3 * (6 + 18 + 6)
     # runs rotate: the in-space harnesses meet other tasks in run 1 than in run 0
-    first = {(h, t) for r, s, h, t in got if r == 0 and s == "in_space"}
-    assert first != {(h, t) for r, s, h, t in got if r == 1 and s == "in_space"}
+    first = {(h, t) for d, r, s, h, t in got if d == "sampled" and r == 0 and s == "in_space"}
+    assert first != {(h, t) for d, r, s, h, t in got if r == 1 and s == "in_space"}

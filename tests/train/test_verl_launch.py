@@ -21,6 +21,7 @@ pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
 SPEC = {
+    "model": "Qwen/Qwen3-4B-Instruct-2507",  # a hub id: never loaded by these tests
     "name": "launchverl",
     "benchmark": {"name": "builtin", "tasks": 20, "seed": 0},
     "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
@@ -76,20 +77,24 @@ def install_fake_main(run_dir: Path, monkeypatch) -> None:
 
 def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     """eval.parquet holds the contract's columns and the stand-in's rewards, row by row:
-    one episode per val row (a run of a setting, harness and task) at each validation step."""
+    one episode per val row (greedy run 0, then each sampled run of a setting, harness and
+    task) at each validation step."""
     from train.contracts import EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
-    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding"]
+    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category"]
     val = pd.read_parquet(run_dir / "verl" / "val.parquet")
     info = list(val.extra_info)
     assert len(frame) == 2 * len(info)  # two validation steps
-    assert sorted({e["run"] for e in info}) == list(range(manifest.evaluation.runs))
+    sampled = {e["run"] for e in info if e["decoding"] == "sampled"}
+    assert sorted(sampled) == list(range(manifest.evaluation.runs))
     for step, part in frame.groupby("step"):
         assert len(part) == len(info)
         for i, row in enumerate(part.itertuples(index=False)):
-            assert (row.run, row.setting, row.harness, row.task_id) == (
-                info[i]["run"], info[i]["setting"], info[i]["harness"], info[i]["task_id"])
+            assert (row.decoding, row.run, row.setting, row.harness, row.task_id) == (
+                info[i]["decoding"], info[i]["run"], info[i]["setting"], info[i]["harness"],
+                info[i]["task_id"])
+            assert row.category == json.loads(info[i]["task"])["category"]
             assert row.reward == float((i + step) % 2)
             assert row.success == (row.reward == 1.0)
     assert sorted(frame.step.unique()) == [0, manifest.budget.steps]
@@ -179,11 +184,18 @@ def test_rescue_arms_are_not_launched(tmp_path, capsys, gpu_machine):
     assert_one_line_exit_2(code, err, "rescue", "--dry-run", out=out)
 
 
+def test_on_ray_the_spec_says_its_nodes_gpus(tmp_path, capsys):
+    out = tmp_path / "runs"
+    code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out,
+                            "--ray-address", "http://127.0.0.1:8265"], capsys)
+    assert_one_line_exit_2(code, err, "GPUs per node", "gpus_per_node", out=out)
+
+
 def test_unreachable_ray_cluster(tmp_path, capsys):
     out = tmp_path / "runs"
     address = f"http://127.0.0.1:{closed_port()}"
-    code, _, err = run_cli(["run", write_spec(tmp_path), "--backend", "verl", "--out", out,
-                            "--ray-address", address], capsys)
+    code, _, err = run_cli(["run", write_spec(tmp_path, verl={"gpus_per_node": 1}),
+                            "--backend", "verl", "--out", out, "--ray-address", address], capsys)
     assert_one_line_exit_2(code, err, f"no Ray cluster at {address}", "ray start --head",
                            out=out)
 
@@ -324,9 +336,11 @@ def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
     assert len(frame) == 2 * n_rows and (frame.step == 7).all()
     # a val row dumped twice at a step (val_kwargs.n = 2 by hand): its second episode counts
     # as a run after the planned ones
-    runs = [e["run"] for e in pd.read_parquet(run_dir / "verl" / "val.parquet").extra_info]
-    assert frame.run.tolist() == [r + k * manifest.evaluation.runs for r in runs
-                                  for k in range(2)]
+    # (a greedy row is deterministic: its copies keep its run)
+    info = list(pd.read_parquet(run_dir / "verl" / "val.parquet").extra_info)
+    assert frame.run.tolist() == [
+        e["run"] + (0 if e["decoding"] == "greedy" else k * manifest.evaluation.runs)
+        for e in info for k in range(2)]
     assert frame.reward.tolist() == [1.0, 0.25] * n_rows
     assert frame.success.tolist() == [True, False] * n_rows  # no success key: reward >= 1
     assert (frame.turns == 3).all()

@@ -30,9 +30,9 @@ def get_backend(name: str, **options: Any) -> Backend:
     takes = set(inspect.signature(cls).parameters)
     foreign = sorted(set(given) - takes)
     if foreign:
-        flag = "--" + foreign[0].replace("_", "-")
         owners = [n for n in BACKENDS.names()
                   if foreign[0] in inspect.signature(BACKENDS.get(n)).parameters]
-        raise HscaleError(f"{flag} is not an option of the {name} backend",
+        flag = foreign[0].replace("_", "-")
+        raise HscaleError(f"the {name} backend takes no {flag} option",
                           f"use --backend {owners[0]}" if owners else f"drop {flag}")
     return cls(**given)

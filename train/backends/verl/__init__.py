@@ -12,7 +12,8 @@ from typing import Any
 
 from hscale.files import write_parquet
 from train.backends.base import Backend, Progress, StepProgress
-from train.backends.verl.dumps import import_validation
+from train.backends.verl.check import validate_overrides
+from train.backends.verl.dumps import import_metrics, import_validation
 from train.backends.verl.inputs import prepare_verl_run
 from train.backends.verl.launch import (
     LOG,
@@ -23,8 +24,8 @@ from train.backends.verl.launch import (
     launch_ray,
     launch_requirements,
 )
-from train.backends.verl.overrides import VERL_DIR, build_overrides, validate_overrides
-from train.contracts import EVAL, Manifest
+from train.backends.verl.overrides import VERL_DIR, build_overrides
+from train.contracts import EVAL, TRAIN, Manifest
 from train.environment import Requirement, require
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
@@ -34,16 +35,16 @@ __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validati
 class VerlBackend(Backend):
     """Run a planned run with veRL: launch.sh here, or as a job on the Ray cluster at
     ``ray_address``; then its validation dumps become eval.parquet. With ``dry_run`` each
-    run's inputs and launch.sh are written and nothing is launched. ``extra``: more Hydra
-    overrides for every launch."""
+    run's inputs and launch.sh are written and nothing is launched. ``overrides``: more Hydra
+    overrides for every launch (after the spec's own), validated like them."""
 
     name = "verl"
 
     def __init__(self, dry_run: bool = False, ray_address: str | None = None,
-                 extra: Sequence[str] = (), interval: float | None = None) -> None:
-        self.dry_run, self.ray_address, self.extra = dry_run, ray_address, list(extra)
+                 overrides: Sequence[str] = (), interval: float | None = None) -> None:
+        self.dry_run, self.ray_address = dry_run, ray_address
+        self.overrides = list(overrides)
         self.interval = POLL_SECONDS if interval is None else interval
-        self.node: list[str] = []  # overrides of this machine (its GPUs), set by prepare
         if not dry_run and not ray_address:
             self.max_workers = 1  # one launch at a time holds this machine's GPUs
 
@@ -52,9 +53,9 @@ class VerlBackend(Backend):
         here or on the cluster (GPUs, vLLM, a reachable Ray head), before anything is written."""
         require(self.requirements()[:1])
         for manifest in manifests:
-            validate_overrides(build_overrides(Path("."), manifest))
+            validate_overrides([*build_overrides(Path("."), manifest), *self.overrides])
         if not self.dry_run and manifests:
-            self.node = check_launch(manifests, self.ray_address)
+            check_launch(manifests, self.ray_address)
 
     def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
             ) -> None:
@@ -66,12 +67,13 @@ class VerlBackend(Backend):
         if progress is not None:
             progress(0, steps)
         if self.ray_address:
-            launch_ray(run_dir, manifest, self.ray_address, [*self.node, *self.extra],
+            launch_ray(run_dir, manifest, self.ray_address, self.overrides,
                        self.interval,
                        on_poll=(lambda state: progress(0, steps)) if progress else None)
         else:
-            launch_local(run_dir, [*self.node, *self.extra])
+            launch_local(run_dir, self.overrides)
         write_parquet(run_dir / EVAL, import_validation(run_dir, manifest))
+        write_parquet(run_dir / TRAIN, import_metrics(run_dir))
         if progress is not None:
             progress(steps, steps)
 

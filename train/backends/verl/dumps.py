@@ -11,7 +11,7 @@ import pandas as pd
 from hscale.errors import HscaleError
 from train.backends.verl.inputs import VAL_TAG
 from train.backends.verl.overrides import VERL_DIR
-from train.contracts import Manifest, eval_frame
+from train.contracts import Manifest, eval_frame, train_frame
 
 
 def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
@@ -44,6 +44,8 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
             index = _row_index(rec, where, len(info))
             seen[index] = seen.get(index, -1) + 1
             run = int(info[index].get("run", 0)) + seen[index] * planned
+            if info[index].get("decoding") == "greedy":  # greedy is deterministic: one pass
+                run = int(info[index].get("run", 0))
             rows.append(_eval_row(manifest, info[index], run, rec, where))
     return eval_frame(rows)
 
@@ -62,7 +64,9 @@ def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, 
             "harness": str(row["harness"]), "task_id": str(row["task_id"]),
             "reward": float(reward),
             "success": float(success) >= 0.5 if success is not None else reward >= 1.0,
-            "turns": int(turns) if turns is not None else -1, "decoding": "sampled"}
+            "turns": int(turns) if turns is not None else -1,
+            "decoding": str(row.get("decoding", "sampled")),
+            "category": str(row.get("category", "unknown"))}
 
 
 def _episodes(path: Path):
@@ -103,3 +107,39 @@ def _row_index(rec: dict[str, Any], where: str, rows: int) -> int:
 
 def _extra(raw: Any) -> dict[str, Any]:
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+# veRL's metric names -> train.parquet's (the embedded trainer's) for the same quantity
+METRIC_NAMES = {"critic/score/mean": "reward_mean", "actor/entropy": "entropy",
+                "actor/pg_clipfrac": "clip_frac", "actor/ppo_kl": "kl", "actor/pg_loss": "loss",
+                "perf/throughput": "tokens_per_s", "timing_s/step": "step_s"}
+
+
+def import_metrics(run_dir: str | Path) -> pd.DataFrame:
+    """veRL's file-logger metrics (``verl/metrics/<launch>.jsonl``, one file a launch: veRL
+    truncates its file when it starts) as train.parquet rows: one per training step, ``step``
+    counted from 0 as the embedded trainer does (veRL's global step 1 is step 0), veRL's
+    metrics under their own names plus the embedded trainer's names where both measure the
+    same thing. A later launch's line for a step replaces an earlier one (a resumed run)."""
+    from train.backends.verl.overrides import METRICS_DIR
+
+    folder = Path(run_dir) / VERL_DIR / METRICS_DIR
+    steps: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                try:
+                    rec = json.loads(line)
+                    step, data = int(rec["step"]), dict(rec["data"])
+                except (ValueError, KeyError, TypeError):
+                    if line.strip():  # a line cut by a kill is the only expected damage
+                        raise HscaleError(f"{path}:{number}: not a veRL metrics line",
+                                          "the file is damaged; delete it to re-import") from None
+                    continue
+                if not any(k.startswith(("actor/", "critic/")) for k in data):
+                    continue  # validation-only lines (step 0 before training)
+                numbers = {k: v for k, v in data.items()
+                           if v is None or isinstance(v, int | float)}
+                steps[step - 1] = {**{METRIC_NAMES[k]: v for k, v in numbers.items()
+                                      if k in METRIC_NAMES}, **numbers}
+    return train_frame([{"step": step, **row} for step, row in sorted(steps.items())])

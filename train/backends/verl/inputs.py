@@ -3,10 +3,12 @@
 - ``train.parquet``: one veRL row per schedule row (step, task), in schedule order, with that
   step's harness label in ``extra_info``; with ``data.shuffle=False`` and
   ``data.train_batch_size=tasks_per_step`` each batch is exactly one scheduled step.
-- ``val.parquet``: one row per episode of the embedded evaluator's sampled runs
-  (:func:`train.manifest.eval_jobs`: run, setting, harness, task), each run once
-  (``val_kwargs.n=1``), so both backends evaluate the same episodes. The ``data_source`` is
-  ``hscale/<setting>`` so veRL's validation metrics split by setting. veRL's validation dump
+- ``val.parquet``: one row per episode the embedded evaluator plays: a greedy pass over run
+  0's episodes, then every sampled run (:func:`train.manifest.eval_jobs`: run, setting,
+  harness, task), each row once (``val_kwargs.n=1``; the agent loop samples rows flagged
+  greedy at temperature 0), so both backends evaluate the same episodes. The
+  ``data_source`` is ``hscale/<setting>`` (``/greedy`` for the greedy pass) so veRL's
+  validation metrics split by setting. veRL's validation dump
   keeps no ``extra_info``, only ``reward_model.ground_truth`` (as ``gts``), so a val row's
   ground truth is ``{"checker": <the checker spec>, "hscale_val_index": <row>}``: the dump
   import finds each episode's row by it.
@@ -30,7 +32,15 @@ from harness.engine import EPISODE_TURNS
 from harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
-from train.backends.verl.overrides import VERL_DIR, build_overrides, validate_overrides
+from train.backends.verl.check import validate_overrides
+from train.backends.verl.overrides import (
+    GPUS,
+    METRICS_DIR,
+    STAMP,
+    VERL_DIR,
+    build_overrides,
+    settings,
+)
 from train.contracts import REPLAN, Manifest
 from train.manifest import eval_jobs, eval_tasks
 from train.schedule import Schedule
@@ -39,6 +49,7 @@ MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"
 VAL_TAG = "hscale_val_index"
 _HERE, _OUT = "@HERE@", "@OUT@"  # launch.sh placeholders for its folder and $HSCALE_VERL_OUT
+_PLACEHOLDERS = ((_HERE, "HERE"), (_OUT, "OUT"), (STAMP, "STAMP"), (GPUS, "GPUS"))
 
 
 def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool = True
@@ -69,19 +80,23 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
                                                          strict=True)], "train",
                   [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor)}
                    for r in schedule.itertuples(index=False)])
-    jobs = eval_jobs(manifest, eval_tasks(manifest))
-    val = _rows([(job.task, job.harness) for job in jobs], "val",
-                [{"setting": job.setting, "run": job.run} for job in jobs])
-    val["data_source"] = [f"hscale/{job.setting}" for job in jobs]
+    tasks = eval_tasks(manifest)
+    jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
+    jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
+    val = _rows([(job.task, job.harness) for _, job in jobs], "val",
+                [{"setting": job.setting, "run": job.run, "decoding": decoding,
+                  "category": job.task.category} for decoding, job in jobs])
+    val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if decoding == "greedy" else "")
+                          for decoding, job in jobs]
     val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
                            for i, r in enumerate(val.reward_model)]
 
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / "train.parquet", train)
     write_parquet(out / "val.parquet", val)
-    agent_loop = write_agent_loop_config(out / "agent_loop.yaml")
+    agent_loop = write_agent_loop_config(out / "agent_loop.yaml", settings(manifest).segment_mode)
     command = ["python", "-m", MAIN, *overrides]
-    portable = build_overrides(run_dir, manifest, inputs=_HERE, outputs=_OUT)
+    portable = build_overrides(run_dir, manifest, inputs=_HERE, outputs=_OUT, gpus_per_node=GPUS)
     atomic_write_text(out / "launch.sh", _launch_script(manifest, portable))
     (out / "launch.sh").chmod(0o755)
     return {"dir": out, "train": out / "train.parquet", "val": out / "val.parquet",
@@ -128,6 +143,11 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         *([warning] if manifest.assignment.mode == "rescue" else []),
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         f'OUT="${{{OUT_ENV}:-$HERE}}"',
+        'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',
+        'GPUS="${HSCALE_GPUS_PER_NODE:-$(nvidia-smi -L 2>/dev/null | grep -c \'^GPU\' || true)}"',
+        'if [ "${GPUS:-0}" -lt 1 ]; then echo "hscale: no GPU on this node (nvidia-smi);'
+        ' set HSCALE_GPUS_PER_NODE" >&2; exit 1; fi',
+        f'mkdir -p "$OUT/{METRICS_DIR}"',
         f"exec python -m {shlex.quote(MAIN)} \\",
         *(f"  {w} \\" for w in words),
         '  "$@"',
@@ -135,10 +155,10 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
 
 
 def _shell_word(override: str) -> str:
-    """One shell word for ``override``, its path placeholders expanded from $HERE / $OUT."""
+    """One shell word for ``override``, its placeholders expanded from $HERE, $OUT, $STAMP."""
     word = shlex.quote(override)
     quoted = word.startswith("'")
-    for token, var in ((_HERE, "HERE"), (_OUT, "OUT")):
+    for token, var in _PLACEHOLDERS:
         word = word.replace(token, f"'\"${var}\"'" if quoted else f'"${var}"')
     return word
 

@@ -49,9 +49,10 @@ def launch_requirements(ray_address: str | None) -> list[Requirement]:
                                     label="vLLM")]
 
 
-def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> list[str]:
-    """Everything a launch needs, checked before anything is written: the overrides a local
-    launch adds (its GPU count). Each missing piece is one HscaleError naming the fix."""
+def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None:
+    """Everything a launch needs, checked before anything is written; each missing piece is
+    one HscaleError naming the fix. On Ray the spec must say its nodes' GPUs (the runner's
+    machine is not a node)."""
     rescue = [m.arm for m in manifests if m.assignment.mode == "rescue"]
     if rescue:
         raise HscaleError(f"arm {rescue[0]} uses Harness-S rescue, which veRL's trainer does "
@@ -59,11 +60,14 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> list
                           "use --dry-run to write its veRL inputs, or drop the rescue arms")
     require(launch_requirements(ray_address))
     if ray_address:
-        from train.backends.ray_jobs import connect
+        from train.backends.ray_jobs import connect, dashboard_url
 
+        dashboard_url(ray_address)  # a malformed address first: it is the plainer mistake
+        unsized = [m.arm for m in manifests if m.verl is None or m.verl.gpus_per_node is None]
+        if unsized:
+            raise HscaleError(f"arm {unsized[0]}: on a Ray cluster veRL needs the GPUs per node",
+                              "set verl: {nnodes: N, gpus_per_node: G} in the spec")
         connect(ray_address)
-        return []
-    return [f"trainer.n_gpus_per_node={environment.cuda_gpus()}", "trainer.nnodes=1"]
 
 
 def job_fields(run_dir: Path) -> dict[str, Any]:
@@ -84,6 +88,7 @@ def launch_local(run_dir: str | Path, extra: Sequence[str] = ()) -> None:
     log_path = out / LOG
     env = {k: v for k, v in os.environ.items() if k != OUT_ENV}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.setdefault("HSCALE_GPUS_PER_NODE", str(environment.cuda_gpus()))
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"# hscale: launch.sh {shlex.join(extra)} at {_now()}\n")
         log.flush()
