@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Write one manifest.json and schedule.parquet per arm and seed (idempotent)."),
     "run": ("hscale.cli.experiments:run_cmd",
             "Plan and run every arm x seed; finished runs are skipped, partial ones resume."),
+    "clean": ("hscale.cli.experiments:clean_cmd",
+              "Drop the checkpoints of completed runs (results and logs stay)."),
     "report": ("hscale.cli.report:report_cmd",
                "Tables, figures and a self-contained report.html for a runs folder."),
     "model": ("hscale.cli.model:app", "Base models of the embedded CPU trainer."),

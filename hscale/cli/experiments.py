@@ -130,3 +130,21 @@ def _summary(states: dict[str, str], out: Path) -> None:
         print(f"  {run}: {states[run]} (see its status.json)")
     if failed:
         raise typer.Exit(1)
+
+
+def clean_cmd(
+    runs: Annotated[Path, typer.Argument(help="A runs folder, an experiment's, or one run's.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")
+                       ] = False,
+) -> None:
+    """Drop the checkpoints of completed runs; runs that may resume keep theirs."""
+    from hscale.errors import HscaleError
+    from train.clean import clean
+
+    if not runs.is_dir():
+        raise HscaleError(f"{runs}: no such folder", "give the runs folder `hscale run` wrote")
+    dropped = clean(runs, dry_run=dry_run)
+    for run_dir, freed in dropped:
+        print(f"{run_dir}: {freed / 2**20:.1f} MiB" + (" (would go)" if dry_run else ""))
+    total = sum(freed for _, freed in dropped) / 2**30
+    print(f"{'would free' if dry_run else 'freed'} {total:.2f} GiB in {len(dropped)} runs")

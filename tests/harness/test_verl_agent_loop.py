@@ -61,8 +61,7 @@ _MESSAGE = re.compile(r"<\|(system|user|assistant|tool)\|>(.*?)<\|end\|>", re.S)
 # ------------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def tokenizer() -> PreTrainedTokenizerFast:
+def chat_tokenizer() -> PreTrainedTokenizerFast:
     """Word-level over the built-in world's vocabulary, with spaces and newlines as tokens so
     ``decode(encode(text)) == text``; role markers and the end of turn are special tokens."""
     specials = [f"<|{r}|>" for r in ROLES] + [END]
@@ -79,14 +78,23 @@ def tokenizer() -> PreTrainedTokenizerFast:
     return hf
 
 
-@pytest.fixture(scope="module")
-def tasks() -> dict[str, Task]:
+def two_tasks() -> dict[str, Task]:
     """A 3-read task graded on the final answer and a 4-call task graded on out.txt."""
     pool = generate(20, 0)
     pick = {"answer": next(t for t in pool if t.category == "state_tracking"
                            and len(t.solution) == 3),
             "file": next(t for t in pool if t.category == "multi_step")}
     return pick
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> PreTrainedTokenizerFast:
+    return chat_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    return two_tasks()
 
 
 def logprob_of(token: int) -> float:

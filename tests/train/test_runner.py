@@ -146,3 +146,24 @@ def test_a_run_another_backend_completed_is_refused_not_redone(tmp_path):
     with pytest.raises(HscaleError, match="completed by the scripted backend") as err:
         run_experiment(spec, out, backend="local")
     assert "--out" in err.value.hint
+
+
+def test_clean_drops_the_checkpoints_of_completed_runs_only(tmp_path):
+    from hscale.cli import main
+
+    spec = write_spec(tmp_path)
+    out = tmp_path / "runs"
+    run_experiment(spec, out, backend="scripted")
+    done, unfinished = out / "small" / "structured-18" / "0", out / "small" / "single-harness" / "0"
+    for run_dir in (done, unfinished):
+        (run_dir / "verl" / "checkpoints" / "global_step_2").mkdir(parents=True)
+        (run_dir / "verl" / "checkpoints" / "global_step_2" / "model.pt").write_bytes(b"x" * 4096)
+        (run_dir / "checkpoint.pt").write_bytes(b"y" * 1024)
+    status = json.loads((unfinished / "status.json").read_text())
+    (unfinished / "status.json").write_text(json.dumps({**status, "state": "INTERRUPTED"}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["clean", str(out)])
+    assert exit_info.value.code == 0
+    assert not (done / "checkpoint.pt").exists() and not (done / "verl" / "checkpoints").exists()
+    assert (done / "eval.parquet").is_file()  # results stay
+    assert (unfinished / "checkpoint.pt").is_file()  # it may resume from it

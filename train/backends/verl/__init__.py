@@ -24,7 +24,8 @@ from train.backends.verl.launch import (
     launch_ray,
     launch_requirements,
 )
-from train.backends.verl.overrides import VERL_DIR, build_overrides
+from train.backends.verl.overrides import VERL_DIR, build_overrides, settings
+from train.clean import drop_checkpoints
 from train.contracts import EVAL, TRAIN, Manifest
 from train.environment import Requirement, require
 
@@ -74,6 +75,8 @@ class VerlBackend(Backend):
             launch_local(run_dir, self.overrides)
         write_parquet(run_dir / EVAL, import_validation(run_dir, manifest))
         write_parquet(run_dir / TRAIN, import_metrics(run_dir))
+        if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed
+            drop_checkpoints(run_dir)
         if progress is not None:
             progress(steps, steps)
 
