@@ -47,6 +47,18 @@ def eval_tasks(manifest: Manifest) -> list[Task]:
     return BENCHMARKS.get(bench.name).tasks(manifest.evaluation.tasks, bench.seed, "eval")
 
 
+ROUTER_TASKS = 20  # training-split tasks past the training pool that routers measure on
+
+
+def router_tasks(manifest: Manifest) -> list[Task]:
+    """The tasks a Harness-S router measures sibling success on (rule / profile): training
+    split, past every task the run trains on, the same on every backend."""
+    from harness.benchmarks import BENCHMARKS
+
+    bench = manifest.benchmark
+    return BENCHMARKS.get(bench.name).tasks(bench.tasks + ROUTER_TASKS, bench.seed)[bench.tasks:]
+
+
 def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | None,
                rotation: int = 0) -> list[tuple[str, Task]]:
     """(harness label, task) pairs of one setting for one run.

@@ -176,12 +176,30 @@ def test_vllm_missing(tmp_path, capsys, gpu_machine, monkeypatch):
     assert_one_line_exit_2(code, err, "vLLM is not installed", "pip install", out=out)
 
 
-def test_rescue_arms_are_not_launched(tmp_path, capsys, gpu_machine):
-    spec = write_spec(tmp_path, arms={"rescue": {"assignment": {"mode": "rescue",
-                                                                "router": "random"}}})
+def test_a_rescue_group_must_match_the_group_it_replaces(tmp_path, capsys, gpu_machine):
+    spec = write_spec(tmp_path, arms={"rescue": {"assignment": {
+        "mode": "rescue", "router": "random", "group": 8}}})  # rollouts: 2
     out = tmp_path / "runs"
     code, _, err = run_cli(["run", spec, "--backend", "verl", "--out", out], capsys)
-    assert_one_line_exit_2(code, err, "rescue", "--dry-run", out=out)
+    assert_one_line_exit_2(code, err, "rescue group of 8", "assignment.group to 2", out=out)
+
+
+def test_a_rescue_arms_launch_loads_the_rescue_extension(tmp_path):
+    """veRL loads hscale's rescue manager by name and corrects with w = clip(pi_old/q, 0, 2);
+    every train row carries what its group needs to be rescued."""
+    from train.backends.verl import prepare_verl_run
+    from train.backends.verl.rescue import MANAGER_PATH, RESCUE
+
+    spec = write_spec(tmp_path, arms={"rescue": {"assignment": {
+        "mode": "rescue", "router": "profile", "group": 2}}})
+    (planned,) = plan(spec, tmp_path / "runs")
+    result = prepare_verl_run(planned.path, planned.manifest)
+    assert f"+actor_rollout_ref.rollout.agent.agent_loop_manager_class={MANAGER_PATH}" \
+        in result["overrides"]
+    assert "algorithm.rollout_correction.rollout_is_threshold=2.0" in result["overrides"]
+    infos = list(pd.read_parquet(result["train"]).extra_info)
+    assert all(e[RESCUE]["router"] == "profile" for e in infos)
+    assert set(infos[0][RESCUE]["pool"]) == set(planned.manifest.assignment.pool)
 
 
 def test_on_ray_the_spec_says_its_nodes_gpus(tmp_path, capsys):

@@ -35,11 +35,11 @@ from train.embedded.evaluate import evaluate
 from train.embedded.rl import Hyper, update
 from train.embedded.sampler import Sampler
 from train.embedded.warmstart import base_model
+from train.manifest import router_tasks
 from train.routers import Router
 from train.schedule import Schedule
 
 CHECKPOINT = "checkpoint.pt"
-VALIDATION_TASKS = 20
 
 
 
@@ -137,9 +137,8 @@ class Trainer:
     def run(self, progress: StepProgress | None = None) -> None:
         schedule = Schedule.read(self.dir).frame
         bench = self.manifest.benchmark
-        pool = BENCHMARKS.get(bench.name).tasks(bench.tasks + VALIDATION_TASKS, bench.seed)
-        tasks = {t.task_id: t for t in pool}
-        validation = pool[bench.tasks:]
+        tasks = {t.task_id: t for t in BENCHMARKS.get(bench.name).tasks(bench.tasks, bench.seed)}
+        validation = router_tasks(self.manifest)
         total = self.manifest.budget.steps
         checkpoints = eval_steps(self.manifest)
         evaluated = int(self.eval_rows.step.max()) if len(self.eval_rows) else -1

@@ -25,6 +25,7 @@ from train.backends.verl.launch import (
     launch_requirements,
 )
 from train.backends.verl.overrides import VERL_DIR, build_overrides, settings
+from train.backends.verl.rescue import check_rescue
 from train.clean import drop_checkpoints
 from train.contracts import EVAL, TRAIN, Manifest
 from train.environment import Requirement, require
@@ -53,6 +54,7 @@ class VerlBackend(Backend):
         """Every run's overrides validated against veRL's config; for a launch, what it needs
         here or on the cluster (GPUs, vLLM, a reachable Ray head), before anything is written."""
         require(self.requirements()[:1])
+        check_rescue(manifests)
         for manifest in manifests:
             validate_overrides([*build_overrides(Path("."), manifest), *self.overrides])
         if not self.dry_run and manifests:

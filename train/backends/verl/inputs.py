@@ -76,10 +76,11 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     missing = sorted(set(schedule.task_id) - set(tasks))
     if missing:
         raise HscaleError(f"{run_dir}: schedule names unknown tasks {missing[:3]}", REPLAN)
+    rescue = _rescue_info(manifest)
     train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
                                                          strict=True)], "train",
-                  [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor)}
-                   for r in schedule.itertuples(index=False)])
+                  [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor),
+                    **rescue} for r in schedule.itertuples(index=False)])
     tasks = eval_tasks(manifest)
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
@@ -103,6 +104,16 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
             "agent_loop": agent_loop, "launch": out / "launch.sh",
             "overrides": overrides, "command": command,
             "train_rows": len(train), "val_rows": len(val)}
+
+
+def _rescue_info(manifest: Manifest) -> dict[str, Any]:
+    """A rescue arm's rows say how to rescue their group (train.backends.verl.rescue)."""
+    a = manifest.assignment
+    if a.mode != "rescue":
+        return {}
+    from train.backends.verl.rescue import RESCUE, rescue_info
+
+    return {RESCUE: rescue_info(manifest)}
 
 
 def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
@@ -130,9 +141,6 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
 def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
     """launch.sh: inputs beside the script, outputs to $HSCALE_VERL_OUT or beside it too."""
     words = [_shell_word(o) for o in overrides]
-    warning = "echo " + shlex.quote(
-        f"hscale: arm {manifest.arm} uses Harness-S rescue, which veRL's main_ppo does not "
-        "run: this trains plain GRPO under the base harness") + " >&2"
     return "\n".join([
         "#!/usr/bin/env bash",
         f"# veRL launch for {manifest.experiment}/{manifest.arm}/{manifest.seed} "
@@ -140,7 +148,6 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         f"# Reads its inputs beside this script; writes checkpoints/ and validation/ to "
         f"${OUT_ENV} if set, else here. Extra arguments are more Hydra overrides.",
         "set -euo pipefail",
-        *([warning] if manifest.assignment.mode == "rescue" else []),
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         f'OUT="${{{OUT_ENV}:-$HERE}}"',
         'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',

@@ -53,11 +53,6 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None
     """Everything a launch needs, checked before anything is written; each missing piece is
     one HscaleError naming the fix. On Ray the spec must say its nodes' GPUs (the runner's
     machine is not a node)."""
-    rescue = [m.arm for m in manifests if m.assignment.mode == "rescue"]
-    if rescue:
-        raise HscaleError(f"arm {rescue[0]} uses Harness-S rescue, which veRL's trainer does "
-                          "not run: launching it would train plain GRPO",
-                          "use --dry-run to write its veRL inputs, or drop the rescue arms")
     require(launch_requirements(ray_address))
     if ray_address:
         from train.backends.ray_jobs import connect, dashboard_url

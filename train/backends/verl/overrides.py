@@ -143,4 +143,11 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
     ]
     if name == "ppo":
         overrides.append("trainer.max_critic_ckpt_to_keep=1")
+    if manifest.assignment.mode == "rescue":  # Harness-S: rescue groups, correct with w <= 2
+        from train.backends.verl.rescue import MANAGER_PATH
+
+        overrides += [f"+actor_rollout_ref.rollout.agent.agent_loop_manager_class={MANAGER_PATH}",
+                      "algorithm.rollout_correction.rollout_is=token",
+                      "algorithm.rollout_correction.rollout_is_threshold=2.0",
+                      "algorithm.rollout_correction.bypass_mode=False"]
     return [*overrides, *verl.overrides]

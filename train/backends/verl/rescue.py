@@ -1,0 +1,237 @@
+"""Harness-S on veRL: zero-signal GRPO groups rescued inside veRL's own rollout worker.
+
+veRL's TransferQueue trainer runs all ``n`` sessions of a prompt in one rollout worker
+(``AgentLoopWorkerTQ._run_prompt``) and stores each session's outputs as it finishes. This
+extension, loaded by veRL through ``actor_rollout_ref.rollout.agent.agent_loop_manager_class``
+(no copy of veRL's trainer), holds a training prompt's sessions back until the group is
+complete. If every session failed (reward 0: a zero-signal group, no gradient), the router
+named in the row picks ``n`` sibling harnesses from its frozen pool and the same policy,
+through the same servers, samples one rollout under each from the task's initial state; that
+rescue group is stored under the original group's keys, so GRPO, the replay buffer and the
+actor only ever see the rescue. Groups with any success, and validation rows, pass untouched.
+
+The Harness-S correction w = clip(pi_old / q, 0, 2) is veRL's own rollout correction (token
+level importance weights, truncated at 2: ``algorithm.rollout_correction``), which the veRL
+backend turns on for rescue arms.
+
+A row of a rescue arm carries ``extra_info["rescue"]``: the router, the pool, the base
+harness, the space's factors, a seed, and for the ``rule`` and ``profile`` routers the tasks
+they measure on (see :func:`rescue_info`). Those routers rank siblings by the policy's greedy
+success on them per task category, measured by the worker through the same servers when it
+first rescues (``rule``) or again after every evaluation checkpoint (``profile``); the picks
+are reproducible from the seed, the row's index and the scores. Importing this module is
+cheap: veRL is imported when the manager class is first looked up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from hscale.errors import HscaleError
+
+RESCUE = "rescue"  # extra_info key of a rescue arm's rows
+RESCUING = "_hscale_rescuing"  # keyword that marks a rescue rollout inside the worker
+MANAGER_PATH = f"{__name__}.RescueManager"
+
+
+def rescue_info(manifest: Any) -> dict[str, Any]:
+    """What a rescue arm's rows carry for the worker to rescue their group."""
+    from train.manifest import ROUTER_TASKS
+
+    a, bench = manifest.assignment, manifest.benchmark
+    return {"router": a.router or "original", "pool": list(a.pool or ()),
+            "base": manifest.train_harnesses[0],
+            "factors": {k: list(v) for k, v in manifest.space.factors.items()},
+            "seed": int(manifest.rng("rescue").integers(2**31)),
+            "measure_on": {"benchmark": bench.name, "seed": bench.seed, "skip": bench.tasks,
+                           "count": ROUTER_TASKS},
+            "every": int(manifest.evaluation.every or manifest.budget.steps)}
+
+
+def check_rescue(manifests: Sequence[Any]) -> None:
+    """A rescue group replaces the failed one session for session: on veRL both have
+    ``rollouts`` members."""
+    for m in manifests:
+        a = m.assignment
+        if a.mode == "rescue" and a.group != m.budget.rollouts_per_task:
+            raise HscaleError(f"arm {m.arm}: a rescue group of {a.group} cannot replace a group "
+                              f"of {m.budget.rollouts_per_task} rollouts on veRL",
+                              f"set assignment.group to {m.budget.rollouts_per_task}")
+
+
+def router_for(info: Mapping[str, Any], index: int) -> Any:
+    """The row's router (train.routers), its generator seeded by the run and the row."""
+    import numpy as np
+
+    from design.space import Factor, FactorSpace
+    from train.routers import Router
+
+    space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info["factors"].items()))
+    rng = np.random.default_rng([int(info["seed"]), zlib.crc32(f"rescue-{index}".encode())])
+    return Router(info["router"], info["pool"], info["base"], space, rng)
+
+
+def measure_tasks(info: Mapping[str, Any]) -> list[Any]:
+    from harness.benchmarks import BENCHMARKS
+
+    on = info["measure_on"]
+    pool = BENCHMARKS.get(on["benchmark"]).tasks(on["skip"] + on["count"], on["seed"])
+    return pool[on["skip"]:]
+
+
+def _info(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    raw = kwargs.get("extra_info") or {}
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+def _final_reward(output: Any) -> float:
+    final = output[-1] if isinstance(output, list) else output
+    return float(final.reward_score or 0.0)
+
+
+class _RescueWorker:
+    """Mixed into veRL's TransferQueue rollout worker (see :func:`_classes`)."""
+
+    def _groups(self) -> dict[str, dict[str, Any]]:
+        if not hasattr(self, "_hscale_groups"):
+            self._hscale_groups: dict[str, dict[str, Any]] = {}
+        return self._hscale_groups
+
+    def _held(self, kwargs: Mapping[str, Any], validate: bool) -> bool:
+        return not validate and not kwargs.get(RESCUING) and RESCUE in _info(kwargs)
+
+    async def _run_agent_loop(self, sampling_params: dict[str, Any], trajectory: dict[str, Any],
+                              *, agent_name: str, trace: bool = True, **kwargs: Any) -> Any:
+        if not self._held(kwargs, trajectory["validate"]):
+            return await super()._run_agent_loop(sampling_params, trajectory,
+                                                 agent_name=agent_name, trace=trace, **kwargs)
+        group = self._groups().setdefault(kwargs["uid"], {
+            "n": int(self.config.actor_rollout_ref.rollout.n), "done": {}, "errors": 0})
+        group["call"] = (sampling_params, trajectory, agent_name)
+        try:
+            return await super()._run_agent_loop(sampling_params, trajectory,
+                                                 agent_name=agent_name, trace=trace, **kwargs)
+        except BaseException:
+            group["errors"] += 1  # never leave the group waiting for a session that died
+            await self._settle(kwargs["uid"], trajectory["validate"])
+            raise
+
+    async def _agent_loop_postprocess(self, output: Any, validate: bool, **kwargs: Any) -> Any:
+        if kwargs.get(RESCUING):
+            return output  # the group puts it, under the failed session's key
+        if not self._held(kwargs, validate):
+            return await super()._agent_loop_postprocess(output, validate, **kwargs)
+        self._groups()[kwargs["uid"]]["done"][kwargs["session_id"]] = (output, kwargs)
+        await self._settle(kwargs["uid"], validate)
+        return None
+
+    async def _settle(self, uid: str, validate: bool) -> None:
+        """When the group is complete: rescue it if it has no success, then store it."""
+        group = self._groups().get(uid)
+        if group is None or len(group["done"]) + group["errors"] < group["n"]:
+            return
+        del self._groups()[uid]
+        sessions = group["done"]
+        if not group["errors"] and all(_final_reward(o) <= 0 for o, _ in sessions.values()):
+            sessions = await self._rescue(group) or sessions
+        for _, (output, kwargs) in sorted(sessions.items()):
+            await super()._agent_loop_postprocess(output, validate, **kwargs)
+
+    async def _rescue(self, group: dict[str, Any]) -> dict[int, tuple[Any, dict]] | None:
+        """One rollout under each routed sibling, from the task's initial state."""
+        from harness.tasks import task_from_row
+
+        sampling_params, trajectory, agent_name = group["call"]
+        sessions = sorted(group["done"].items())
+        info = _info(sessions[0][1][1])
+        router = router_for(info[RESCUE], int(info.get("index", 0)))
+        if router.kind.measure != "never":
+            router.score = await self._scores(info[RESCUE], trajectory, agent_name, router)
+        task = task_from_row(json.loads(info["task"]) if isinstance(info["task"], str)
+                             else dict(info["task"]), "extra_info.task")
+        siblings = router.pick(task, len(sessions))
+
+        async def one(label: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+            row = {**kwargs, "extra_info": {**_info(kwargs), "harness": label,
+                                            "rescued_from": _info(kwargs)["harness"]}}
+            output = await super(_RescueWorker, self)._run_agent_loop(
+                sampling_params, trajectory, agent_name=agent_name, trace=False,
+                **row, **{RESCUING: True})
+            for out in output if isinstance(output, list) else [output]:
+                out.extra_fields["hscale_rescued"] = 1
+            return output, row
+
+        try:
+            done = await asyncio.gather(*[one(label, kwargs)
+                                          for label, (_, (_, kwargs)) in zip(siblings, sessions,
+                                                                             strict=True)])
+        except Exception:  # a failed rescue keeps the failed group (no signal, but no loss)
+            return None
+        return {sid: result for (sid, _), result in zip(sessions, done, strict=True)}
+
+
+    async def _scores(self, info: Mapping[str, Any], trajectory: dict[str, Any],
+                      agent_name: str, router: Any) -> dict[str, Any]:
+        """The policy's greedy success per pool harness and task category (rule: measured
+        once; profile: again after every evaluation checkpoint), measured once per worker."""
+        import numpy as np
+
+        from harness.verl_agent_loop import to_verl_rows
+
+        step = int(trajectory.get("step") or 0)
+        epoch = 0 if router.kind.measure == "once" else step // max(int(info["every"]), 1)
+        key = (info["router"], tuple(info["pool"]), epoch)
+        cache = self.__dict__.setdefault("_hscale_scores", {})
+        lock = self.__dict__.setdefault("_hscale_lock", asyncio.Lock())
+        async with lock:
+            if key not in cache:
+                tasks = measure_tasks(info)
+                rows = [{k: v for k, v in row.items() if k != "agent_name"} for row in
+                        to_verl_rows(tasks, list(info["pool"]), "router").to_dict("records")]
+                greedy = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+                outputs = await asyncio.gather(*[
+                    super(_RescueWorker, self)._run_agent_loop(
+                        greedy, trajectory, agent_name=agent_name, trace=False, **row,
+                        **{RESCUING: True})
+                    for row in rows])
+                success = [_final_reward(o) >= 1.0 for o in outputs]
+                by_row = {(r["extra_info"]["harness"], r["extra_info"]["task_id"]): ok
+                          for r, ok in zip(rows, success, strict=True)}
+                matrix = np.array([[by_row[(label, t.task_id)] for t in tasks]
+                                   for label in info["pool"]], dtype=float)
+                router.set_scores(matrix, [t.category for t in tasks])
+                cache[key] = router.score
+        return cache[key]
+
+
+@cache
+def _classes() -> tuple[type, type]:
+    """veRL's TransferQueue worker and manager with the rescue mixed in (imports veRL)."""
+    import ray
+    from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ
+
+    worker = type("RescueWorker", (_RescueWorker, AgentLoopWorkerTQ.__ray_actor_class__),
+                  {"__module__": __name__, "__qualname__": "RescueWorker"})
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        AgentLoopManagerTQ.__init__(self, *args, **kwargs)
+        self.agent_loop_workers_class = ray.remote(worker)
+
+    manager = type("RescueManager", (AgentLoopManagerTQ,),
+                   {"__module__": __name__, "__qualname__": "RescueManager",
+                    "__init__": __init__,
+                    "__doc__": "veRL's TransferQueue manager whose workers rescue "
+                               "zero-signal groups (harness.verl_rescue)."})
+    return worker, manager
+
+
+def __getattr__(name: str) -> Any:
+    """``RescueWorker`` and ``RescueManager`` are built on first lookup (veRL is heavy)."""
+    if name in ("RescueWorker", "RescueManager"):
+        return dict(zip(("RescueWorker", "RescueManager"), _classes(), strict=True))[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
