@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from train.contracts import Manifest
 from train.plan import plan
 
 pytest.importorskip("verl")
@@ -181,23 +180,6 @@ def test_ppo_maps_to_gae(prepared):
     assert "trainer.max_critic_ckpt_to_keep=1" in overrides
     cfg = validate_overrides(overrides)
     assert cfg.critic.model.path == manifest.model and cfg.algorithm.lam == 0.95
-
-
-def test_a_rescue_arms_launch_script_says_rescue_is_not_run(prepared, tmp_path):
-    from train.backends.verl.inputs import _launch_script
-
-    _, planned, _ = prepared
-    manifest = Manifest.build(**{**planned.body(), "arm": "harness's-s", "assignment": {
-        "mode": "rescue", "k": 1, "router": "profile"}})
-    script = tmp_path / "launch.sh"
-    script.write_text(_launch_script(manifest, ["trainer.nnodes=1"]))
-    words = run_launch_script(script, tmp_path)
-    assert words == ["-m", "verl.trainer.main_ppo", "trainer.nnodes=1", "trainer.nnodes=1"]
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True,
-                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
-                               "ARGS_FILE": str(tmp_path / "args")})
-    assert "arm harness's-s uses Harness-S rescue" in done.stderr
-    assert "plain GRPO" in done.stderr
 
 
 def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):

@@ -138,9 +138,16 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
     return pd.DataFrame(rows, columns=unique.columns)
 
 
+_COUNT_GPUS = [  # only when the spec names no GPUs per node: this node's
+    'GPUS="${HSCALE_GPUS_PER_NODE:-$(nvidia-smi -L 2>/dev/null | grep -c \'^GPU\' || true)}"',
+    'if [ "${GPUS:-0}" -lt 1 ]; then echo "hscale: no GPU on this node (nvidia-smi);'
+    ' set HSCALE_GPUS_PER_NODE" >&2; exit 1; fi']
+
+
 def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
     """launch.sh: inputs beside the script, outputs to $HSCALE_VERL_OUT or beside it too."""
     words = [_shell_word(o) for o in overrides]
+    counts = any(GPUS in o for o in overrides)
     return "\n".join([
         "#!/usr/bin/env bash",
         f"# veRL launch for {manifest.experiment}/{manifest.arm}/{manifest.seed} "
@@ -151,9 +158,7 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         f'OUT="${{{OUT_ENV}:-$HERE}}"',
         'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',
-        'GPUS="${HSCALE_GPUS_PER_NODE:-$(nvidia-smi -L 2>/dev/null | grep -c \'^GPU\' || true)}"',
-        'if [ "${GPUS:-0}" -lt 1 ]; then echo "hscale: no GPU on this node (nvidia-smi);'
-        ' set HSCALE_GPUS_PER_NODE" >&2; exit 1; fi',
+        *(_COUNT_GPUS if counts else []),
         f'mkdir -p "$OUT/{METRICS_DIR}"',
         f"exec python -m {shlex.quote(MAIN)} \\",
         *(f"  {w} \\" for w in words),
