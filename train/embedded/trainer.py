@@ -49,6 +49,20 @@ def hyper(manifest: Manifest) -> Hyper:
                  clip_high=algo.clip_high, gamma=algo.gamma, lam=algo.lam)
 
 
+def tracker(manifest: Manifest, run_dir: Path):
+    """veRL's Tracking over the spec's loggers (none unless the spec names some); the file
+    logger writes ``<run>/metrics.jsonl``, as a veRL run's does under verl/metrics/."""
+    if not manifest.tracking:
+        return None
+    import os
+
+    from verl.utils.tracking import Tracking
+
+    os.environ["VERL_FILE_LOGGER_PATH"] = str(run_dir / "metrics.jsonl")
+    return Tracking(f"hscale-{manifest.experiment}", f"{manifest.arm}-{manifest.seed}",
+                    default_backend=list(manifest.tracking))
+
+
 def eval_steps(manifest: Manifest) -> list[int]:
     steps, every = manifest.budget.steps, manifest.evaluation.every
     points = set(range(0, steps, every)) if every else set()
@@ -74,6 +88,7 @@ class Trainer:
         self.train_rows = _read(self.dir / TRAIN)
         self.eval_rows = _read(self.dir / EVAL)
         self.router = self._router()
+        self.tracker = tracker(manifest, self.dir)
         self._resume()
 
     # --- state -----------------------------------------------------------------------
@@ -160,6 +175,8 @@ class Trainer:
             self.train_rows = pd.concat(
                 [self.train_rows, pd.DataFrame([{"step": self.step, **metrics}])],
                 ignore_index=True)
+            if self.tracker is not None:
+                self.tracker.log(metrics, self.step)
             self.step += 1
             self._save(evaluated)
             if progress is not None:

@@ -3,6 +3,7 @@ with veRL's math, Harness-S rescue under each router, evaluation rows, determini
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -117,3 +118,15 @@ def test_a_replanned_run_starts_over_instead_of_resuming_another_manifest(tmp_pa
     assert trainer.step == 0 and len(trainer.train_rows) == 0
     trainer.run()
     assert pd.read_parquet(run_dir / "train.parquet").step.tolist() == [0]
+
+
+def test_the_specs_trackers_log_every_step(tmp_path):
+    """Both backends log through veRL's Tracking; its file logger writes the run's steps."""
+    (run_dir, manifest), = planned(tmp_path, {"k1": {"assignment": {"k": 1}}},
+                                   tracking=["file"]).values()
+    trainer = Trainer(run_dir, manifest)
+    trainer.run()
+    del trainer  # the file logger flushes when it goes
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1]
+    assert "reward_mean" in lines[0]["data"]
