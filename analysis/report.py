@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import html
+import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +37,7 @@ class Report:
     failed: dict[str, str] = field(default_factory=dict)  # an error while drawing
     problems: list[str] = field(default_factory=list)
     ordering: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings the statistics raised, counted
 
 
 def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
@@ -85,13 +88,22 @@ def draw_figures(results: Results, options: Options, report: Report) -> None:
 
 def build_report(results: Results, out: Path, reference: str | None = None,
                  test: str = "permutation", n_boot: int = 2000, seed: int = 0) -> Report:
-    """Compute every table and figure of ``results`` (nothing written yet)."""
-    tables, cells, comparisons = all_tables(results, reference, test, n_boot, seed)
-    tables += [effects_table(results, n_boot, seed), tests_table(results),
-               distance_table(results, n_boot, seed)]
-    report = Report(out=out, tables=tables, problems=list(results.problems))
-    report.ordering = ordering_statements(measured_ordering(cells), comparisons)
-    draw_figures(results, Options(reference, n_boot, seed), report)
+    """Compute every table and figure of ``results`` (nothing written yet). Warnings the
+    statistics raise (e.g. statsmodels' perfect separation, once per fit) are counted into
+    ``notes``, one line per kind, instead of hundreds of lines on the terminal."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tables, cells, comparisons = all_tables(results, reference, test, n_boot, seed)
+        tables += [effects_table(results, n_boot, seed), tests_table(results),
+                   distance_table(results, n_boot, seed)]
+        report = Report(out=out, tables=tables, problems=list(results.problems))
+        report.ordering = ordering_statements(measured_ordering(cells), comparisons)
+        draw_figures(results, Options(reference, n_boot, seed), report)
+    counts = Counter(w.category.__name__ for w in caught)
+    first = {}
+    for w in caught:
+        first.setdefault(w.category.__name__, str(w.message).strip().splitlines()[0][:160])
+    report.notes = [f"{name} x{count} (first: {first[name]})" for name, count in counts.items()]
     return report
 
 

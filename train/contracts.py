@@ -298,6 +298,34 @@ def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFr
     return frame
 
 
+def result_problems(run_dir: str | Path, manifest: Manifest, train: bool = True) -> list[str]:
+    """Why a run's result files do not hold a finished run (empty when they do): readable,
+    in the contract, eval rows at the final step for every setting, and (``train``) one
+    train row for every step."""
+    run_dir, problems = Path(run_dir), []
+    try:
+        evals = pd.read_parquet(run_dir / EVAL)
+    except Exception as exc:  # missing, truncated, not parquet: pyarrow raises several types
+        problems.append(f"{EVAL} is unreadable ({type(exc).__name__})")
+    else:
+        checked = check_eval(evals, EVAL, problems)
+        if checked is not None:
+            final = set(checked.loc[checked.step == manifest.budget.steps, "setting"])
+            lacking = sorted(set(manifest.eval_sets) - final)
+            if lacking:
+                problems.append(f"{EVAL} has no rows at step {manifest.budget.steps} for "
+                                f"{', '.join(lacking)}")
+    if train:
+        try:
+            steps = pd.read_parquet(run_dir / TRAIN, columns=["step"])["step"].tolist()
+        except Exception as exc:  # as above
+            problems.append(f"{TRAIN} is unreadable ({type(exc).__name__})")
+        else:
+            if sorted(steps) != list(range(manifest.budget.steps)):
+                problems.append(f"{TRAIN} holds {len(steps)} of {manifest.budget.steps} steps")
+    return problems
+
+
 def as_bool(values: pd.Series) -> pd.Series:
     """true/false or 1/0 (any case, as text or numbers) as booleans; else a ValueError."""
     if values.dtype == bool:

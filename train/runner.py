@@ -15,11 +15,12 @@ import queue
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, HscaleWarning
 from train.backends import Backend, get_backend
 from train.backends.base import Progress
 from train.contracts import Manifest, RunState, read_status, write_status
@@ -87,9 +88,10 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
     return record(RunState.COMPLETED)
 
 
-def _finished(run: Planned, backend: Backend) -> bool:
-    """COMPLETED for this manifest; a run another backend completed is refused, not redone:
-    its results would be overwritten by another kind of run."""
+def _finished(run: Planned, backend: Backend, warn: bool = True) -> bool:
+    """COMPLETED for this manifest, with result files that hold it (else it is redone, and a
+    warning says why); a run another backend completed is refused, not redone: its results
+    would be overwritten by another kind of run."""
     status = read_status(run.path)
     if not status.is_done(run.manifest):
         return False
@@ -97,23 +99,31 @@ def _finished(run: Planned, backend: Backend) -> bool:
         raise HscaleError(f"{run.path} was completed by the {status.backend} backend, not "
                           f"{backend.name}", "run into another --out folder, or delete the "
                           "run folder to redo it")
-    return True
+    if backend.dry_run:
+        return True
+    problems = backend.verify(run.path, run.manifest)
+    if problems and warn:
+        warnings.warn(f"{run.path}: marked COMPLETED, but {problems[0]}: running it again",
+                      HscaleWarning, stacklevel=2)
+    return not problems
 
 
 def run_experiment(spec_path: str | Path, out: str | Path = "runs",
                    backend: str | Backend = "local", progress: Progress | None = None,
                    workers: int = 1, quick: bool = False,
-                   on_start: Callable[[Path], None] | None = None) -> dict[str, str]:
+                   on_start: Callable[[Path], None] | None = None, force: bool = False
+                   ) -> dict[str, str]:
     """Run every planned run; returns run folder -> final state (a dry run's runs keep the
     state they had). ``backend`` is a name or a configured backend; with ``workers > 1`` runs
     go to that many worker processes; ``on_start`` hears of each run as it starts."""
     backend = get_backend(backend) if isinstance(backend, str) else backend
-    planned = plan_runs(spec_path, out, quick=quick)
+    planned = plan_runs(spec_path, out, force=force, quick=quick)
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
     backend.prepare([run.manifest for run in todo], progress)  # before anything is written
     with runner_lock(planned[0].path.parent.parent):
         # another runner may have finished runs while this one prepared
-        todo = [run for run in todo if not (run.state == "unchanged" and _finished(run, backend))]
+        todo = [run for run in todo
+                if not (run.state == "unchanged" and _finished(run, backend, warn=False))]
         pending = {run.path for run in todo}
         states = {str(run.path): RunState.COMPLETED.value for run in planned
                   if run.path not in pending}

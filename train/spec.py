@@ -7,6 +7,7 @@ did-you-mean, so a typo never silently becomes a default.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,6 +26,7 @@ from design.recipes import RECIPES
 from harness.benchmarks import BENCHMARKS
 from hscale.errors import HscaleError
 from hscale.registry import Registry, UnknownName
+from hscale.yamlio import read_yaml
 from train.backends import BACKENDS
 from train.routers import ROUTERS
 from train.schedule import ASSIGNMENTS
@@ -37,13 +39,21 @@ def _named(registry: Registry) -> Any:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Sizes are bounded before any work starts: a typo of 10**9 must not hang the planner.
+MAX_STEPS, MAX_TASKS_PER_STEP, MAX_ROLLOUTS = 100_000, 4096, 256
+MAX_TASKS, MAX_SEED = 1_000_000, 2**63 - 1
+MAX_SCHEDULE_ROWS = 10_000_000  # steps x tasks a step, per run
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # experiment and arm names become folder names
+RESERVED = ("report", "external")  # folders hscale report writes or reads beside the runs
 
 
 class Benchmark(_Strict):
     name: _named(BENCHMARKS) = "builtin"
-    tasks: int = Field(200, ge=1)
-    seed: int = 0
+    tasks: int = Field(200, ge=1, le=MAX_TASKS)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     path: str | None = None
 
 
@@ -51,13 +61,13 @@ class Algorithm(_Strict):
     """GRPO: 16 tasks x 8 rollouts a step; PPO: 128 tasks x 1 rollout, GAE gamma = lam = 1."""
 
     name: Literal["grpo", "ppo"] = "grpo"
-    tasks_per_step: int | None = Field(None, ge=1)
-    rollouts: int | None = Field(None, ge=1)
-    lr: float = Field(1e-6, gt=0)
+    tasks_per_step: int | None = Field(None, ge=1, le=MAX_TASKS_PER_STEP)
+    rollouts: int | None = Field(None, ge=1, le=MAX_ROLLOUTS)
+    lr: float = Field(1e-6, gt=0, le=1)
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
-    clip_low: float = Field(0.2, gt=0)
-    clip_high: float = Field(0.28, gt=0)
+    clip_low: float = Field(0.2, gt=0, le=10)
+    clip_high: float = Field(0.28, gt=0, le=10)
 
     @model_validator(mode="after")
     def _shapes(self) -> Algorithm:
@@ -71,10 +81,11 @@ class Algorithm(_Strict):
 
 class Assignment(_Strict):
     mode: _named(ASSIGNMENTS) = "locality"
-    k: int = Field(2, ge=1)
+    k: int = Field(2, ge=1, le=64)
     pool: list[str] | None = None
     router: _named(ROUTERS) | None = None
-    group: int = Field(8, ge=2)  # a rescue group is a GRPO group: 2 rollouts at least
+    # a rescue group is a GRPO group: 2 rollouts at least
+    group: int = Field(8, ge=2, le=MAX_ROLLOUTS)
 
 
 class TrainSet(_Strict):
@@ -91,12 +102,25 @@ EVAL_TASKS = 36  # held-out tasks evaluated when a spec names none
 
 class Evaluation(_Strict):
     base: bool = True
-    in_space: int = Field(18, ge=0)
+    in_space: int = Field(18, ge=0, le=10_000)
     out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
-    runs: int = Field(3, ge=1)
-    every: int | None = Field(None, ge=1)
-    tasks: int = Field(EVAL_TASKS, ge=1)  # held-out tasks (the world's eval split)
-    episodes: int | None = Field(None, ge=1)  # per setting and run; None: every task x harness
+
+    @field_validator("out_of_space")
+    @classmethod
+    def _known_harnesses(cls, names: list[str]) -> list[str]:
+        from harness.components import registry
+
+        for name in names:
+            try:
+                registry.factory(name if name.startswith("harness/") else f"harness/{name}")
+            except HscaleError as exc:
+                raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None
+        return names
+    runs: int = Field(3, ge=1, le=100)
+    every: int | None = Field(None, ge=1, le=MAX_STEPS)
+    tasks: int = Field(EVAL_TASKS, ge=1, le=100_000)  # held-out tasks (the world's eval split)
+    # episodes per setting and run; None: every task x harness
+    episodes: int | None = Field(None, ge=1, le=100_000)
 
 
 # veRL's logger names (verl.utils.tracking), for both backends' per-step metrics
@@ -142,19 +166,40 @@ class Arm(_Strict):
 
 
 class ExperimentSpec(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=NAME)
     space: str = "harness"
     benchmark: Benchmark = Benchmark()
     model: str = "hscale-tiny"
     algorithm: Algorithm = Algorithm()
-    steps: int = Field(300, ge=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    steps: int = Field(300, ge=1, le=MAX_STEPS)
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(
+        default_factory=lambda: [0], min_length=1, max_length=1000)
     backend: _named(BACKENDS) = "local"
     evaluation: Evaluation = Evaluation()
     tracking: list[Literal[LOGGERS]] | None = None  # type: ignore[valid-type]
     verl: VerlSettings | None = None
     defaults: dict[str, Any] = Field(default_factory=dict)
-    arms: dict[str, dict[str, Any]] = Field(min_length=1)
+    arms: dict[str, dict[str, Any] | None] = Field(min_length=1, max_length=1000)
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        if twice:
+            raise ValueError(f"seed {twice[0]} is listed twice (two runs would be one)")
+        return seeds
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_names(cls, arms: dict[str, Any]) -> dict[str, Any]:
+        for name in arms:
+            if not isinstance(name, str) or not re.fullmatch(NAME, name):
+                raise ValueError(f"arm name {name!r} is not a folder name (letters, digits, "
+                                 "_ . -; at most 64, starting with a letter or digit)")
+            if name in RESERVED:
+                raise ValueError(f"arm name {name!r} is the name of a folder hscale writes "
+                                 f"beside the runs ({', '.join(RESERVED)})")
+        return arms
 
     def resolved_arms(self) -> dict[str, Arm]:
         """Every arm with ``defaults`` merged under it (arm keys win, nested dicts merge)."""
@@ -231,17 +276,7 @@ def _suggest(loc: tuple[Any, ...]) -> str:
 def load_spec(path: str | Path) -> ExperimentSpec:
     """Read and validate an experiment YAML; every problem names the file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise HscaleError(f"{path}: no such file", "give the path of an experiment YAML")
-    text = path.read_text()
-    try:
-        data = yaml.safe_load(text)
-        tree = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise HscaleError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
-                          "check indentation and colons") from None
+    data, tree = read_yaml(path, "experiment YAML")
     if not isinstance(data, dict):
         raise HscaleError(f"{path}: an experiment is a mapping of keys", "start with name: ...")
     try:
@@ -253,9 +288,19 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             arm = Arm.model_validate(_merge(spec.defaults, body or {}))
         except ValidationError as exc:
             raise _spec_error(path, tree, exc, ("arms", name)) from None
+        where = f"{path}:{_line(tree, ('arms', name))}: arm {name}"
         if arm.assignment.mode == "rescue" and arm.assignment.router is None:
-            raise HscaleError(f"{path}:{_line(tree, ('arms', name))}: arm {name}: rescue "
-                              "assignment needs a router", "add router: rule (or random)")
+            raise HscaleError(f"{where}: rescue assignment needs a router",
+                              "add router: rule (or random)")
+        per_step = (arm.algorithm or spec.algorithm).tasks_per_step
+        if spec.steps * per_step > MAX_SCHEDULE_ROWS:
+            raise HscaleError(f"{where}: {spec.steps} steps x {per_step} tasks a step is "
+                              f"{spec.steps * per_step} scheduled rows a run, more than "
+                              f"{MAX_SCHEDULE_ROWS}", "lower steps or tasks_per_step")
+    if spec.evaluation.every is not None and spec.evaluation.every > spec.steps:
+        raise HscaleError(f"{path}:{_line(tree, ('evaluation', 'every'))}: evaluation.every="
+                          f"{spec.evaluation.every} is more than steps={spec.steps}",
+                          "evaluate at most once a step, or leave every out")
     return spec
 
 

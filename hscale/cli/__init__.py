@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
         if mapped is None:
             raise
         _fail(*mapped)
+    if code == 130:  # typer returns a Ctrl-C as exit status 130, having said nothing
+        _fail(130, "interrupted")
     sys.exit(code if isinstance(code, int) else 0)
 
 

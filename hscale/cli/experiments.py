@@ -11,15 +11,24 @@ import typer
 def validate_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
 ) -> None:
-    """Check an experiment spec; print its arms as resolved from the defaults."""
+    """Check an experiment spec with every check planning makes (nothing is written); print
+    its arms as resolved from the defaults."""
+    import tempfile
+
+    from train.plan import plan_runs
     from train.spec import load_spec
 
     spec = load_spec(experiment)
+    with tempfile.TemporaryDirectory() as nowhere:  # plan as into an empty folder
+        runs = plan_runs(experiment, nowhere)
     print(f"{experiment}: experiment {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} "
           f"seeds, {spec.steps} steps, {spec.algorithm.name}, backend {spec.backend}")
+    sizes = {run.manifest.arm: len(run.manifest.train_harnesses) for run in runs}
     for name, arm in spec.resolved_arms().items():
         a = arm.assignment
-        print(f"  {name}: train {arm.train.recipe}, assignment {a.mode} K={a.k}")
+        n = sizes[name]
+        print(f"  {name}: train {arm.train.recipe} ({n} configuration{'s' * (n != 1)}), "
+              f"assignment {a.mode} K={a.k}")
 
 
 def plan_cmd(
@@ -52,6 +61,9 @@ def run_cmd(
                               "dashboard is at ADDR (http://HEAD:8265).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The same arms at smoke-test scale, "
                                                         "under <name>-quick.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-plan runs whose manifest the spec "
+                                                        "now changes (they start over).")
+                     ] = False,
     override: Annotated[list[str] | None, typer.Option(
         "--override", help="verl: one more Hydra override for veRL (KEY=VALUE, repeatable), "
                            "validated against veRL's config like the spec's.")] = None,
@@ -96,7 +108,7 @@ def run_cmd(
 
         states = run_experiment(experiment, out, backend=chosen, progress=report,
                                 workers=workers or _default_workers(), quick=quick,
-                                on_start=announce)
+                                on_start=announce, force=force)
     if chosen.dry_run:
         print(f"wrote {chosen.name} inputs for {len(started)} runs under {out}")
         return
@@ -126,8 +138,11 @@ def _default_workers() -> int:
 def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
+    from train.contracts import read_status
+
     for run in failed:
-        print(f"  {run}: {states[run]} (see its status.json)")
+        error = read_status(Path(run)).error
+        print(f"  {run}: {states[run]}" + (f": {error}" if error else ""))
     if failed:
         raise typer.Exit(1)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from train.contracts import Manifest
+from train.contracts import Manifest, result_problems
 from train.environment import Requirement
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
@@ -47,6 +47,11 @@ class Backend(ABC):
         """What this backend needs on this machine (``hscale doctor`` lists them; ``prepare``
         refuses the first one missing). Default: nothing."""
         return []
+
+    def verify(self, run_dir: Path, manifest: Manifest) -> list[str]:
+        """Why a run marked COMPLETED is not (its files do not hold it; the runner redoes
+        it). Default: the contracted eval.parquet and a train.parquet row a step."""
+        return result_problems(run_dir, manifest)
 
     def status_fields(self, run_dir: Path) -> dict[str, Any]:
         """Extra fields for status.json (e.g. ``ray_job_id``). Default: none."""

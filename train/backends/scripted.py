@@ -24,7 +24,14 @@ from harness.loop import run_episode
 from harness.policies import NoisyOracle
 from hscale.files import atomic_write_text, write_parquet
 from train.backends.base import Backend, StepProgress
-from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
+from train.contracts import (
+    EVAL,
+    TRAIN,
+    Manifest,
+    eval_frame,
+    result_problems,
+    train_frame,
+)
 from train.manifest import eval_jobs, eval_tasks
 from train.schedule import Schedule
 
@@ -66,18 +73,21 @@ class ScriptedBackend(Backend):
             write_parquet(run_dir / TRAIN, done)
             if progress is not None:
                 progress(step + 1, steps)
-        if not (run_dir / EVAL).is_file():
+        if result_problems(run_dir, manifest, train=False):  # none yet, or damaged
             write_parquet(run_dir / EVAL, self._evaluate(manifest))
         if progress is not None:
             progress(steps, steps)
 
     @staticmethod
     def _own(run_dir: Path, manifest: Manifest) -> None:
-        """Rows of an earlier plan of this run are dropped: the run starts over."""
+        """Rows of an earlier plan of this run, or damaged rows, are dropped: the run starts
+        over."""
         record = run_dir / RECORD
         try:
             mine = json.loads(record.read_text()).get("manifest_hash") == manifest.hash
-        except (OSError, ValueError, AttributeError):
+            if (run_dir / TRAIN).is_file():
+                pd.read_parquet(run_dir / TRAIN)
+        except Exception:  # no record, another plan's, or a damaged train.parquet
             mine = False
         if not mine:
             for name in (TRAIN, EVAL):

@@ -17,6 +17,7 @@ import copy
 import io
 import json
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from harness.benchmarks import BENCHMARKS
 from harness.engine import Episode
 from harness.harness import harness_named
 from harness.tokenizer import tokenizer
-from hscale.errors import HscaleError
+from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from train.backends.base import StepProgress
 from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
@@ -40,6 +41,8 @@ from train.routers import Router
 from train.schedule import Schedule
 
 CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",
+                     "router_score", "manifest_hash"}
 
 
 
@@ -93,11 +96,18 @@ class Trainer:
 
     # --- state -----------------------------------------------------------------------
     def _resume(self) -> None:
-        """Continue from checkpoint.pt when it belongs to this manifest; else start afresh."""
-        state = self._checkpoint()
-        if state is None:
-            self.train_rows = self.train_rows.iloc[0:0]
-            self.eval_rows = self.eval_rows.iloc[0:0]
+        """Continue from checkpoint.pt when it belongs to this manifest and the result files
+        hold every row before it; else start afresh (a warning says why, when files were
+        there to lose)."""
+        state, why = self._checkpoint()
+        if state is not None:
+            why = self._gap(int(state["step"]), int(state["evaluated"]))
+        if why:
+            warnings.warn(f"{self.dir}: {why}: the run starts over", HscaleWarning,
+                          stacklevel=2)
+        if state is None or why:
+            self.train_rows = _read(None)
+            self.eval_rows = _read(None)
             return
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
@@ -110,24 +120,33 @@ class Trainer:
         if len(self.eval_rows):
             self.eval_rows = self.eval_rows[self.eval_rows.step <= int(state["evaluated"])]
 
-    def _checkpoint(self) -> dict | None:
+    def _checkpoint(self) -> tuple[dict | None, str]:
+        """(the checkpoint of this manifest or None, why it cannot be used when it exists)."""
         path = self.dir / CHECKPOINT
         if not path.is_file():
-            return None
+            return None, ""
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-            fields = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",
-                      "router_score", "manifest_hash"}
-            missing = fields - set(state)
-        except (OSError, RuntimeError, EOFError) as exc:
-            raise HscaleError(f"{path}: unreadable checkpoint ({exc})",
-                              "delete it (and train.parquet, eval.parquet) to rerun") from None
+            missing = CHECKPOINT_FIELDS - set(state)
+        except Exception as exc:  # truncated or foreign: torch raises several types
+            return None, f"{CHECKPOINT} is unreadable ({type(exc).__name__})"
         if missing:
-            raise HscaleError(f"{path}: checkpoint lacks {sorted(missing)}",
-                              "it was written by another hscale version; delete it to rerun")
+            return None, f"{CHECKPOINT} lacks {sorted(missing)}"
         if state["manifest_hash"] != self.manifest.hash:
-            return None  # results of an earlier plan of this run: start over
-        return state
+            return None, ""  # results of an earlier plan of this run: start over quietly
+        return state, ""
+
+    def _gap(self, step: int, evaluated: int) -> str:
+        """Why the result files cannot continue a checkpoint at ``step``: damaged, or
+        missing rows before it (a run must never end with rows silently missing)."""
+        if self.train_rows is None or self.eval_rows is None:
+            return "a result file is unreadable"
+        done = sorted(int(s) for s in self.train_rows.step if s < step)
+        if done != list(range(step)):
+            return f"{TRAIN} holds {len(done)} of the {step} steps the checkpoint has trained"
+        if evaluated >= 0 and not (self.eval_rows.step == evaluated).any():
+            return f"{EVAL} has no rows of the step {evaluated} evaluation"
+        return ""
 
     def _save(self, evaluated: int) -> None:
         write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
@@ -255,8 +274,12 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "turns_mean": float(np.mean([e.turns for e in episodes]))}
 
 
-def _read(path: Path) -> pd.DataFrame:
-    if path.is_file():
-        return pd.read_parquet(path)
+def _read(path: Path | None) -> pd.DataFrame | None:
+    """A result file's rows (none yet: an empty frame), or None when it is damaged."""
+    if path is not None and path.is_file():
+        try:
+            return pd.read_parquet(path)
+        except Exception:  # truncated or not parquet: pyarrow raises several types
+            return None
     return pd.DataFrame({"step": pd.Series(dtype="int64")})
 

@@ -27,7 +27,7 @@ from train.backends.verl.launch import (
 from train.backends.verl.overrides import VERL_DIR, build_overrides, settings
 from train.backends.verl.rescue import check_rescue
 from train.clean import drop_checkpoints
-from train.contracts import EVAL, TRAIN, Manifest
+from train.contracts import EVAL, TRAIN, Manifest, result_problems
 from train.environment import Requirement, require
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
@@ -86,6 +86,10 @@ class VerlBackend(Backend):
         if self.dry_run:  # inputs are validated against veRL's own config: veRL itself
             return launch_requirements(self.ray_address)[:1]
         return launch_requirements(self.ray_address)
+
+    def verify(self, run_dir: Path, manifest: Manifest) -> list[str]:
+        # train rows come from veRL's logger: their absence must not relaunch a GPU job
+        return result_problems(run_dir, manifest, train=False)
 
     def status_fields(self, run_dir: Path) -> dict[str, Any]:
         return job_fields(run_dir)
