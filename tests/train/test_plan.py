@@ -246,3 +246,52 @@ def test_a_pool_holding_held_out_eval_harnesses_is_refused(tmp_path, capsys):
     path.write_text(yaml.safe_dump(spec))
     code, _, err = run_cli(["plan", str(path), "--out", str(tmp_path / "runs")], capsys)
     assert code == 2 and "held-out eval harnesses" in err
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("non-utf8", b"name: \xff\xfe\n", ["not UTF-8"]),
+    ("deep", "a: " + "[" * 2000 + "]" * 2000, ["nested"]),
+    ("self-anchor", "name: x\narms: &a {x: *a}\n", ["refers to itself"]),
+    ("duplicate-key", "name: x\nname: y\narms: {a: {}}\n", [":2:", "duplicate key"]),
+    ("negative-seed", {"seeds": [-1]}, ["seeds.0"]),
+    ("huge-seed", {"seeds": [2**64]}, ["seeds.0"]),
+    ("same-seed", {"seeds": [0, 0]}, ["listed twice"]),
+    ("inf-lr", {"algorithm": {"name": "grpo", "lr": float("inf")}}, ["algorithm.lr"]),
+    ("huge-steps", {"steps": 10**9}, ["steps"]),
+    ("huge-tasks", {"benchmark": {"name": "builtin", "tasks": 10**9, "seed": 0}},
+     ["benchmark.tasks"]),
+    ("huge-schedule", {"steps": 90_000, "algorithm": {"name": "grpo", "tasks_per_step": 4000}},
+     ["scheduled rows"]),
+    ("traversing-arm", {"arms": {"../../../x": {}}}, ["not a folder name"]),
+    ("absolute-arm", {"arms": {"/tmp/x": {}}}, ["not a folder name"]),
+    ("dot-arm", {"arms": {".": {}}}, ["not a folder name"]),
+    ("reserved-arm", {"arms": {"report": {}}}, ["report"]),
+    ("nul-arm", {"arms": {"a\x00b": {}}}, ["not a folder name"]),
+    ("unknown-oos", {"evaluation": {"out_of_space": ["oos/shel"]}}, ["oos/shel", "did you mean"]),
+    ("every-past-steps", {"steps": 8, "evaluation": {"every": 9}}, ["every"]),
+])
+def test_the_testers_bad_specs_are_refused_by_validate_and_plan(tmp_path, capsys, name, text,
+                                                               words):
+    path = tmp_path / "spec.yaml"
+    if isinstance(text, dict):
+        path.write_text(yaml.safe_dump(small(**text), allow_unicode=True))
+    else:
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    out = tmp_path / "runs"
+    for args in (["validate", str(path)], ["plan", str(path), "--out", str(out)]):
+        code, _, err = run_cli(args, capsys)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (name, err)
+        assert "Traceback" not in err and all(w in lines[0] for w in words), (name, lines[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]  # nothing written
+
+
+def test_ctrl_c_says_interrupted(monkeypatch, capsys):
+    import train.runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train.runner, "run_experiment", interrupted)
+    code, _, err = run_cli(["run", str(DEMO), "--quick"], capsys)
+    assert code == 130 and err.strip() == "interrupted"
