@@ -1,5 +1,5 @@
-"""Orthogonal arrays from finite-field algebra: Rao-Hamming, Bush, greedy linear arrays
-(caps and arcs), Addelman-Kempthorne, difference schemes and Hadamard matrices (Paley I
+"""Orthogonal arrays from finite-field algebra: Rao-Hamming, Bush, linear arrays (greedy
+caps and arcs, ovoids), Addelman-Kempthorne, difference schemes and Hadamard matrices (Paley I
 and II, Sylvester). They are exact and cheap, so they are tried before any search.
 
 Arrays are cached read-only; the public functions return copies, which callers may change.
@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from design.arrays import _MAX_CELLS, _frozen, _positive, collapse, full_factorial
+from design.caps import ovoid
 from design.gf import GF, MAX_ORDER, field
 from design.numbers import prime_power
 from hscale.errors import HscaleError
@@ -127,10 +128,14 @@ def _greedy_columns(gf: GF, n: int, t: int, points: np.ndarray, cap: int) -> lis
 @lru_cache(maxsize=128)
 def _linear_columns(q: int, n: int, t: int, seed: int) -> np.ndarray:
     """The largest greedy column set over the fixed order and shuffles of it (from ``seed``),
-    at most as many columns as an array of ``_MAX_CELLS`` cells holds."""
+    at most as many columns as an array of ``_MAX_CELLS`` cells holds. Caps in PG(3, q), q > 2,
+    are the elliptic quadric's q^2 + 1 points instead, the largest there are (no seed; for
+    q = 16 the cell cap keeps 152 of 257)."""
+    cap = _MAX_CELLS // q**n
+    if n == 4 and t == 3 and q > 2:
+        return _frozen(ovoid(q)[:cap])
     gf = field(q)
     points = projective_points(q, n) @ q ** np.arange(n - 1, -1, -1)
-    cap = _MAX_CELLS // q**n
     passes = max(1, min(_LINEAR_PASSES, _LINEAR_MAX_VECTORS // q**n))
     rng = np.random.default_rng(seed)
     best = _greedy_columns(gf, n, t, points, cap)
@@ -165,7 +170,9 @@ def linear_oa(q: int, n: int, t: int, k: int | None = None, seed: int | None = N
     are picked greedily (a point joins when no t-1 chosen ones span it) in a fixed order and
     in shuffles drawn from ``seed`` (None: a fixed default), keeping the largest set: for
     t = 3 these are caps (arcs when n = 3), beyond Bush's q + 1 columns once n > t; t = 2
-    gives every point (Rao-Hamming). ``k`` = None returns all columns found.
+    gives every point (Rao-Hamming). For n = 4, t = 3 and q > 2 the columns are an ovoid
+    (:func:`design.caps.ovoid`), OA(q^4, q^2 + 1, q, 3), and ``seed`` changes nothing.
+    ``k`` = None returns all columns found.
     """
     gf = _field_or_error(q)
     n, t = _positive("n", n), _positive("t", t, 2)
@@ -178,10 +185,11 @@ def linear_oa(q: int, n: int, t: int, k: int | None = None, seed: int | None = N
     seed = 0 if seed is None else _positive("seed", seed, 0)
     array = _linear(gf.q, n, t, seed)
     if k is not None and _positive("k", k) > array.shape[1]:
-        raise HscaleError(f"the greedy search found {array.shape[1]} columns for linear_oa("
-                          f"q={q}, n={n}, t={t}), fewer than k={k}",
-                          f"ask for at most {array.shape[1]} columns, try another seed, "
-                          "or use a larger n")
+        found = "an ovoid has" if n == 4 and t == 3 and gf.q > 2 else "the greedy search found"
+        raise HscaleError(f"{found} {array.shape[1]} columns for linear_oa(q={q}, n={n}, "
+                          f"t={t}), fewer than k={k}", f"ask for at most {array.shape[1]} "
+                          f"columns{'' if 'ovoid' in found else ', try another seed,'} or use "
+                          "a larger n")
     return array[:, :k].copy()
 
 

@@ -174,10 +174,11 @@ def _algebraic_families(strength: int, runs: int) -> Iterator[Family]:
 
 
 def _linear_families(levels: tuple[int, ...], strength: int, runs: int) -> Iterator[Family]:
-    """Greedy linear arrays for strength >= 3 and runs = q^n with every level count dividing q
-    (collapsed columns keep strength). n = t is left to Bush where it applies: its q + 1
-    (q + 2) columns are about all an arc in GF(q)^t can have (the MDS bound), more than the
-    greedy finds. The greedy runs only when the generator gets this far."""
+    """Linear arrays for strength >= 3 and runs = q^n with every level count dividing q
+    (collapsed columns keep strength): greedy caps and arcs, and for n = 4, t = 3, q > 2 an
+    ovoid (q^2 + 1 columns, the most a linear array there has). n = t is left to Bush where it
+    applies: its q + 1 (q + 2) columns are about all an arc in GF(q)^t can have (the MDS bound),
+    more than the greedy finds. The greedy runs only when the generator gets this far."""
     if strength < 3:
         return
     for q, n in _prime_powers_of(runs, strength):
@@ -186,7 +187,9 @@ def _linear_families(levels: tuple[int, ...], strength: int, runs: int) -> Itera
                 or (n == strength and bush_fits)):
             continue
         k = len(_linear_columns(q, n, strength, 0))
-        yield (f"linear(q={q},n={n},t={strength})", (q,) * k,
+        name = (f"ovoid(q={q})" if n == 4 and strength == 3 and q > 2
+                else f"linear(q={q},n={n},t={strength})")
+        yield (name, (q,) * k,
                lambda q=q, n=n: _linear(q, n, strength, 0))
 
 
@@ -259,10 +262,10 @@ def constructions(levels: Sequence[int], strength: int, runs: int, *,
 
     Each array has ``runs`` rows and column j has ``levels[j]`` levels (base columns are
     selected, collapsed or expanded to match). Order: the algebraic arrays with N = runs
-    (full factorial, Rao-Hamming or Bush, greedy linear arrays for strength >= 3, Hadamard,
-    Addelman-Kempthorne, difference schemes), pyDOE3's tables, searched difference schemes,
-    lambda-multiples of all those, foldovers (two-level, strength 3), a foldover join (mixed
-    levels with many two-level columns) and last the backtracking search, which gets
+    (full factorial, Rao-Hamming or Bush, linear arrays for strength >= 3: caps and ovoids,
+    Hadamard, Addelman-Kempthorne, difference schemes), pyDOE3's tables, searched difference
+    schemes, lambda-multiples of all those, foldovers (two-level, strength 3), a foldover join
+    (mixed levels with many two-level columns) and last the backtracking search, which gets
     ``search_steps`` steps (0 skips it). Nothing here is verified: the caller checks each array.
     """
     lv = tuple(_positive("a level count", s, 2) for s in levels)

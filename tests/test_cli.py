@@ -234,6 +234,20 @@ def test_bounds_and_oa_agree_on_the_smallest_buildable_n():
     assert built.returncode == 0 and "OA(54; 3^5; strength 3)" in built.stdout
 
 
+def test_design_oa_builds_an_ovoid_array():
+    """5^26 at strength 3: the elliptic quadric's 26 points in PG(3, 5) give N = 5^4, the
+    least N the bounds allow (a greedy cap had 20), and bounds reports the same N."""
+    built = hscale("design", "oa", "5^26", "--strength", "3")
+    assert built.returncode == 0, built.stderr
+    assert "OA(625; 5^26; strength 3) via ovoid(q=5)" in built.stdout
+    assert "verified: strength 3" in built.stdout
+    bounds = hscale("design", "bounds", "5^26", "--strength", "3")
+    assert bounds.returncode == 0, bounds.stderr
+    rows = bounds.stdout.splitlines()
+    assert "625" in next(line for line in rows if "smallest N passing all" in line)
+    assert "625 via ovoid(q=5)" in next(line for line in rows if "smallest N hscale builds" in line)
+
+
 def test_paper_design(tmp_path):
     result = hscale("design", "paper", "--out", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr

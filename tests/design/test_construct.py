@@ -110,8 +110,8 @@ def test_linear_oa(q, n, t, least):
 
 
 def test_linear_oa_column_counts_are_near_the_known_maxima():
-    assert 8 <= linear_oa(3, 4, 3).shape[1] <= 10  # the largest cap in PG(3, 3) has 10 points
-    assert 7 <= linear_oa(5, 4, 3).shape[1] <= 26  # ... in PG(3, 5), 26 (an elliptic quadric)
+    assert linear_oa(3, 4, 3).shape[1] == 10  # the largest cap in PG(3, 3) has 10 points
+    assert linear_oa(5, 4, 3).shape[1] == 26  # ... in PG(3, 5), 26 (an elliptic quadric)
     assert linear_oa(8, 3, 3).shape[1] == 10  # a hyperoval: q + 2 for even q
     assert linear_oa(2, 5, 3).shape[1] == 16  # binary caps: at most 2^(n-1)
 
@@ -124,12 +124,15 @@ def test_linear_oa_by_plain_counting(q, n, t):
 
 def test_linear_oa_k_seed_and_strength_2():
     assert linear_oa(5, 4, 3, k=7).shape == (625, 7)
-    assert np.array_equal(linear_oa(3, 4, 3, seed=5), linear_oa(3, 4, 3, seed=5))
+    assert np.array_equal(linear_oa(3, 5, 3, seed=5), linear_oa(3, 5, 3, seed=5))
     assert check_strength(linear_oa(3, 5, 3, seed=7), 3).ok
     assert np.array_equal(linear_oa(3, 3, 2), rao_hamming(3, 3))  # every point: Rao-Hamming
     with pytest.raises(HscaleError) as err:
+        linear_oa(3, 5, 3, k=400)
+    assert "k=400" in err.value.message and "seed" in err.value.hint
+    with pytest.raises(HscaleError) as err:  # an ovoid is the largest cap: no seed does better
         linear_oa(3, 4, 3, k=40)
-    assert "k=40" in err.value.message and "seed" in err.value.hint
+    assert "ovoid" in err.value.message and "seed" not in err.value.hint
 
 
 @pytest.mark.parametrize("q", [3, 5, 7, 9, 11])
@@ -263,8 +266,10 @@ def test_candidates_build_the_required_arrays(levels, t, runs):
     assert_oa(found[1], runs, lv, t)
 
 
-@pytest.mark.parametrize("levels,runs,method", [("5^7", 625, "linear(q=5,n=4,t=3)"),
-                                                ("3^8", 81, "linear(q=3,n=4,t=3)"),
+@pytest.mark.parametrize("levels,runs,method", [("5^7", 625, "ovoid(q=5)"),
+                                                ("5^26", 625, "ovoid(q=5)"),
+                                                ("3^8", 81, "ovoid(q=3)"),
+                                                ("2^8", 16, "linear(q=2,n=4,t=3)"),
                                                 ("2^6", 32, "linear(q=2,n=5,t=4)")])
 def test_candidates_build_linear_arrays_of_strength_3_and_more(levels, runs, method):
     lv = parse_levels(levels)
@@ -278,7 +283,7 @@ def test_orthogonal_array_5_7_strength_3():
     from design.oa import orthogonal_array
 
     design = orthogonal_array("5^7", 3)
-    assert design.method.startswith("linear(") and check_strength(design.array, 3).ok
+    assert design.method.startswith("ovoid(") and check_strength(design.array, 3).ok
 
 
 def test_candidate_methods_are_informative():
