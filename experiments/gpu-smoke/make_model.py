@@ -1,29 +1,19 @@
 """A small local model folder for the GPU smoke run: a randomly initialised Qwen2-shaped model
-(about 4M parameters; nothing to download) with a character tokenizer and a chat template.
-It learns nothing useful in a few steps; it exercises every piece veRL runs."""
+(nothing to download) with a byte-level tokenizer and a chat template, the one veRL's CPU
+tests train (train.backends.verl.cpu.model: a plain character vocabulary loses its
+whitespace when veRL loads it with transformers 5). It learns nothing useful in a few steps;
+it exercises every piece veRL runs."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
-
-from train.lm.tiny import char_chat_tokenizer
+from train.backends.verl.cpu.model import tiny_model
 
 
 def make(folder: Path) -> Path:
-    hf = char_chat_tokenizer()
-    hf.save_pretrained(folder)
-    config = Qwen2Config(vocab_size=128, hidden_size=256, intermediate_size=512,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=8192, tie_word_embeddings=True,
-                         rope_theta=10000.0, eos_token_id=hf.eos_token_id,
-                         pad_token_id=hf.pad_token_id, bos_token_id=None)
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
-    return folder
+    return tiny_model(folder, hidden=256, layers=2)
 
 
 if __name__ == "__main__":

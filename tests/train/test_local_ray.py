@@ -10,12 +10,10 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+from tests.ray_head import RAY_ENV, local_ray_head
 from tests.train.test_runner import results, write_spec
 from train.backends import ray_tasks
 
@@ -130,49 +129,11 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
 # ----------------------------------------------------------------------------- a real head
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-
-
 @pytest.fixture(scope="module")
 def ray_head():
-    """A 2-CPU Ray head (no dashboard) in its own temp dir and process group: its GCS
-    address. Stopped by its pid at the end (never ``ray stop``: it stops every Ray here)."""
-    temp = Path(tempfile.mkdtemp(prefix="hslr", dir="/tmp"))  # Ray's socket paths are short
-    port = free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    env = {**os.environ, **RAY_ENV,
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    log = open(temp / "head.log", "w")  # noqa: SIM115 -- closed at teardown
-    head = subprocess.Popen(
-        [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block",
-         f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-         f"--dashboard-port={free_port()}", f"--ray-client-server-port={free_port()}",
-         f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={temp / 'ray'}",
-         "--disable-usage-stats"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in (temp / "head.log").read_text():
-            if head.poll() is not None or time.monotonic() > deadline:
-                tail = (temp / "head.log").read_text()[-3000:]
-                pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n{tail}")
-            time.sleep(0.5)
-        yield f"127.0.0.1:{port}"
-    finally:
-        if head.poll() is None:  # SIGTERM to `ray start --block` shuts its node down
-            head.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                head.wait(60)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(head.pid, signal.SIGKILL)  # stragglers of our group
-        log.close()
-        shutil.rmtree(temp, ignore_errors=True)
+    """A 2-CPU Ray head (no dashboard): its GCS address."""
+    with local_ray_head(cpus=2, dashboard=False, wait=120) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

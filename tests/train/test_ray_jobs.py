@@ -4,17 +4,9 @@ a real local CPU Ray head (dashboard included) running an hscale entry point and
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,6 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+from tests.ray_head import local_ray_head
 from train.backends import ray_jobs
 
 pytest.importorskip("ray")
@@ -141,60 +134,11 @@ def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
 # ------------------------------------------------------------------------------- a real head
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ray_head():
-    """A CPU Ray head with its dashboard (the job API), in its own temp dir and process
-    group; stopped by its pid at the end (never ``ray stop``, which stops every Ray here)."""
-    temp = Path(tempfile.mkdtemp(prefix="hsray", dir="/tmp"))  # Ray's socket paths are short
-    dashboard = free_port()
-    ray_bin = Path(sys.executable).with_name("ray")
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    log = open(temp / "head.log", "w")  # noqa: SIM115 -- closed at teardown
-    head = subprocess.Popen(
-        [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block",
-         f"--port={free_port()}", f"--dashboard-port={dashboard}", "--num-cpus=1",
-         "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-         f"--ray-client-server-port={free_port()}",
-         f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={temp / 'ray'}",
-         "--disable-usage-stats"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    address = f"http://127.0.0.1:{dashboard}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{address}/api/version", timeout=2) as reply:
-                    if json.load(reply).get("ray_version"):
-                        break
-            except OSError:
-                pass
-            if head.poll() is not None or time.monotonic() > deadline:
-                tail = (temp / "head.log").read_text()[-3000:]
-                pytest.fail(f"the Ray head's dashboard did not come up (exit {head.poll()}):\n"
-                            f"{tail}")
-            time.sleep(1)
+    """A CPU Ray head with its dashboard (the job API)."""
+    with local_ray_head(cpus=1) as address:
         yield address
-    finally:
-        _stop_head(head)
-        log.close()
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _stop_head(head: subprocess.Popen) -> None:
-    """SIGTERM to ``ray start --block`` shuts down the node it started; then the group."""
-    if head.poll() is None:
-        head.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(60)
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # stragglers of our group
-        os.killpg(head.pid, signal.SIGKILL)
 
 
 def run_job(address: str, entrypoint: str, work: Path, log: Path, **options) -> tuple[str, str]:

@@ -25,8 +25,9 @@ from uuid import uuid4
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from train import environment
+from train.backends.verl.cpu.settings import is_cpu
 from train.backends.verl.inputs import OUT_ENV
-from train.backends.verl.overrides import VERL_DIR
+from train.backends.verl.overrides import VERL_DIR, settings
 from train.contracts import Manifest
 from train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
@@ -37,13 +38,16 @@ RAY_EXCLUDES = ("/checkpoints/", "/validation/", "/outputs/", "*.log", f"/{JOB_R
 POLL_SECONDS = 10.0  # between two looks at a Ray job
 
 
-def launch_requirements(ray_address: str | None) -> list[Requirement]:
+def launch_requirements(ray_address: str | None, cpu: bool = False) -> list[Requirement]:
     """What a launch needs here: veRL; then Ray for a cluster, or GPUs and vLLM on this
-    machine (the GPU extra)."""
+    machine (the GPU extra), or, for runs on the CPU (``verl.rollout: hscale_hf``), nothing
+    more."""
     needs = [package("verl", "verl", CPU_EXTRA, "the veRL backend runs veRL's trainer",
                      label="veRL")]
     if ray_address:
         return [*needs, package("ray", "ray", CPU_EXTRA, "jobs go to the Ray cluster")]
+    if cpu:
+        return needs
     return [*needs, gpus(), package("vllm", "vllm", GPU_EXTRA,
                                     "veRL's async rollouts need it (veRL 0.9.1 pins vLLM 0.24)",
                                     label="vLLM")]
@@ -53,7 +57,7 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None
     """Everything a launch needs, checked before anything is written; each missing piece is
     one HscaleError naming the fix. On Ray the spec must say its nodes' GPUs (the runner's
     machine is not a node)."""
-    require(launch_requirements(ray_address))
+    require(launch_requirements(ray_address, cpu=all(_on_cpu(m) for m in manifests)))
     if ray_address:
         from train.backends.ray_jobs import connect, dashboard_url
 
@@ -63,6 +67,10 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None
             raise HscaleError(f"arm {unsized[0]}: on a Ray cluster veRL needs the GPUs per node",
                               "set verl: {nnodes: N, gpus_per_node: G} in the spec")
         connect(ray_address)
+
+
+def _on_cpu(manifest: Manifest) -> bool:
+    return is_cpu(settings(manifest).rollout)
 
 
 def job_fields(run_dir: Path) -> dict[str, Any]:

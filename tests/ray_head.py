@@ -1,0 +1,83 @@
+"""A Ray head that a test starts and stops itself: in its own temp dir and process group,
+stopped by its pid (never ``ray stop``, which would stop every Ray on the machine), token
+authentication off (Ray 2.60 turns it on by default)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def local_ray_head(cpus: int = 1, gpus: int = 0, dashboard: bool = True,
+                   env: Mapping[str, str] | None = None, wait: float = 180.0) -> Iterator[str]:
+    """Yields the dashboard's URL (the job API) when ``dashboard``, else the GCS address
+    ``127.0.0.1:PORT``; ``gpus`` declares logical GPUs (veRL on the CPU takes one as its
+    device slot)."""
+    temp = Path(tempfile.mkdtemp(prefix="hsray", dir="/tmp"))  # Ray's socket paths are short
+    port, web = free_port(), free_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    env = {**os.environ, **RAY_ENV, **(env or {}),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    log = open(temp / "head.log", "w")  # noqa: SIM115 -- closed at teardown
+    head = subprocess.Popen(
+        [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block",
+         f"--port={port}", f"--num-cpus={cpus}", *([f"--num-gpus={gpus}"] if gpus else []),
+         f"--include-dashboard={str(dashboard).lower()}", "--dashboard-host=127.0.0.1",
+         f"--dashboard-port={web}", f"--ray-client-server-port={free_port()}",
+         f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={temp / 'ray'}",
+         "--disable-usage-stats"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    address = f"http://127.0.0.1:{web}" if dashboard else f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + wait
+        while not _up(address if dashboard else None, temp / "head.log"):
+            if head.poll() is not None or time.monotonic() > deadline:
+                tail = (temp / "head.log").read_text()[-3000:]
+                pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n{tail}")
+            time.sleep(0.5)
+        yield address
+    finally:
+        stop_head(head)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _up(dashboard: str | None, log: Path) -> bool:
+    if dashboard is None:
+        return "Ray runtime started" in log.read_text()
+    with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(
+            f"{dashboard}/api/version", timeout=2) as reply:
+        return bool(json.load(reply).get("ray_version"))
+    return False
+
+
+def stop_head(head: subprocess.Popen) -> None:
+    """SIGTERM to ``ray start --block`` shuts down the node it started; then the group."""
+    if head.poll() is None:
+        head.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(60)
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # stragglers of our group
+        os.killpg(head.pid, signal.SIGKILL)

@@ -1,0 +1,165 @@
+"""veRL's real ``main_ppo`` on the CPU through ``hscale run --backend verl`` (slow): 2 GRPO
+steps of 2 tasks x 2 rollouts, every task under two harnesses, a tiny random Qwen2 model, the
+CPU platform and the ``hscale_hf`` rollout (train.backends.verl.cpu). veRL writes its
+checkpoints, validation dumps and file-logger metrics; hscale imports them into
+eval.parquet and train.parquet and ``hscale report`` renders them. Then the same killed
+after its first checkpoint and run again (veRL's ``resume_mode=auto``), and as a job on a
+local Ray head (``--ray-address``).
+
+Timings on a shared 2-core machine: about 2 minutes a run (Ray and veRL start-up is most of
+it; a training step takes about 10 s)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verl")
+pytest.importorskip("torch")
+
+import pandas as pd  # noqa: E402
+
+from tests.ray_head import local_ray_head  # noqa: E402
+from tests.train.verl_cpu.conftest import (  # noqa: E402
+    RUN,
+    SPEC,
+    hscale,
+    launch_env,
+    write_spec,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0, 2)) -> None:
+    """veRL's outputs for 2 steps and hscale's imports of them; ``validated``: the steps
+    veRL validated at (a resumed launch validates its starting checkpoint too)."""
+    out = run / "verl"
+    status = json.loads((run / "status.json").read_text())
+    assert status["state"] == "COMPLETED", status
+    assert (out / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    assert (out / "checkpoints" / "global_step_2" / "actor").is_dir()
+    assert sorted(int(p.stem) for p in (out / "validation").glob("*.jsonl")) == list(validated)
+    assert len(list((out / "metrics").glob("*.jsonl"))) == launches
+    train = pd.read_parquet(run / "train.parquet")
+    assert list(train.step) == [0, 1]
+    assert train.reward_mean.notna().all() and train.entropy.gt(0).all()
+    assert train["training/global_step"].tolist() == [1, 2]
+    evals = pd.read_parquet(run / "eval.parquet")
+    # 2 held-out tasks under the base harness, a greedy and a sampled pass, at steps 0 and 2
+    assert sorted(evals.step.unique()) == list(validated)
+    assert len(evals) == 4 * len(validated) and set(evals.setting) == {"base"}
+    assert sorted(evals.decoding.unique()) == ["greedy", "sampled"]
+    assert evals.reward.between(0, 1).all() and evals.turns.ge(1).all()
+    schedule = pd.read_parquet(run / "schedule.parquet")
+    assert schedule.groupby("task_id").harness.nunique().eq(2).all()  # two harnesses a task
+
+
+def report(runs: Path) -> str:
+    done = hscale("report", str(runs / "verl-cpu"), timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return (runs / "verl-cpu" / "report" / "tables.md").read_text()
+
+
+def test_main_ppo_trains_two_steps_on_the_cpu_and_hscale_imports_them(tiny_model, tmp_path):
+    # with the base model's reference run: veRL validates the starting model and stops
+    spec = write_spec(tmp_path, tiny_model,
+                      evaluation={**SPEC["evaluation"], "base_model": True})
+    start = time.monotonic()
+    done = hscale("run", str(spec), "--backend", "verl", "--out", str(tmp_path / "runs"))
+    took = time.monotonic() - start
+    log = tmp_path / "runs" / RUN / "verl" / "train.log"
+    assert done.returncode == 0, done.stderr[-3000:] + (log.read_text()[-6000:]
+                                                         if log.exists() else "")
+    run = tmp_path / "runs" / RUN
+    assert_trained(run)
+    text = log.read_text()
+    assert "Platform override from VERL_PLATFORM: cpu" in text
+    assert "LLMServerManager: ['hscale_hf-0']" in text
+    reference = tmp_path / "runs" / "verl-cpu" / "base-model" / "0"
+    assert "trainer.val_only=True" in (reference / "verl" / "launch.sh").read_text()
+    assert pd.read_parquet(reference / "train.parquet").empty
+    base = pd.read_parquet(reference / "eval.parquet")
+    trained = pd.read_parquet(run / "eval.parquet")
+    keys = ["setting", "harness", "task_id", "run", "decoding"]
+    assert set(base.step) == {0}
+    assert (base[keys].sort_values(keys).to_numpy().tolist()
+            == trained[trained.step == 2][keys].sort_values(keys).to_numpy().tolist())
+    tables = report(tmp_path / "runs")
+    assert "structured-18" in tables and "base model (no RL)" in tables
+    print(f"\nhscale run (veRL main_ppo on CPU, 2 steps, and the base model): {took:.0f} s")
+
+
+def test_a_run_killed_after_its_first_checkpoint_resumes_from_it(tiny_model, tmp_path):
+    spec = write_spec(tmp_path, tiny_model)
+    runs, run = tmp_path / "runs", tmp_path / "runs" / RUN
+    latest = run / "verl" / "checkpoints" / "latest_checkpointed_iteration.txt"
+    first = subprocess.Popen([sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend",
+                              "verl", "--out", str(runs)], env=launch_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (latest.exists() and latest.read_text().strip() == "1"):
+            assert first.poll() is None, "the first launch ended before its first checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint after 10 minutes"
+            time.sleep(0.5)
+        first.send_signal(signal.SIGKILL)  # the runner; veRL gets SIGTERM (PR_SET_DEATHSIG)
+        first.wait(30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
+    _wait_for_launch_to_end(run / "verl" / "train.log")
+    assert not (run / "verl" / "validation" / "2.jsonl").exists()
+
+    done = hscale("run", str(spec), "--backend", "verl", "--out", str(runs))
+    log = (run / "verl" / "train.log").read_text()
+    assert done.returncode == 0, done.stderr[-3000:] + log[-6000:]
+    assert "Resuming from" in log.split("# hscale: launch.sh")[-1]  # veRL resumed
+    assert "global_step_1, setting global step to 1" in log
+    assert_trained(run, launches=2, validated=(0, 1, 2))
+    steps = [json.loads(line)["step"] for p in sorted((run / "verl" / "metrics").glob("*"))
+             for line in p.read_text().splitlines() if line.strip()]
+    assert 2 in steps and steps.count(1) >= 1  # step 1 from the first launch, 2 from the rerun
+    assert "structured-18" in report(runs)
+
+
+def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0) -> None:
+    """The killed launch's Ray stops writing to the log once it is down."""
+    deadline, last, size = time.monotonic() + limit, time.monotonic(), -1
+    while time.monotonic() < deadline:
+        now = log.stat().st_size
+        if now != size:
+            size, last = now, time.monotonic()
+        elif time.monotonic() - last > quiet:
+            return
+        time.sleep(1)
+
+
+def test_main_ppo_runs_as_a_job_on_a_local_ray_head(tiny_model, tmp_path, cpu_ray_head):
+    spec = write_spec(tmp_path, tiny_model)
+    done = hscale("run", str(spec), "--backend", "verl", "--out", str(tmp_path / "runs"),
+                  "--ray-address", cpu_ray_head)
+    run = tmp_path / "runs" / RUN
+    log = run / "verl" / "train.log"
+    assert done.returncode == 0, done.stderr[-3000:] + (log.read_text()[-6000:]
+                                                         if log.exists() else "")
+    assert json.loads((run / "verl" / "ray_job.json").read_text())["address"] == cpu_ray_head
+    assert_trained(run)
+
+
+@pytest.fixture
+def cpu_ray_head():
+    """A Ray head for veRL on the CPU: logical CPUs and one logical GPU (veRL's device
+    slot), with its dashboard (the job API)."""
+    with local_ray_head(cpus=16, gpus=1, env=launch_env()) as address:
+        yield address
+
