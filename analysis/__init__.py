@@ -40,6 +40,7 @@ _EXPORTS = {
     "logit_effects": "analysis.effects",
     "distance_to_training": "analysis.effects",
     "success_by_distance": "analysis.effects",
+    "estimate_weights": "analysis.weights",
     "FIGURES": "analysis.plots",
     "write_report": "analysis.report",
     "demo_like": "analysis.synthetic",

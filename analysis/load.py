@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.external import empty_summary, read_csv_results, read_reported
+from analysis.naming import BASE_MODEL, BASE_MODEL_ARM
 from hscale.errors import HscaleError
 from train.contracts import (
     EVAL,
@@ -189,10 +190,12 @@ def _int(text: str) -> int:
 
 
 def _method_names(runs: pd.DataFrame) -> pd.Series:
-    """The arm's name, qualified by its experiment when two experiments share it."""
+    """The arm's name (the reference run's: "base model (no RL)"), qualified by its
+    experiment when two experiments share it."""
     key = runs[["model", "algorithm", "arm"]].astype(str).agg("|".join, axis=1)
     shared = runs.groupby(key)["experiment"].transform("nunique") > 1
-    return runs["arm"].where(~shared, runs["arm"] + " (" + runs["experiment"] + ")")
+    names = runs["arm"].astype(str).replace(BASE_MODEL_ARM, BASE_MODEL)
+    return names.where(~shared, names + " (" + runs["experiment"] + ")")
 
 
 def tidy(frame: pd.DataFrame) -> pd.DataFrame:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# The papers' arms first, in the order their tables list them; other arms follow by name.
-ARM_ORDER = ("single-harness", "first-order-3", "structured-18", "random-18", "full-243", "k1",
+from train.contracts import BASE_MODEL_ARM  # noqa: F401  (re-exported beside its label)
+
+# the name of the starting model's reference run (arm BASE_MODEL_ARM) in tables and plots
+BASE_MODEL = "base model (no RL)"
+# The base model, then the papers' arms in the order their tables list them; other arms
+# follow by name (a name is looked up without a " (...)" qualifier).
+ARM_ORDER = ("base model", "single-harness", "first-order-3", "structured-18", "random-18",
+             "full-243", "k1",
              "k2", "k4", "repeat-2", "random-assignment", "black-box-sft", "black-box-rl",
              "grpo", "rescue-original", "fixed-mix-claude-code", "meta-harness", "whale",
              "rescue-random", "rescue-4x2", "rescue-rule", "harness-s", "harness-s-rank1")
@@ -27,9 +33,15 @@ def order_methods(names: Iterable[str]) -> list[str]:
     return sorted({str(n) for n in names}, key=method_key)
 
 
+def is_base_model(name: str) -> bool:
+    """The base model's row (possibly qualified by its experiment): not an arm of the study."""
+    return str(name).startswith(BASE_MODEL)
+
+
 def default_reference(methods: Iterable[str]) -> str:
-    """The arm others are compared with: Structured-18 when present, else the first arm."""
-    ordered = order_methods(methods)
+    """The arm others are compared with: Structured-18 when present, else the first arm (the
+    base model is never one)."""
+    ordered = [m for m in order_methods(methods) if not is_base_model(m)]
     if not ordered:
         raise ValueError("no arms to choose a reference from")
     for name in ordered:

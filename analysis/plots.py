@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import RUN_GROUP, Results
-from analysis.naming import default_reference, order_methods, setting_label
+from analysis.naming import default_reference, is_base_model, order_methods, setting_label
 from analysis.passk import final_step, run_scores, summarize
 from analysis.stats import CLUSTER, GROUP, bootstrap_ci, paired_differences
 from hscale.registry import Registry
@@ -54,10 +54,18 @@ def _need(frame: pd.DataFrame, what: str) -> pd.DataFrame:
 
 # --- evaluation curves --------------------------------------------------------------------
 def curve_data(results: Results, options: Options | None = None) -> pd.DataFrame:
-    """Pass@1 per checkpoint step, or the training reward when only one step was evaluated."""
+    """Pass@1 per evaluated step when some trained run was evaluated more than once
+    (``evaluation.every``), each arm's curve starting from the base model's step-0 score
+    where the arm has none of its own; else the training reward."""
     ep = results.episodes
-    if ep["step"].nunique() > 1:
-        scores = run_scores(ep, [*RUN_GROUP, "setting", "step"])
+    base = ep["method"].map(is_base_model).to_numpy(dtype=bool)
+    trained = ep[~base]
+    if len(trained) and trained.groupby(["method", "seed"], observed=True)["step"].nunique(
+            ).max() > 1:
+        scores = run_scores(trained, [*RUN_GROUP, "setting", "step"])
+        start = run_scores(ep[base], [*RUN_GROUP, "setting", "step"])
+        start = start[start["step"] == 0]
+        scores = pd.concat([scores, _start_points(scores, start)], ignore_index=True)
         out = summarize(scores, ["method", "setting", "step"])
         return out.assign(smoothed=out["mean"], kind="Pass@1 (%)", window=1)
     train = results.train
@@ -67,6 +75,21 @@ def curve_data(results: Results, options: Options | None = None) -> pd.DataFrame
     scores = (per_seed * 100).rename("score").reset_index().astype({"method": str})
     out = summarize(scores.dropna(), ["method", "step"]).sort_values(["method", "step"])
     return _smooth(out).assign(setting="training", kind="training reward (%)")
+
+
+def _start_points(scores: pd.DataFrame, start: pd.DataFrame) -> pd.DataFrame:
+    """The base model's step-0 scores as step 0 of every arm of its group that was not
+    evaluated at step 0 itself (every arm starts from that model)."""
+    if start.empty:
+        return start
+    group = [c for c in ("source", "experiment", "model", "algorithm") if c in scores.columns]
+    own0 = set(map(tuple, scores.loc[scores["step"] == 0, [*group, "method"]]
+                   .astype(str).to_numpy()))
+    arms = scores[[*group, "method"]].astype(str).drop_duplicates()
+    arms = arms[[tuple(r) not in own0 for r in arms.to_numpy()]]
+    joined = arms.merge(start.drop(columns="method").astype({c: str for c in group}),
+                        on=group)
+    return joined[scores.columns]
 
 
 def _smooth(frame: pd.DataFrame) -> pd.DataFrame:

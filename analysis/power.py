@@ -236,7 +236,7 @@ def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",
                   reference: str | None = None) -> Iterator[tuple[dict, pd.DataFrame]]:
     """(identity, paired differences) of every arm against the reference, per experiment
     group and setting, the pairing analysis.stats.compare_arms uses."""
-    from analysis.naming import default_reference, order_methods
+    from analysis.naming import default_reference, is_base_model, order_methods
     from analysis.passk import final_step
     from analysis.stats import GROUP, paired_differences
 
@@ -245,6 +245,8 @@ def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",
     for key, part in episodes.groupby(list(GROUP), observed=True, sort=False):
         methods = order_methods(part["method"].unique())
         ref = reference if reference in methods else default_reference(methods)
+        # the base model is compared only as a reference (rl gains), never as an arm
+        methods = [m for m in methods if m == ref or not is_base_model(m)]
         diffs = paired_differences(part, ref, methods)
         ident = {**dict(zip(GROUP, map(str, key), strict=True)), "reference": ref}
         for (setting, method), block in diffs.groupby(["setting", "method"], observed=True,
@@ -278,26 +280,40 @@ def comparison_mde(episodes: pd.DataFrame, comparisons: pd.DataFrame, alpha: flo
 
 # -- planning ------------------------------------------------------------------------------
 
-def cost(design: Design, train: float) -> float:
-    """Rollouts a design costs per arm: training runs plus in-space evaluation episodes."""
-    return design.seeds * (train + design.runs * design.per_run())
+@dataclass(frozen=True)
+class Costs:
+    """What a seed of an arm costs beyond its in-space episodes: its training rollouts, the
+    settings evaluated (each about as many episodes a run as in-space) and the greedy pass
+    (one more run of episodes)."""
+
+    train: float = 1024.0
+    settings: int = 1
+    greedy: bool = False
+
+
+def cost(design: Design, costs: Costs | float) -> float:
+    """Rollouts a design costs per arm: training runs plus every evaluation episode."""
+    costs = costs if isinstance(costs, Costs) else Costs(float(costs))
+    passes = design.runs + int(costs.greedy)
+    return design.seeds * (costs.train + passes * design.per_run() * costs.settings)
 
 
 def _row(change: str, d: Design, values: Mapping[str, float], effect: float, m: int,
-         alpha: float, power: float, train: float) -> dict:
+         alpha: float, power: float, costs: Costs | float) -> dict:
     se = math.sqrt(variance(values, d.counts()))
     return {"change": change, "seeds": d.seeds, "tasks": d.tasks, "runs": d.runs,
-            "episodes": d.seeds * d.runs * d.per_run(), "cost": cost(d, train),
+            "episodes": d.seeds * d.runs * d.per_run(), "cost": cost(d, costs),
             "se_pp": 100 * se, "mde_pp": 100 * mde(se, m, alpha, power),
             "power": power_at(effect, se, m, alpha)}
 
 
 def options(values: Mapping[str, float], current: Design, effect_pp: float, m: int = 1,
-            alpha: float = 0.05, power: float = 0.8, train: float = 1024.0,
+            alpha: float = 0.05, power: float = 0.8, train: Costs | float = 1024.0,
             cheapest: int = 3) -> pd.DataFrame:
     """Designs reaching ``power`` for ``effect_pp``: more seeds alone, more tasks alone,
     more runs alone (each the least that suffices), and the ``cheapest`` overall; the
-    current design first. Cost: :func:`cost` per arm."""
+    current design first. Cost: :func:`cost` per arm (``train``: its training rollouts a
+    seed, or the whole :class:`Costs`)."""
     effect = effect_pp / 100
     args = (values, effect, m, alpha, power, train)
     rows = [_row("current", current, *args)]

@@ -24,10 +24,12 @@ from analysis.effect_tables import (
     tests_table,
 )
 from analysis.load import Results, load_results
+from analysis.naming import is_base_model, setting_label
 from analysis.plots import FIGURES, NoData, Options, png_bytes
 from analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
 from analysis.scaling import scaling_table
 from analysis.tables import all_tables, measured_ordering
+from analysis.weights import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
 
@@ -58,6 +60,27 @@ def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> li
         lines.append(f"Ordering measured ({key[0]} {key[1]}, {key[2]}, {key[3]}; in-space "
                      f"Pass@1 %, mean over {runs} runs): {chain}.")
         lines.append(_tested(comparisons, key))
+    return lines
+
+
+def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
+    """What RL added over the base model: the reference arm's gain per setting with its
+    interval, and how many arms gain significantly in each setting."""
+    lines = []
+    for key, part in gains.groupby(["source", "experiment", "model", "algorithm"], sort=False):
+        ref = comparisons
+        for col, value in zip(("source", "experiment", "model", "algorithm"), key, strict=True):
+            ref = ref[ref[col] == value]
+        arm = ref["reference"].iloc[0] if len(ref) else part["method"].iloc[0]
+        own = part[part["method"] == arm]
+        settings = "; ".join(
+            f"{setting_label(r.setting)} {fmt(r.diff, signed=True)} pp [{r.lo:+.2f}, "
+            f"{r.hi:+.2f}]" for r in own.itertuples())
+        counts = "; ".join(
+            f"{setting_label(str(s))} {int((block['p_holm'] < 0.05).sum())} of {len(block)}"
+            for s, block in part.groupby("setting", sort=False))
+        lines.append(f"RL gain over the base model (no RL) ({key[1]}): {arm} {settings}. "
+                     f"Arms whose gain is significant after Holm adjustment: {counts}.")
     return lines
 
 
@@ -105,7 +128,12 @@ def build_report(results: Results, out: Path, reference: str | None = None,
                    sensitivity_table(results, n_boot, seed),
                    scaling_table(results, n_boot, seed)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
-        report.ordering = ordering_statements(measured_ordering(cells), comparisons)
+        ordering = measured_ordering(cells)
+        arms = ~ordering["method"].map(is_base_model).astype(bool)
+        report.ordering = ordering_statements(ordering[arms], comparisons)
+        gains = next((t.data for t in tables if t.name == "rl_gain"), None)
+        if gains is not None:
+            report.ordering += gain_statements(gains, comparisons)
         draw_figures(results, Options(reference, n_boot, seed), report)
     counts = Counter(w.category.__name__ for w in caught)
     first = {}
@@ -234,5 +262,6 @@ def write_report(run_dir: str | Path, out: str | Path | None = None,
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir()
                                                 else run_dir.parent) / "report"
     report = build_report(results, target, reference, test, n_boot, seed)
+    add_weights(results, report)  # components' weights from main effects, weights.yaml
     save_report(results, report)
     return report

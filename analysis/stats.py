@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.naming import default_reference, order_methods
+from analysis.naming import default_reference, is_base_model, order_methods
 from analysis.passk import final_step
 
 CLUSTER = ("benchmark", "task_id")
@@ -207,14 +207,42 @@ def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
 
     ``diff`` is the mean paired difference in percentage points with a cluster-bootstrap
     interval over tasks; ``p`` comes from the per-task differences; ``p_holm`` adjusts all
-    rows of the returned table together.
+    rows of the returned table together. The base model (no RL) is not an arm: see
+    :func:`rl_gains`.
     """
+    def pick(methods: list[str]) -> tuple[str | None, list[str]]:
+        arms = [m for m in methods if not is_base_model(m)]
+        if not arms:
+            return None, []
+        return (reference if reference in arms else default_reference(arms)), arms
+
+    return _compare(episodes, pick, settings, test, value, n_boot, n_resamples, seed, level)
+
+
+def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_space",
+                                                                 "out_of_space"),
+             test: str = "permutation", value: str = "success", n_boot: int = 2000,
+             n_resamples: int = 9999, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """What RL added: every arm against its group's base model (the starting model evaluated
+    on the same episodes at step 0), per setting, with the same intervals, tests and Holm
+    adjustment as :func:`compare_arms`. Empty when no base-model run was evaluated."""
+    def pick(methods: list[str]) -> tuple[str | None, list[str]]:
+        base = [m for m in methods if is_base_model(m)]
+        return (base[0], methods) if base else (None, [])
+
+    return _compare(episodes, pick, settings, test, value, n_boot, n_resamples, seed, level)
+
+
+def _compare(episodes: pd.DataFrame, pick, settings: Sequence[str], test: str, value: str,
+             n_boot: int, n_resamples: int, seed: int, level: float) -> pd.DataFrame:
+    """Paired comparisons per group x setting; ``pick(methods)`` -> (reference, compared)."""
     episodes = final_step(episodes)
     episodes = episodes[episodes["setting"].isin(list(settings))]
     rows = []
     for g, (key, part) in enumerate(episodes.groupby(list(GROUP), observed=True, sort=False)):
-        methods = order_methods(part["method"].unique())
-        ref = reference if reference in methods else default_reference(methods)
+        ref, methods = pick(order_methods(part["method"].unique()))
+        if ref is None or len(methods) < 2:
+            continue
         diffs = paired_differences(part, ref, methods, value)
         per_task = diffs.groupby(["setting", "method", *CLUSTER], observed=True)["diff"].agg(
             ["sum", "count"])

@@ -26,7 +26,7 @@ from analysis.naming import (
 )
 from analysis.passk import pass1, passk
 from analysis.render import Table, fmt, fmt_p
-from analysis.stats import compare_arms
+from analysis.stats import compare_arms, rl_gains
 
 ROW = ("source", "model", "algorithm", "method")
 CELL_COLUMNS = ("source", "experiment", "model", "algorithm", "method", "baseline", "benchmark",
@@ -208,14 +208,16 @@ def base_harness_table(cells: Cells) -> Table:
                   _drop_single_averages(rows), [PASS1_NOTE])
 
 
-def comparisons_table(comparisons: pd.DataFrame) -> Table:
+def comparisons_table(comparisons: pd.DataFrame, name: str = "comparisons",
+                      title: str = "Paired comparisons against the reference arm",
+                      delta: str = "Δ (pp)") -> Table:
     """Paired tests of every arm against the reference, Holm-adjusted."""
     frame = pd.DataFrame({
         "source": comparisons["source"], "model": comparisons["model"],
         "algorithm": comparisons["algorithm"], "method": comparisons["method"],
         "reference": comparisons["reference"],
         "setting": comparisons["setting"].map(setting_label),
-        "Δ (pp)": [fmt(d, signed=True) for d in comparisons["diff"]],
+        delta: [fmt(d, signed=True) for d in comparisons["diff"]],
         "95% CI": [f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in
                    zip(comparisons["lo"], comparisons["hi"], strict=True)],
         "MDE (pp)": [fmt(v) for v in comparisons.get("mde", pd.Series(np.nan,
@@ -231,8 +233,18 @@ def comparisons_table(comparisons: pd.DataFrame) -> Table:
             f"at two-sided alpha 0.05/{max(len(comparisons), 1)} (Holm's first step), from "
             "the comparison's own variance components (seed, task, harness, seed x task, run, "
             "residual; analysis.power); — where the pilot cannot estimate them.")
-    return Table("comparisons", "Paired comparisons against the reference arm", frame,
-                 comparisons.reset_index(drop=True), [note])
+    return Table(name, title, frame, comparisons.reset_index(drop=True), [note])
+
+
+def rl_gain_table(gains: pd.DataFrame) -> Table:
+    """Every arm against the base model (no RL) per setting: what training added."""
+    table = comparisons_table(gains, "rl_gain", "RL gain: every arm against the base model "
+                              "(no RL), paired on the same evaluation episodes",
+                              "RL gain (pp)")
+    table.notes.insert(0, "The base model is the starting model evaluated at step 0 (arm "
+                       "base-model, one run per seed) on the tasks, harnesses and runs every "
+                       "trained arm of that seed is evaluated on.")
+    return table
 
 
 def ablation_table(cells: Cells, comparisons: pd.DataFrame) -> Table:
@@ -326,9 +338,13 @@ def all_tables(results: Results, reference: str | None = None, test: str = "perm
     comparisons = compare_arms(results.episodes, reference, ("in_space", "out_of_space"),
                                test=test, n_boot=n_boot, seed=seed)
     comparisons["mde"] = _mde(results.episodes, comparisons)
+    gains = rl_gains(results.episodes, test=test, n_boot=n_boot, seed=seed)
+    gains["mde"] = _mde(results.episodes, gains)
     tables = [settings_table(cells), out_of_space_table(cells),
               ablation_table(cells, comparisons), base_harness_table(cells),
               harness_s_table(cells), comparisons_table(comparisons)]
+    if len(gains):
+        tables.append(rl_gain_table(gains))
     return tables, cells, comparisons
 
 

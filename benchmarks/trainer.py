@@ -3,6 +3,9 @@
 - rollout tokens/s of the batched, KV-cached sampler against a plain generate loop of the
   same model that a user would write first (one episode at a time, the whole sequence
   re-encoded for every new token, no cache); target at least 3x;
+- the sampler choosing each tick's width (train.embedded.sampler.tick_width) against the
+  fixed width it used before (every row padded to the widest chunk): time and padded
+  positions on the same episodes; target at least 1.2x;
 - training tokens/s of a GRPO update, and the share of this machine's measured matmul
   throughput (a large fp32 torch.mm) that its forward + backward FLOPs reach.
 
@@ -28,7 +31,7 @@ from harness.loop import run_episode  # noqa: E402
 from harness.tokenizer import tokenizer  # noqa: E402
 from harness.world import generate  # noqa: E402
 from train.embedded.rl import Hyper, update  # noqa: E402
-from train.embedded.sampler import MAX_NEW_TOKENS, Sampler, view_ids  # noqa: E402
+from train.embedded.sampler import CHUNK, MAX_NEW_TOKENS, Sampler, view_ids  # noqa: E402
 from train.embedded.sequences import banned, build  # noqa: E402
 from train.embedded.warmstart import base_model  # noqa: E402
 
@@ -64,6 +67,41 @@ def jobs(n: int) -> list[tuple[Harness, object]]:
     labels = [space.label(c) for c in space.all_configs()]
     tasks = generate(n, seed=11)
     return [(Harness.from_name(labels[(i * 97) % len(labels)]), tasks[i]) for i in range(n)]
+
+
+def compare_widths(model, work: list, rounds: int = 2) -> float:
+    """Seconds of the fixed-width sampler over those of the per-tick width, best of
+    ``rounds`` each, taken in turn (other load only ever adds time); prints both."""
+    import train.embedded.sampler as sampler_module
+
+    chosen = sampler_module.tick_width
+    best = {"chosen": float("inf"), "fixed": float("inf")}
+    positions = {}
+    for _ in range(rounds):
+        for name, width in (("chosen", chosen), ("fixed", lambda takes, slots: CHUNK)):
+            sampler_module.tick_width = width
+            try:
+                sampler = Sampler(model, tokenizer())
+                fed = []
+                step = model.step
+
+                def counted(ids, *rest, _step=step, _fed=fed):
+                    _fed.append(ids.numel())
+                    return _step(ids, *rest)
+
+                model.step = counted
+                began = time.perf_counter()
+                sampler.run(work, generator=torch.Generator().manual_seed(0))
+                best[name] = min(best[name], time.perf_counter() - began)
+                stats = sampler.stats
+                positions[name] = sum(fed) / (stats.forced + stats.sampled)
+            finally:
+                sampler_module.tick_width = chosen
+                del model.step
+    for name in best:
+        print(f"rollout: {name:6} tick width {best[name]:6.2f} s, "
+              f"{positions[name]:.2f} positions computed per token fed")
+    return best["fixed"] / best["chosen"]
 
 
 def matmul_gflops(seconds: float = 1.0) -> float:
@@ -103,6 +141,10 @@ def main() -> int:
           f"episodes)")
     ratio = batched / plain_rate
     print(f"rollout speed-up {ratio:.1f}x (target >= 3x): {'PASS' if ratio >= 3 else 'MISS'}")
+
+    width_ratio = compare_widths(model, work)
+    print(f"tick width chosen per tick vs fixed: {width_ratio:.2f}x faster (target >= 1.2x): "
+          f"{'PASS' if width_ratio >= 1.2 else 'MISS'}")
 
     ref = base_model(args.model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -55,6 +55,9 @@ _EXPORTS = {
     "check_strength": "design.verify",
     "is_orthogonal": "design.verify",
     "strength": "design.verify",
+    "WeightError": "design.weights",
+    "parse_weights": "design.weights",
+    "resolve_weights": "design.weights",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -15,6 +15,7 @@ from design.design import Design
 from design.hamming import distance_matrix
 from design.space import FactorSpace
 from design.verify import check_strength
+from design.weights import TIE_DECIMALS
 from hscale.errors import HscaleError
 from hscale.registry import Registry
 
@@ -88,7 +89,8 @@ def _indices(space: FactorSpace, configs: np.ndarray | Sequence | Design | None)
 def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: int | None = None,
              base: Design | np.ndarray | None = None, exclude_base: bool = True,
              seed: int | np.random.Generator | None = None,
-             max_translations: int = 20_000) -> Design:
+             max_translations: int = 20_000,
+             weights: Sequence[float] | np.ndarray | None = None) -> Design:
     """A held-out in-space eval set: a translate of an OA, disjoint from ``train`` and h0.
 
     ``train`` holds every configuration any arm trains on except Full (a Design, an array, or
@@ -99,7 +101,8 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
     Among translations that
     avoid the training set, the one whose configurations lie farthest from training (largest
     mean distance to the nearest training configuration) is taken; ties go to the smallest
-    translation index, or to ``seed``'s order if given.
+    translation index, or to ``seed``'s order if given. With ``weights`` (per factor) that
+    distance is weighted, so the set lies far from training in the components that matter.
     """
     from design.oa import orthogonal_array
 
@@ -136,7 +139,9 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
             continue
         if exclude_base and (idx == 0).any():
             continue
-        score = distance_matrix(cand, train_arr).min(axis=1).mean()
+        score = distance_matrix(cand, train_arr, weights).min(axis=1).mean()
+        if weights is not None:  # sums equal in exact arithmetic tie (design.weights)
+            score = round(float(score), TIE_DECIMALS)
         if best_score is None or score > best_score:
             best, best_score = cand, score
     if best is None:
@@ -153,6 +158,8 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
         "contains_base": False if exclude_base else bool((best @ space.strides == 0).any()),
         "gwlp": gwlp(best, space.levels).round(6).tolist(),
     }
+    if weights is not None:
+        notes["weights"] = [float(w) for w in weights]
     return Design(best, space, method=f"eval_set({how})", strength=2, notes=notes)
 
 

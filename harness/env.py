@@ -16,6 +16,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
@@ -62,8 +63,26 @@ class Limits:
     calc_max_abs: int = 10**6
 
 
+MEMORY_FOLDER = Path("/dev/shm")
+
+
+@cache
+def default_root() -> str | None:
+    """Where workspaces go when no root is given: ``$HSCALE_WORKSPACES``, else a memory-backed
+    /dev/shm where the system has one (an episode creates, reads and deletes its folder; on a
+    disk that costs several times the episode's own work), else the system's temporary
+    folder (None)."""
+    chosen = os.environ.get("HSCALE_WORKSPACES")
+    if chosen:
+        return chosen
+    if MEMORY_FOLDER.is_dir() and os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
+        return str(MEMORY_FOLDER)
+    return None
+
+
 class Env:
-    """A task's workspace (a new temporary folder under ``root``) and its tools.
+    """A task's workspace (a new temporary folder under ``root``, by default
+    :func:`default_root`) and its tools.
 
     Use as a context manager, or call :meth:`close`, to delete the workspace.
     ``tools`` maps each canonical tool name to its implementation (replaceable, e.g. in tests).
@@ -73,6 +92,7 @@ class Env:
                  limits: Limits | None = None) -> None:
         self.task = task
         self.limits = limits or Limits()
+        root = default_root() if root is None else root
         if root is not None:
             Path(root).mkdir(parents=True, exist_ok=True)
         self.workspace = Path(tempfile.mkdtemp(prefix="hscale-ws-", dir=root)).resolve()

@@ -188,6 +188,8 @@ EVAL_COLUMNS: dict[str, str] = {
 # 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
 EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str"}
 SETTINGS = ("base", "in_space", "out_of_space")
+# the arm of each seed's reference run: the starting model evaluated at step 0, no training
+BASE_MODEL_ARM = "base-model"
 DECODINGS = ("sampled", "greedy")
 
 

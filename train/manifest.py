@@ -13,9 +13,11 @@ import numpy as np
 
 from design.recipes import RECIPES, eval_set, first_order, structured
 from design.space import FactorSpace, harness_space
+from design.weights import by_name
 from hscale.errors import HscaleError
-from train.contracts import BenchmarkRecord, Manifest, rng_for
+from train.contracts import BASE_MODEL_ARM, BenchmarkRecord, Manifest, rng_for
 from train.spec import Arm, ExperimentSpec
+from train.weights import spec_weights
 
 if TYPE_CHECKING:
     from harness.tasks import Task
@@ -32,7 +34,8 @@ def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
         sets["base"] = [space.label(space.base)]
     if spec.evaluation.in_space:
         held_out = eval_set(space, [structured(space), first_order(space)],
-                            runs=spec.evaluation.in_space)
+                            runs=spec.evaluation.in_space,
+                            weights=spec_weights(spec.weights, space))
         sets["in_space"] = held_out.labels
     if spec.evaluation.out_of_space:
         sets["out_of_space"] = list(spec.evaluation.out_of_space)
@@ -189,7 +192,8 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
     train = train_set(arm, space, evals.get("in_space", []), rng_for(seed, arm_name, "train"))
     return Manifest.build(
         experiment=spec.name, arm=arm_name, seed=seed,
-        space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}},
+        space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors},
+               "weights": by_name(space, spec_weights(spec.weights, space))},
         train_harnesses=train,
         eval_sets=evals,
         assignment=assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
@@ -198,12 +202,32 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                 "rollouts_per_task": algorithm.rollouts},
         benchmark=sources.train,
         model=spec.model,
-        evaluation={**spec.evaluation.model_dump(exclude={"base", "in_space", "out_of_space",
-                                                          "benchmarks", "tasks"}),
+        evaluation={**spec.evaluation.model_dump(exclude={"base", "base_model", "in_space",
+                                                          "out_of_space", "benchmarks",
+                                                          "tasks"}),
                     "tasks": sources.eval_tasks, "benchmarks": sources.evaluation},
         backend=spec.backend,
         tracking=spec.tracking,
     )
+
+
+# the base model's reference run: no training, one evaluation at step 0
+BASE_MODEL = Arm.model_validate({"train": "single", "assignment": {"mode": "repeat", "k": 1},
+                                 "description": "the starting model, evaluated before RL"})
+
+
+def base_model_manifest(spec: ExperimentSpec, seed: int, space: FactorSpace,
+                        evals: dict[str, list[str]], sources: Sources | None = None
+                        ) -> Manifest:
+    """The reference run of a seed (arm ``base-model``): the spec's model evaluated at step
+    0 on the same eval sets, tasks and runs as every trained arm of that seed (evaluation
+    episodes depend on the seed, not the arm, so its rows pair with theirs), with a budget
+    of 0 steps, no training harnesses and no schedule."""
+    built = build_manifest(spec, BASE_MODEL_ARM, BASE_MODEL, seed, space, evals, sources)
+    body = built.body()
+    return Manifest.build(**{**body, "train_harnesses": [],
+                             "budget": {**body["budget"], "steps": 0},
+                             "evaluation": {**body["evaluation"], "every": None}})
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

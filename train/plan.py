@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hscale.errors import HscaleError, HscaleWarning
 from train.contracts import MANIFEST, Manifest
-from train.manifest import build_manifest, eval_sets, space_of, with_verl
+from train.manifest import base_model_manifest, build_manifest, eval_sets, space_of, with_verl
 from train.schedule import Schedule
 from train.sources import resolve_sources
 from train.spec import load_spec
@@ -42,6 +42,9 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
     sources = resolve_sources(spec, spec_path)
     manifests = [build_manifest(spec, arm_name, arm, seed, space, evals, sources)
                  for arm_name, arm in spec.resolved_arms().items() for seed in spec.seeds]
+    if spec.evaluation.base_model:
+        manifests += [base_model_manifest(spec, seed, space, evals, sources)
+                      for seed in spec.seeds]
     manifests, notes = with_verl(spec, manifests)
     for note in notes:
         warnings.warn(f"{spec_path}: {note}", HscaleWarning, stacklevel=2)

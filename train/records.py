@@ -3,28 +3,65 @@ section, so a field read anywhere is a checked attribute, not a string key."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class SpaceRecord(_Record):
+class _Trimmed(_Record):
+    """A record whose ``LATER`` fields (added after schema 1) are left out when unset, so a
+    manifest that lacks them keeps its hash."""
+
+    LATER: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _trim(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        return {k: v for k, v in out.items() if not (k in self.LATER and v is None)}
+
+
+class SpaceRecord(_Trimmed):
+    """The factor space; ``weights``: factor name -> weight of the weighted Hamming distance
+    (design.weights, mean 1), recorded only when the spec gives unequal weights."""
+
+    LATER: ClassVar[tuple[str, ...]] = ("weights",)
+
     name: str
     factors: dict[str, tuple[str, ...]]  # factor name -> level (realization) names
+    weights: dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _weights_known(self) -> SpaceRecord:
+        unknown = sorted(set(self.weights or ()) - set(self.factors))
+        if unknown or any(not 0 < w < math.inf for w in (self.weights or {}).values()):
+            raise ValueError(f"weights must be positive, one per factor of the space "
+                             f"(unknown: {', '.join(unknown) or 'none'})")
+        return self
+
+    def weight_vector(self) -> tuple[float, ...] | None:
+        """The weights in factor order (None: plain Hamming distance)."""
+        if self.weights is None:
+            return None
+        return tuple(self.weights.get(name, 1.0) for name in self.factors)
 
 
-class AssignmentRecord(_Record):
-    """How a task's harnesses are chosen (train.schedule); Harness-S fields for rescue."""
+class AssignmentRecord(_Trimmed):
+    """How a task's harnesses are chosen (train.schedule); Harness-S fields for rescue;
+    ``radius``: adaptive K (locality), recorded only when set."""
+
+    LATER: ClassVar[tuple[str, ...]] = ("radius",)
 
     mode: str
     k: int
     pool: tuple[str, ...] | None = None
     router: str | None = None
     group: int = 8
+    radius: float | None = None
 
 
 class AlgorithmRecord(_Record):
@@ -42,18 +79,6 @@ class BudgetRecord(_Record):
     steps: int
     tasks_per_step: int
     rollouts_per_task: int
-
-
-class _Trimmed(_Record):
-    """A record whose ``LATER`` fields (added after schema 1) are left out when unset, so a
-    manifest that lacks them keeps its hash."""
-
-    LATER: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _trim(self, handler: Any) -> dict[str, Any]:
-        out = handler(self)
-        return {k: v for k, v in out.items() if not (k in self.LATER and v is None)}
 
 
 class BenchmarkRecord(_Trimmed):

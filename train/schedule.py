@@ -11,6 +11,17 @@ therefore occupies K steps: at step ``b * K + slot`` every task of batch ``b`` r
 - ``rescue`` (Harness-S): every slot is the base harness, the rescue arm's whole training set.
   Its sibling pool, router and group size travel in the manifest's ``assignment``: siblings
   are chosen by the trainer only when a group fails, so they are not scheduled here.
+
+Weighted distance and adaptive K (``locality`` only). When the space carries component
+weights (the manifest's ``space.weights``, design.weights), partners are ranked by the
+weighted distance, which sums the weights of the differing components. With a ``radius`` R
+(``assignment: {mode: locality, k: 4, radius: 1.5}``) K is a cap: a task's partners are the
+training configurations within (weighted) distance R of its anchor, nearest first, at most
+K-1 of them, so the task trains under K_x <= K distinct harnesses, K_x - 1 being the number
+of its anchor's neighbours within R. K stays the length of a step group, so batches still
+line up and every arm keeps the same budget of rollouts: the K - K_x slots left over repeat
+the anchor (as Repeat-K does), and an anchor with no neighbour within R fills all K slots.
+Without weights and radius the schedule is the one hscale always made, byte for byte.
 """
 
 from __future__ import annotations
@@ -24,22 +35,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from design.hamming import distance_matrix
+from design.hamming import distance_matrix, tie_key
 from design.space import FactorSpace
+from design.weights import TIE_DECIMALS
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
 from hscale.registry import Registry
-from train.contracts import SCHEDULE, Manifest, check_schedule, schedule_frame
+from train.contracts import (
+    SCHEDULE,
+    SCHEDULE_COLUMNS,
+    Manifest,
+    check_schedule,
+    schedule_frame,
+)
 
 
 @dataclass(frozen=True)
 class AssignmentMode:
     """How a task's K-1 partner harnesses follow its anchor: ``partners(train, anchors, k,
     rng)`` gives row indices into ``train`` of shape (tasks, K-1). ``distinct`` modes need K
-    different training configurations."""
+    different training configurations; ``by_distance`` modes also take the keywords
+    ``weights`` (per component, or None) and ``radius`` (adaptive K, or None)."""
 
-    partners: Callable[[np.ndarray, np.ndarray, int, np.random.Generator], np.ndarray]
+    partners: Callable[..., np.ndarray]
     distinct: bool = True
+    by_distance: bool = False
 
 
 ASSIGNMENTS: Registry[AssignmentMode] = Registry("assignment mode")
@@ -52,13 +72,27 @@ def _random_keys(n_tasks: int, n: int, anchors: np.ndarray, rng: np.random.Gener
     return keys
 
 
-def _nearest(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator
+def _nearest(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator, *,
+             weights: Sequence[float] | None = None, radius: float | None = None
              ) -> np.ndarray:
     keys = _random_keys(len(anchors), len(train), anchors, rng)
-    dist = distance_matrix(train)[anchors].astype(float)
+    dist = tie_key(distance_matrix(train, weights=weights)[anchors]).astype(float)
     dist[np.arange(len(anchors)), anchors] = np.inf
     # sort by distance, then by the random key: ties among equally near configs are random
-    return np.lexsort((keys, dist), axis=1)[:, : k - 1]
+    out = np.lexsort((keys, dist), axis=1)[:, : k - 1]
+    if radius is not None:  # adaptive K: partners beyond the radius give way to the anchor
+        far = np.take_along_axis(dist, out, axis=1) > round(radius, TIE_DECIMALS)
+        out = np.where(far, anchors[:, None], out)
+    return out
+
+
+def adaptive_k(train: np.ndarray, k: int, radius: float,
+               weights: Sequence[float] | None = None) -> np.ndarray:
+    """K_x of a task anchored at each training configuration under adaptive K: 1 + its
+    neighbours in ``train`` within ``radius``, at most ``k``."""
+    dist = tie_key(distance_matrix(train, weights=weights))
+    within = (dist <= round(radius, TIE_DECIMALS)).sum(axis=1)  # counts the anchor itself
+    return np.minimum(within, k)
 
 
 def _uniform(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random.Generator
@@ -72,19 +106,23 @@ def _anchor_again(train: np.ndarray, anchors: np.ndarray, k: int, rng: np.random
     return np.repeat(anchors[:, None], k - 1, axis=1)
 
 
-ASSIGNMENTS.register("locality", AssignmentMode(_nearest))
+ASSIGNMENTS.register("locality", AssignmentMode(_nearest, by_distance=True))
 ASSIGNMENTS.register("repeat", AssignmentMode(_anchor_again, distinct=False))
 ASSIGNMENTS.register("random", AssignmentMode(_uniform))
 ASSIGNMENTS.register("rescue", AssignmentMode(_anchor_again, distinct=False))
 
 
-def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Generator
-           ) -> np.ndarray:
-    """Row indices into ``train`` of shape (n_tasks, k): slot 0 is each task's anchor."""
+def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Generator,
+           weights: Sequence[float] | None = None, radius: float | None = None) -> np.ndarray:
+    """Row indices into ``train`` of shape (n_tasks, k): slot 0 is each task's anchor.
+    ``weights`` and ``radius`` reach a ``by_distance`` mode; other modes take no radius."""
     rule = ASSIGNMENTS.get(mode)
     n = len(train)
     if k < 1:
         raise HscaleError(f"K must be at least 1, got {k}")
+    if radius is not None and not rule.by_distance:
+        raise HscaleError(f"{mode} assignment takes no radius (adaptive K picks partners by "
+                          "distance)", "drop radius, or use mode: locality")
     if rule.distinct and k > n:
         raise HscaleError(f"{mode} assignment with K={k} needs at least {k} training "
                           f"configurations, the training set has {n}",
@@ -93,17 +131,23 @@ def assign(train: np.ndarray, n_tasks: int, k: int, mode: str, rng: np.random.Ge
     out = np.empty((n_tasks, k), dtype=np.int64)
     out[:, 0] = anchors
     if k > 1:
-        out[:, 1:] = rule.partners(train, anchors, k, rng)
+        extra = {"weights": weights, "radius": radius} if rule.by_distance else {}
+        out[:, 1:] = rule.partners(train, anchors, k, rng, **extra)
     return out
 
 
 def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Sequence[str],
                    steps: int, tasks_per_step: int, k: int, mode: str,
-                   rng: np.random.Generator) -> pd.DataFrame:
+                   rng: np.random.Generator, weights: Sequence[float] | None = None,
+                   radius: float | None = None) -> pd.DataFrame:
     """One row per (step, task, harness); tasks are drawn without replacement, epoch by epoch.
+    ``weights`` (per factor) and ``radius`` (adaptive K): see the module's docstring.
 
-    ``steps`` must be a multiple of K so that every task's K harnesses fit in the budget.
+    ``steps`` must be a multiple of K so that every task's K harnesses fit in the budget;
+    0 steps (a reference run, evaluated before any training) schedule nothing.
     """
+    if steps == 0:
+        return schedule_frame(pd.DataFrame(columns=list(SCHEDULE_COLUMNS)))
     if steps < 1 or tasks_per_step < 1:
         raise HscaleError(f"steps and tasks_per_step must be positive, got {steps} and "
                           f"{tasks_per_step}")
@@ -122,7 +166,7 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
     pool = np.asarray(task_ids, dtype=object)
     epochs = -(-n_tasks // len(pool))
     order = np.concatenate([rng.permutation(len(pool)) for _ in range(epochs)])[:n_tasks]
-    chosen = assign(train, n_tasks, k, mode, rng)
+    chosen = assign(train, n_tasks, k, mode, rng, weights, radius)
     batch = np.repeat(np.arange(batches), tasks_per_step)
     labels = np.asarray(list(train_labels), dtype=object)
     frame = pd.DataFrame({
@@ -157,7 +201,8 @@ class Schedule:
             manifest.factor_space(), manifest.train_harnesses,
             _task_ids(bench), budget.steps,
             budget.tasks_per_step, manifest.assignment.k, manifest.assignment.mode,
-            manifest.rng("schedule")))
+            manifest.rng("schedule"), manifest.space.weight_vector(),
+            manifest.assignment.radius))
 
     @classmethod
     def read(cls, run_dir: str | Path) -> Schedule:

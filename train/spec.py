@@ -27,14 +27,17 @@ from pydantic import (
 )
 
 from design.recipes import RECIPES
+from design.weights import WeightError
 from harness.benchmarks import BENCHMARKS
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.registry import Registry, UnknownName
 from hscale.yamlio import read_yaml
 from train.backends import BACKENDS
+from train.contracts import BASE_MODEL_ARM
 from train.routers import ROUTERS
 from train.schedule import ASSIGNMENTS
 from train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
+from train.weights import spec_weights
 
 
 def _named(registry: Registry) -> Any:
@@ -52,7 +55,8 @@ MAX_STEPS, MAX_TASKS_PER_STEP, MAX_ROLLOUTS = 100_000, 4096, 256
 MAX_TASKS, MAX_SEED = 1_000_000, 2**63 - 1
 MAX_SCHEDULE_ROWS = 10_000_000  # steps x tasks a step, per run
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # experiment and arm names become folder names
-RESERVED = ("report", "external")  # folders hscale report writes or reads beside the runs
+# folders hscale report writes or reads beside the runs, and the base model's reference arm
+RESERVED = ("report", "external", BASE_MODEL_ARM)
 
 
 BUILTIN_TASKS = 200  # training tasks of the builtin world when a spec names none
@@ -116,10 +120,17 @@ class Algorithm(_Strict):
 class Assignment(_Strict):
     mode: _named(ASSIGNMENTS) = "locality"
     k: int = Field(2, ge=1, le=64)
+    radius: float | None = Field(None, gt=0, le=1e6)  # adaptive K <= k (train.schedule)
     pool: list[str] | None = None
     router: _named(ROUTERS) | None = None
     # a rescue group is a GRPO group: 2 rollouts at least
     group: int = Field(8, ge=2, le=MAX_ROLLOUTS)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> Assignment:
+        if self.radius is not None and not ASSIGNMENTS.get(self.mode).by_distance:
+            raise ValueError(f"radius (adaptive K) needs locality assignment, not {self.mode}")
+        return self
 
 
 class TrainSet(_Strict):
@@ -136,6 +147,9 @@ EVAL_TASKS = 36  # held-out tasks evaluated when a spec names none
 
 class Evaluation(_Strict):
     base: bool = True
+    # the starting model evaluated once a seed (step 0, no training) as the arm
+    # ``base-model``: the tables' "base model (no RL)" row and every arm's RL gain
+    base_model: bool = True
     in_space: int = Field(18, ge=0, le=10_000)
     out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
 
@@ -216,6 +230,8 @@ class Arm(_Strict):
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
     space: str = "harness"
+    # component -> weight of the weighted Hamming distance (train.weights); missing ones 1
+    weights: dict[str, Annotated[float, Field(gt=0, strict=True)]] | None = None
     benchmark: Benchmark = Benchmark()
     model: str = "hscale-tiny"
     algorithm: Algorithm = Algorithm()
@@ -249,8 +265,8 @@ class ExperimentSpec(_Strict):
                 raise ValueError(f"arm name {name!r} is not a folder name (letters, digits, "
                                  "_ . -; at most 64, starting with a letter or digit)")
             if name in RESERVED:
-                raise ValueError(f"arm name {name!r} is the name of a folder hscale writes "
-                                 f"beside the runs ({', '.join(RESERVED)})")
+                raise ValueError(f"arm name {name!r} is reserved: hscale writes folders "
+                                 f"called {', '.join(RESERVED)} beside the arms")
         return arms
 
     @model_validator(mode="after")
@@ -363,6 +379,11 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         raise _spec_error(path, tree, exc, ()) from None
+    try:
+        spec_weights(spec.weights, spec.space)
+    except WeightError as exc:
+        raise HscaleError(f"{path}:{_line(tree, ('weights', exc.key or ''))}: {exc.message}",
+                          exc.hint) from None
     for note in spec.sweep_notes:  # once a process: same text, same place
         warnings.warn(f"{path}:{_line(tree, ('sweeps',))}: {note}", HscaleWarning, stacklevel=1)
     for name, body in spec.arms.items():

@@ -244,30 +244,74 @@ def space_cmd(
 @app.command("neighbours")
 def neighbours_cmd(
     label: Annotated[str, typer.Argument(help="A configuration label such as S0-T1-O2-C0-W1.")],
-    radius: Annotated[int, typer.Option("--radius", "-r", help="Hamming distance.")] = 1,
+    radius: Annotated[float, typer.Option("--radius", "-r", help="Hamming distance (with "
+                                                                 "--weights, any number).")
+                      ] = 1,
     levels: Annotated[str | None, typer.Option(help="Space levels (default: harness).")] = None,
     within: Annotated[bool, typer.Option("--within", help="Include everything up to the "
                                                           "radius.")] = False,
+    weights: Annotated[str | None, typer.Option(
+        help="Component weights, e.g. C=2,S=0.5 (factor or harness component names; missing "
+             "ones 1; normalised to mean 1), or a YAML file with a weights: mapping such as "
+             "hscale report's weights.yaml.")] = None,
 ) -> None:
-    """Configurations at Hamming distance R from LABEL, by index arithmetic."""
+    """Configurations at Hamming distance R from LABEL, by index arithmetic; with --weights,
+    at weighted distance R (the sum of the differing components' weights)."""
     from design.bounds import elementary_symmetric
     from design.hamming import neighbours
 
     space = _space(levels)
     cfg = space.parse_label(label)
-    if not 0 <= radius <= space.n_factors:
-        raise HscaleError(f"radius must be 0..{space.n_factors}, got {radius}")
+    word = "within" if within else "at"
+    w = _weights(space, weights)
+    if w is not None:
+        _weighted_neighbours(space, cfg, label, radius, within, w)
+        return
+    if not float(radius).is_integer() or not 0 <= radius <= space.n_factors:
+        raise HscaleError(f"radius must be 0..{space.n_factors}, got {radius:g}",
+                          "a Hamming radius is a whole number; a fractional one needs "
+                          "--weights")
+    radius = int(radius)
     per_radius = elementary_symmetric([s - 1 for s in space.levels], radius)
     count = sum(per_radius) if within else per_radius[radius]
     if count > _NEIGHBOURS_LIMIT:
-        raise HscaleError(f"{count} configurations lie {'within' if within else 'at'} "
+        raise HscaleError(f"{count} configurations lie {word} "
                           f"distance {radius}: too many to list", "use a smaller --radius")
     idx = neighbours(space, cfg, radius, exact=not within)
     labels = space.labels(space.from_index(idx))
-    word = "within" if within else "at"
     console.print(f"{len(labels)} configurations {word} distance {radius} of {label}:")
     for lab in labels:
         console.print(f"  {lab}")
+
+
+def _weights(space, text: str | None):
+    """--weights as a normalised vector; None when not given or all equal."""
+    if text is None:
+        return None
+    from design.weights import parse_weights, resolve_weights
+    from train.weights import component_aliases
+
+    return resolve_weights(space, parse_weights(text), component_aliases(space))
+
+
+def _weighted_neighbours(space, cfg, label: str, radius: float, within: bool, weights
+                         ) -> None:
+    from design.hamming import distance_matrix, neighbours, tie_key
+
+    idx = neighbours(space, cfg, radius, exact=not within, weights=weights)
+    word = "within" if within else "at"
+    if len(idx) > _NEIGHBOURS_LIMIT:
+        raise HscaleError(f"{len(idx)} configurations lie {word} weighted distance "
+                          f"{radius:g}: too many to list", "use a smaller --radius")
+    configs = space.from_index(idx)
+    dist = distance_matrix(cfg[None, :], configs, weights)[0]
+    shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(space.names, weights, strict=True))
+    console.print(f"{len(idx)} configurations {word} weighted distance {radius:g} of {label} "
+                  f"(weights {shown}):")
+    for i in np.lexsort((idx, tie_key(dist))):
+        console.print(f"  {space.label(configs[i])}  {dist[i]:.3g}")
+    if not len(idx) and not within:
+        console.print("  (none at exactly that distance: --within lists everything up to it)")
 
 
 @app.command("candidates")

@@ -28,7 +28,24 @@ def validate_cmd(
         a = arm.assignment
         n = sizes[name]
         print(f"  {name}: train {arm.train.recipe} ({n} configuration{'s' * (n != 1)}), "
-              f"assignment {a.mode} K={a.k}")
+              f"assignment {a.mode} K={a.k}" + _adaptive(runs, name, a.radius))
+    weights = runs[0].manifest.space.weights if runs else None
+    if weights:
+        print("  weights (normalised to mean 1): "
+              + ", ".join(f"{f} {w:.3g}" for f, w in weights.items()))
+
+
+def _adaptive(runs, arm: str, radius: float | None) -> str:
+    """How many harnesses adaptive K gives a task, over the arm's possible anchors."""
+    if radius is None:
+        return ""
+    from train.schedule import adaptive_k
+
+    m = next(r.manifest for r in runs if r.manifest.arm == arm)
+    sizes = adaptive_k(m.factor_space().parse_labels(list(m.train_harnesses)),
+                       m.assignment.k, radius, m.space.weight_vector())
+    return (f", adaptive within distance {radius:g}: K_x {sizes.min()}..{sizes.max()} "
+            f"(mean {sizes.mean():.2f} over anchors)")
 
 
 def plan_cmd(

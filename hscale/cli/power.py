@@ -93,6 +93,8 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
     return {"kind": "results", "reference": blocks[0][0]["reference"],
             "arms": sorted(methods), "planned": len(blocks), "design": pilot_design(blocks[0][1]),
             "components": values, "train_rollouts": train or DEFAULT_TRAIN,
+            "settings": int(results.episodes["setting"].nunique()),
+            "greedy": bool(len(results.greedy)),
             "notes": pool.notes + ([] if train else [f"training cost unknown: {DEFAULT_TRAIN:g} "
                                                       "rollouts a run assumed"]),
             "source": (f"pilot, mean of {len(parts)} comparisons"
@@ -106,7 +108,8 @@ def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
     from hscale.errors import HscaleError
     from train.spec import load_spec
 
-    design, arms, train = design_from_spec(load_spec(path))
+    spec = load_spec(path)
+    design, arms, train = design_from_spec(spec)
     if not stated:
         raise HscaleError(f"{path} states the design but not the variance components",
                           "add --components seed=..,task=..,residual=.. (or a file), or run "
@@ -117,9 +120,13 @@ def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
     if reference is not None and reference not in arms:
         raise HscaleError(f"reference arm {reference!r} is not an arm of {path}",
                           f"choose one of {', '.join(arms)}")
+    ev = spec.evaluation
+    settings = int(ev.base) + int(ev.in_space > 0) + int(bool(ev.out_of_space))
     return {"kind": "spec", "reference": reference or default_reference(arms), "arms": arms,
             "planned": max(len(arms) - 1, 1), "design": design, "components": dict(stated),
-            "train_rollouts": train, "notes": [], "source": "stated", "per_comparison": []}
+            "train_rollouts": train, "settings": max(settings, 1),
+            "greedy": True,  # both backends add a greedy pass to every evaluation
+            "notes": [], "source": "stated", "per_comparison": []}
 
 
 def plan(source: Path, reference: str | None = None, effect: float = 4.0, power: float = 0.8,
@@ -128,7 +135,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     """Everything ``hscale power`` prints, as plain data."""
     from dataclasses import asdict
 
-    from analysis.power import COMPONENTS, mde, options, variance
+    from analysis.power import COMPONENTS, Costs, mde, options, variance
     from hscale.errors import HscaleError
 
     if not effect > 0:
@@ -158,7 +165,8 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     for row in out["per_comparison"]:
         row["se_pp"] = 100 * math.sqrt(row.pop("variance"))
         row["mde_pp"] = 100 * mde(row["se_pp"] / 100, m, alpha, power)
-    table = options(values, design, effect, m, alpha, power, out["train_rollouts"])
+    costs = Costs(out["train_rollouts"], out["settings"], out["greedy"])
+    table = options(values, design, effect, m, alpha, power, costs)
     return {**out, "input": str(source), "design": asdict(design), "components": values,
             "comparisons": m, "alpha": alpha, "alpha_first": alpha / m, "power": power,
             "effect_pp": effect, "se_pp": 100 * se, "mde_pp": 100 * mde(se, m, alpha, power),
@@ -205,7 +213,7 @@ def _show(result: dict) -> None:
 def _show_options(result: dict) -> None:
     opts = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
                  title=f"Designs for {result['effect_pp']:g} pp at {result['power']:.0%} power "
-                       "(cost: training + in-space eval rollouts per arm)")
+                       "(cost per arm: training rollouts + every evaluation episode)")
     for col in ("option", "seeds", "tasks", "runs", "episodes/arm", "cost", "SE (pp)",
                 "MDE (pp)", "power"):
         opts.add_column(col, justify="left" if col == "option" else "right")

@@ -111,6 +111,20 @@ def test_options_reach_the_power_and_the_cheapest_come_first():
     assert (rest["mde_pp"] <= 4.0 + 1e-9).all()
 
 
+def test_costs_count_every_setting_and_the_greedy_pass():
+    design = Design(seeds=2, tasks=72, harnesses=18, runs=3, episodes=36)
+    assert power.cost(design, 1000) == 2 * (1000 + 3 * 36)
+    assert power.cost(design, power.Costs(1000, settings=3, greedy=True)) == \
+        2 * (1000 + 4 * 36 * 3)
+    # expensive evaluation moves the cheapest design from more runs toward more seeds
+    plain = power.options(SMALL, Design(3, 30, 6, 2), 4, m=3, train=1000)
+    real = power.options(SMALL, Design(3, 30, 6, 2), 4, m=3,
+                         train=power.Costs(1000, settings=3, greedy=True))
+    first = [t[t["change"] == "cheapest"].iloc[0] for t in (plain, real)]
+    assert first[1]["runs"] <= first[0]["runs"]
+    assert (real["cost"] > plain["cost"]).all()
+
+
 @pytest.fixture(scope="module")
 def pilot(tmp_path_factory):
     episodes, _ = known_parts(seeds=3, tasks=10, runs=2, scale=0.1)

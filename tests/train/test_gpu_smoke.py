@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -45,7 +46,10 @@ def test_the_smoke_spec_passes_every_check_before_the_gpu(tmp_path, source):
                            "verl", "--dry-run", "--out", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "wrote verl inputs for 2 runs" in done.stdout
+    assert "wrote verl inputs for 3 runs" in done.stdout  # two arms and the base model
+    reference = tmp_path / "runs" / "gpu-smoke" / "base-model" / "0" / "verl"
+    assert "trainer.val_only=True" in (reference / "launch.sh").read_text()
+    assert len(pd.read_parquet(reference / "train.parquet")) == 4  # one batch veRL never trains
     launch = (tmp_path / "runs" / "gpu-smoke" / "structured-18" / "0" / "verl" / "launch.sh")
     text = launch.read_text()
     assert f"actor_rollout_ref.model.path={model}" in text

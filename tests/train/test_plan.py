@@ -114,10 +114,15 @@ def test_plan_writes_manifests_and_schedules_and_is_idempotent(tmp_path, capsys)
     path.write_text(yaml.safe_dump(small()))
     out = tmp_path / "runs"
     code, stdout, _ = run_cli(["plan", str(path), "--out", str(out)], capsys)
-    assert code == 0 and "9 written" in stdout
+    assert code == 0 and "10 written" in stdout  # 9 arms and the base model's reference
     manifests = {p.parent.parent.name: json.loads(p.read_text())
                  for p in out.glob("demo/*/0/manifest.json")}
+    reference = manifests.pop("base-model")
     assert len(manifests) == 9
+    assert reference["budget"]["steps"] == 0 and reference["train_harnesses"] == []
+    assert reference["eval_sets"] == manifests["structured-18"]["eval_sets"]
+    assert reference["evaluation"] == manifests["structured-18"]["evaluation"]
+    assert pd.read_parquet(out / "demo" / "base-model" / "0" / "schedule.parquet").empty
     held_out = set(manifests["structured-18"]["eval_sets"]["in_space"])
     assert len(held_out) == 18
     for arm, manifest in manifests.items():
@@ -131,7 +136,7 @@ def test_plan_writes_manifests_and_schedules_and_is_idempotent(tmp_path, capsys)
     assert frame.step.max() == 7 and sorted(frame.slot.unique()) == [0, 1, 2, 3]
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
     code, stdout, _ = run_cli(["plan", str(path), "--out", str(out)], capsys)
-    assert code == 0 and "9 unchanged" in stdout
+    assert code == 0 and "10 unchanged" in stdout
     assert before == {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
 
 
@@ -178,7 +183,7 @@ def test_harness_s_plans_rescue_arms_with_pool_router_and_group(tmp_path, capsys
     out = tmp_path / "runs"
     code, stdout, _ = run_cli(["plan", str(PAPER / "harness-s-4b.yaml"), "--out", str(out)],
                               capsys)
-    assert code == 0 and "15 written" in stdout
+    assert code == 0 and "18 written" in stdout  # 5 arms x 3 seeds, and the base model's
     space = harness_space()
     base = space.label(space.base)
     oa18 = structured(space).labels
@@ -211,7 +216,7 @@ def test_a_given_pool_is_kept_in_canonical_order(tmp_path, capsys):
     path.write_text(yaml.safe_dump(rescue_spec(pool=pool, group=2)))
     code, _, err = run_cli(["plan", str(path), "--out", str(tmp_path / "runs")], capsys)
     assert code == 0, err
-    manifest = json.loads(next((tmp_path / "runs").rglob("manifest.json")).read_text())
+    manifest = json.loads(next((tmp_path / "runs").rglob("rescue/0/manifest.json")).read_text())
     assert manifest["assignment"]["pool"] == pool and manifest["assignment"]["group"] == 2
 
 
@@ -295,3 +300,18 @@ def test_ctrl_c_says_interrupted(monkeypatch, capsys):
     monkeypatch.setattr(train.runner, "run_experiment", interrupted)
     code, _, err = run_cli(["run", str(DEMO), "--quick"], capsys)
     assert code == 130 and err.strip() == "interrupted"
+
+
+def test_the_base_model_run_can_be_left_out_and_its_name_is_reserved(tmp_path, capsys):
+    path = tmp_path / "exp.yaml"
+    spec = small(seeds=[0, 1])
+    spec["evaluation"] = {**spec.get("evaluation", {}), "base_model": False}
+    path.write_text(yaml.safe_dump(spec))
+    code, stdout, err = run_cli(["plan", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert code == 0 and "18 written" in stdout, err
+    assert not (tmp_path / "runs" / "demo" / "base-model").exists()
+    spec = small(arms={"base-model": {}})
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = run_cli(["plan", str(path), "--out", str(tmp_path / "other")], capsys)
+    assert code == 2 and "'base-model' is reserved" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "other").exists()

@@ -41,12 +41,15 @@ def validate(path: Path) -> subprocess.CompletedProcess:
 
 
 def planned(path: Path) -> dict[str, tuple[int, int, str]]:
-    """arm -> (N, K, recipe-free description) from the manifests the plan would write."""
+    """arm -> (N, K, recipe-free description) from the manifests the plan would write (the
+    base model's reference run aside: it trains nothing)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HscaleWarning)
         runs = plan_runs(path, path.parent / "runs")
+    assert sum(r.manifest.arm == "base-model" for r in runs) == 1
     return {r.manifest.arm: (len(r.manifest.train_harnesses), r.manifest.assignment.k,
-                             r.manifest.assignment.mode) for r in runs}
+                             r.manifest.assignment.mode) for r in runs
+            if r.manifest.arm != "base-model"}
 
 
 def test_the_sweep_spec_plans_one_arm_per_recipe_and_size_and_per_k(tmp_path):

@@ -25,7 +25,7 @@ SPEC = {
     "benchmark": {"name": "builtin", "tasks": 20, "seed": 0},
     "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
     "steps": 4, "seeds": [0], "backend": "verl",
-    "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 1},
+    "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 1, "base_model": False},
     "defaults": {"train": {"recipe": "structured", "runs": 18},
                  "assignment": {"mode": "locality", "k": 2}},
     "arms": {"structured-18": {}},

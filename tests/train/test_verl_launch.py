@@ -26,7 +26,7 @@ SPEC = {
     "benchmark": {"name": "builtin", "tasks": 20, "seed": 0},
     "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
     "steps": 2, "seeds": [0], "backend": "verl",
-    "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 2},
+    "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 2, "base_model": False},
     "defaults": {"train": "single", "assignment": {"mode": "repeat", "k": 1}},
     "arms": {"single": {}},
 }

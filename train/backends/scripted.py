@@ -70,6 +70,8 @@ class ScriptedBackend(Backend):
             write_parquet(run_dir / TRAIN, done)
             if progress is not None:
                 progress(step + 1, steps)
+        if not (run_dir / TRAIN).is_file():  # a run of 0 steps (the base model's)
+            write_parquet(run_dir / TRAIN, train_frame([]))
         if result_problems(run_dir, manifest, train=False):  # none yet, or damaged
             write_parquet(run_dir / EVAL, self._evaluate(manifest))
         if progress is not None:

@@ -101,7 +101,8 @@ class BackendContract:
     # --- the contract ----------------------------------------------------------------
     def test_every_planned_run_ends_in_a_recorded_state(self, backend, ran):
         runs = sorted(Path(p) for p in ran["states"])
-        assert len(runs) == len(SPEC["arms"]) * len(SPEC["seeds"])
+        # every arm, and the base model's reference run, at every seed
+        assert len(runs) == (len(SPEC["arms"]) + 1) * len(SPEC["seeds"])
         for run_dir in runs:
             status = read_status(run_dir)
             if backend.dry_run:
@@ -157,7 +158,8 @@ class BackendContract:
         finally:
             del backend.run
         by_arm = {Path(p).parent.name: s for p, s in states.items()}
-        assert by_arm == {"single": "FAILED", "structured": "COMPLETED"}
+        assert by_arm == {"single": "FAILED", "structured": "COMPLETED",
+                          "base-model": "COMPLETED"}
         failed = read_status(out / "contract" / "single" / "0")
         assert "RuntimeError: this run breaks" in failed.error
 

@@ -43,16 +43,24 @@ def _rotation(half: int, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
     return angle.cos(), angle.sin()
 
 
-def rotary(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding of ``x`` (B, H, T, dh) at positions ``pos`` (B, T) or (T,).
-
-    Attention then depends on relative position, which lets copying (read the file the
-    query names) form far sooner than with learned absolute positions."""
-    half = x.shape[-1] // 2
-    cos_table, sin_table = _rotation(half, 4096)
+def rotation(pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (cos, sin) of positions ``pos`` (B, T) or (T,), shaped to broadcast over heads;
+    looked up once a forward call and shared by every layer."""
+    cos_table, sin_table = _rotation(head_dim // 2, 4096)
     cos, sin = cos_table[pos], sin_table[pos]
     if pos.dim() == 2:
         cos, sin = cos[:, None], sin[:, None]
+    return cos, sin
+
+
+def rotary(x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (B, H, T, dh) at the positions of ``rot``
+    (:func:`rotation`).
+
+    Attention then depends on relative position, which lets copying (read the file the
+    query names) form far sooner than with learned absolute positions."""
+    cos, sin = rot
+    half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
@@ -69,29 +77,31 @@ class Block(nn.Module):
         self.fc = nn.Linear(d, cfg.mlp_ratio * d)
         self.out = nn.Linear(cfg.mlp_ratio * d, d)
 
-    def _heads(self, x: torch.Tensor, pos: torch.Tensor
+    def _heads(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
         shape = (b, t, self.n_heads, d // self.n_heads)
         q, k = q.view(shape).transpose(1, 2), k.view(shape).transpose(1, 2)
-        return rotary(q, pos), rotary(k, pos), v.view(shape).transpose(1, 2)
+        return rotary(q, rot), rotary(k, rot), v.view(shape).transpose(1, 2)
 
     def _finish(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
         b, _, t, _ = att.shape
         x = x + self.proj(att.transpose(1, 2).reshape(b, t, -1))
         return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._heads(x, pos)
+    def forward(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        q, k, v = self._heads(x, rot)
         return self._finish(x, F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
-    def step(self, x: torch.Tensor, pos: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor],
-             t0: int, mask: torch.Tensor) -> torch.Tensor:
-        """Feed ``x`` (B, n) at positions ``pos`` (B, n) into cache slots t0..t0+n-1; ``mask``
-        (B, 1, n, t0+n) says which slots each new token may attend to. Keys are cached
-        already rotated, so a row's restart at position 0 needs nothing else."""
-        q, k, v = self._heads(x, pos)
+    def step(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
+             cache: tuple[torch.Tensor, torch.Tensor], t0: int, mask: torch.Tensor
+             ) -> torch.Tensor:
+        """Feed ``x`` (B, n) at the positions of ``rot`` (B, n) into cache slots
+        t0..t0+n-1; ``mask`` (B, 1, n, t0+n) says which slots each new token may attend to.
+        Keys are cached already rotated, so a row's restart at position 0 needs nothing
+        else."""
+        q, k, v = self._heads(x, rot)
         n = x.shape[1]
         cache[0][:, :, t0:t0 + n] = k
         cache[1][:, :, t0:t0 + n] = v
@@ -130,9 +140,9 @@ class TinyGPT(nn.Module):
             raise HscaleError(f"sequence of {t} tokens exceeds the model's "
                               f"{self.cfg.max_positions} positions")
         x = self.tok(ids)
-        pos = torch.arange(t, device=ids.device)
+        rot = rotation(torch.arange(t, device=ids.device), self.cfg.d_model // self.cfg.n_heads)
         for block in self.blocks:
-            x = block(x, pos)
+            x = block(x, rot)
         return self.ln_f(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -151,8 +161,9 @@ class TinyGPT(nn.Module):
              mask: torch.Tensor) -> torch.Tensor:
         """Hidden states (B, n, d) for ``ids`` (B, n) at positions ``pos`` (B, n)."""
         x = self.tok(ids)
+        rot = rotation(pos, self.cfg.d_model // self.cfg.n_heads)
         for block, layer_cache in zip(self.blocks, cache, strict=True):
-            x = block.step(x, pos, layer_cache, t0, mask)
+            x = block.step(x, rot, layer_cache, t0, mask)
         return self.ln_f(x)
 
 

@@ -1,8 +1,9 @@
 """Batched rollouts of the embedded policy through real harnesses.
 
 All rows (episodes) advance together in *ticks*. In a tick each row feeds either its next
-chunk of *forced* tokens (up to CHUNK of the harness's prompt, observation or role marker, as
-the view renders them) or the one token it sampled last; one forward call serves every row,
+chunk of *forced* tokens (up to the tick's width, at most CHUNK, of the harness's prompt,
+observation or role marker, as the view renders them; :func:`tick_width` picks the width that
+wastes least on padding) or the one token it sampled last; one forward call serves every row,
 and rows whose forced tokens are used up sample their next token. Every tick takes fresh
 cache slots; a per-row bitmap says which slots belong to the row's current sequence. When a
 harness's view stops extending what a row has seen (a context window slides, a compaction
@@ -31,6 +32,7 @@ from train.embedded.sequences import banned
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
+LEAVE = 8  # finished rows leave the batch once they are an eighth of it
 
 
 def view_ids(tok: WordTokenizer, messages: Sequence[Message],
@@ -125,10 +127,13 @@ class Sampler:
         t = 0
         while live:
             chunks, generating = [], 0
+            width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done], t)
             for r in live:
-                if r.pending:
-                    take = r.pending[:CHUNK]
-                    del r.pending[:CHUNK]
+                if r.engine.done:  # finished; waits to leave the batch with others
+                    take = []
+                elif r.pending:
+                    take = r.pending[:width]
+                    del r.pending[:width]
                 else:
                     take = [r.next_token]
                     generating += 1
@@ -147,14 +152,14 @@ class Sampler:
             causal = torch.arange(t + n)[None, :] <= t + offsets[:, None]
             seen = (valid[:, None, :t + n] & causal[None])[:, None]
             # an additive float mask: the CPU attention kernel is faster with it than a bool one
-            mask = torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))
+            mask = torch.where(seen, 0.0, float("-inf"))
             hidden = model.step(ids, pos, cache, t, mask)
             t += n
             self.stats.ticks += 1
             self.stats.forced += int(lengths.sum()) - generating
             for r, c in zip(live, chunks, strict=True):
                 r.pos += len(c)
-            sampling = [i for i, r in enumerate(live) if not r.pending]
+            sampling = [i for i, r in enumerate(live) if not r.pending and not r.engine.done]
             if sampling:
                 rows_at = torch.tensor(sampling)
                 last = hidden[rows_at, lengths[rows_at] - 1]
@@ -170,11 +175,13 @@ class Sampler:
                 for i, token, lp in zip(sampling, chosen.tolist(), picked, strict=True):
                     if self._advance(live[i], token, lp, limit):
                         valid[i, :t] = False  # the row starts a new sequence
+            for i, r in enumerate(live):
+                if r.engine.done and index[i] not in done:
+                    done[index[i]] = r.engine.finish()
+                    valid[i] = False
             keep = [i for i, r in enumerate(live) if not r.engine.done]
-            if len(keep) < len(live):
-                for i, r in enumerate(live):
-                    if r.engine.done:
-                        done[index[i]] = r.engine.finish()
+            # finished rows leave in groups: each leaving copies the cache of those staying
+            if not keep or LEAVE * (len(live) - len(keep)) >= len(live):
                 index = [index[i] for i in keep]
                 live = [live[i] for i in keep]
                 if live:  # copy only the slots in use, with room for the next tick
@@ -209,6 +216,30 @@ class Sampler:
         if r.pos + len(r.pending) + self.max_new > limit:
             r.engine.fail(Termination.LENGTH)
         return restart
+
+
+# The cost of a tick in units of one row's position through the linear layers: a fixed part
+# (Python and operator dispatch), and attention over the cache's slots, which grows with them.
+TICK_COST = 100.0
+SLOTS_PER_POSITION = 300.0
+WIDTHS = (1, 2, 4, 8, 16, CHUNK)
+
+
+def tick_width(takes: list[int], slots: int) -> int:
+    """How many tokens each row may feed this tick. Every row pays for the widest (shorter
+    chunks are padded), so a wide tick wastes work on rows that sample one token while a few
+    others read an observation; a narrow one makes those few wait. The width with the most
+    fed tokens per unit of work wins."""
+    most = max(takes)
+    best, best_rate = 1, -1.0
+    for width in WIDTHS:
+        if width > 1 and width // 2 >= most:
+            break
+        fed = sum(min(take, width) for take in takes)
+        work = TICK_COST + len(takes) * width * (1 + (slots + width) / SLOTS_PER_POSITION)
+        if fed / work > best_rate:
+            best, best_rate = width, fed / work
+    return best
 
 
 def _compact(cache: list, valid: torch.Tensor, t: int) -> tuple[list, torch.Tensor, int]:

@@ -74,3 +74,15 @@ def test_the_first_prompt_is_the_harness_rendering(model):
     ids = view_ids(tok, first, {})
     assert tok.decode(ids) == "".join(m.content for m in first)
     assert [m.content for m in episode.messages[:len(first)]] == [m.content for m in first]
+
+
+def test_the_tick_width_pads_least_for_the_rows_at_hand():
+    from train.embedded.sampler import CHUNK, WIDTHS, tick_width
+
+    assert tick_width([1] * 64, 100) == 1  # everyone samples: no forced chunk to wait for
+    assert tick_width([200] * 64, 100) >= CHUNK // 2  # everyone reads a long prompt
+    # one row reads an observation while 63 sample: a wide tick would pad 63 rows
+    assert tick_width([40] + [1] * 63, 100) <= 2
+    # most rows read: the few sampling rows are worth padding
+    assert tick_width([40] * 60 + [1] * 4, 100) >= 16
+    assert tick_width([3, 1, 1], 10) in WIDTHS and tick_width([3, 1, 1], 10) <= 4

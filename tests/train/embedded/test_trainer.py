@@ -24,7 +24,7 @@ BASE = {
     "algorithm": {"name": "grpo", "tasks_per_step": 3, "rollouts": 2, "lr": 1e-3},
     "steps": 2, "seeds": [0],
     "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 2, "tasks": 4,
-                   "episodes": 4},
+                   "episodes": 4, "base_model": False},
     "defaults": {"train": {"recipe": "structured", "runs": 18},
                  "assignment": {"mode": "locality", "k": 2}},
 }
@@ -35,6 +35,22 @@ def planned(tmp_path: Path, arms: dict, **changes) -> dict[str, tuple[Path, Mani
     spec.write_text(yaml.safe_dump({**BASE, "arms": arms, **changes}))
     return {item.path.parent.name: (item.path, Manifest.read(item.path))
             for item in plan(spec, tmp_path / "runs")}
+
+
+def test_the_base_model_run_evaluates_the_episodes_every_arm_of_its_seed_does(tmp_path):
+    runs = planned(tmp_path, {"structured-18": {}},
+                   evaluation={**BASE["evaluation"], "base_model": True})
+    rows = {}
+    for arm, (run_dir, manifest) in runs.items():
+        Trainer(run_dir, manifest).run()
+        rows[arm] = pd.read_parquet(run_dir / "eval.parquet")
+    reference = runs["base-model"][0]
+    assert pd.read_parquet(reference / "train.parquet").empty
+    assert set(rows["base-model"].step) == {0} and set(rows["structured-18"].step) == {2}
+    keys = ["setting", "harness", "task_id", "run", "decoding"]
+    for frame in rows.values():
+        frame.sort_values(keys, inplace=True, ignore_index=True)
+    pd.testing.assert_frame_equal(rows["base-model"][keys], rows["structured-18"][keys])
 
 
 def test_grpo_run_writes_per_step_metrics_and_contracted_eval_rows(tmp_path):

@@ -32,6 +32,9 @@ from harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
 from train.backends.verl.check import validate_overrides
+from train.backends.verl.cpu.settings import is_cpu
+from train.backends.verl.cpu.settings import launch_args as cpu_launch_args
+from train.backends.verl.cpu.settings import launch_lines as cpu_launch_lines
 from train.backends.verl.overrides import (
     GPUS,
     METRICS_DIR,
@@ -76,6 +79,8 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     if missing:
         raise HscaleError(f"{run_dir}: schedule names unknown tasks {missing[:3]}", REPLAN)
     rescue = _rescue_info(manifest)
+    if schedule.empty:  # the base model's run (val_only): veRL still wants one batch
+        schedule = _placeholder_batch(manifest, list(tasks))
     train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
                                                          strict=True)], "train",
                   [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor),
@@ -104,6 +109,16 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
             "agent_loop": agent_loop, "launch": out / "launch.sh",
             "overrides": overrides, "command": command,
             "train_rows": len(train), "val_rows": len(val)}
+
+
+def _placeholder_batch(manifest: Manifest, task_ids: list[str]) -> pd.DataFrame:
+    """One step of training rows for a run of 0 steps: veRL builds its train dataloader
+    (and refuses an empty one) even when ``trainer.val_only`` stops before training."""
+    space = manifest.factor_space()
+    base = space.label(space.base)
+    ids = [task_ids[i % len(task_ids)] for i in range(manifest.budget.tasks_per_step)]
+    return pd.DataFrame({"step": 0, "task_id": ids, "harness": base, "anchor": base,
+                         "slot": 0})
 
 
 def _rescue_info(manifest: Manifest) -> dict[str, Any]:
@@ -148,6 +163,9 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
     """launch.sh: inputs beside the script, outputs to $HSCALE_VERL_OUT or beside it too."""
     words = [_shell_word(o) for o in overrides]
     counts = any(GPUS in o for o in overrides)
+    verl = settings(manifest)
+    cpu = (cpu_launch_lines(verl.gpus_per_node or 1), [cpu_launch_args()]) \
+        if is_cpu(verl.rollout) else ([], [])
     return "\n".join([
         "#!/usr/bin/env bash",
         f"# veRL launch for {manifest.experiment}/{manifest.arm}/{manifest.seed} "
@@ -160,8 +178,9 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',
         *(_COUNT_GPUS if counts else []),
         f'mkdir -p "$OUT/{METRICS_DIR}"',
+        *cpu[0],
         f"exec python -m {shlex.quote(MAIN)} \\",
-        *(f"  {w} \\" for w in words),
+        *(f"  {w} \\" for w in [*words, *cpu[1]]),
         '  "$@"',
         ""])
 

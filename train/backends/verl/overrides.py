@@ -11,6 +11,8 @@ from pathlib import Path
 
 from harness.verl_agent_loop import AGENT_NAME
 from hscale.errors import HscaleError
+from train.backends.verl.cpu.settings import is_cpu
+from train.backends.verl.cpu.settings import overrides as cpu_overrides
 from train.contracts import Manifest, VerlRecord
 from train.models import resolve_model
 
@@ -135,12 +137,14 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
         # a checkpoint every `every` steps (else every tenth of the run) for resume; keep one
         f"trainer.save_freq={int(every or max(1, steps // 10))}",
         "trainer.max_actor_ckpt_to_keep=1",
-        f"trainer.test_freq={int(every or steps)}",
+        f"trainer.test_freq={int(every or max(steps, 1))}",
         f"trainer.validation_data_dir={dst}/validation",
         # veRL's file logger writes per-step metrics where the TaskRunner actor runs
         "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH="
         f"{dst}/{METRICS_DIR}/{STAMP}.jsonl",
     ]
+    if steps == 0:  # the base model's reference run: validate the starting model, stop
+        overrides.append("trainer.val_only=True")
     if name == "ppo":
         overrides.append("trainer.max_critic_ckpt_to_keep=1")
     if manifest.assignment.mode == "rescue":  # Harness-S: rescue groups, correct with w <= 2
@@ -150,4 +154,6 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
                       "algorithm.rollout_correction.rollout_is=token",
                       "algorithm.rollout_correction.rollout_is_threshold=2.0",
                       "algorithm.rollout_correction.bypass_mode=False"]
+    if is_cpu(verl.rollout):  # veRL on the CPU (train.backends.verl.cpu)
+        overrides += cpu_overrides()
     return [*overrides, *verl.overrides]
