@@ -64,6 +64,7 @@ class Limits:
 
 
 MEMORY_FOLDER = Path("/dev/shm")
+MEMORY_ROOM = 1 << 30  # free bytes /dev/shm must have to hold workspaces
 
 
 @cache
@@ -75,7 +76,13 @@ def default_root() -> str | None:
     chosen = os.environ.get("HSCALE_WORKSPACES")
     if chosen:
         return chosen
-    if MEMORY_FOLDER.is_dir() and os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
+    try:
+        room = os.statvfs(MEMORY_FOLDER)
+    except OSError:
+        return None
+    # a container's /dev/shm may be 64 MB: use it only with room for many checkers' output
+    if room.f_bavail * room.f_frsize >= MEMORY_ROOM and os.access(MEMORY_FOLDER,
+                                                                  os.W_OK | os.X_OK):
         return str(MEMORY_FOLDER)
     return None
 

@@ -137,7 +137,7 @@ def test_sweep_quick_runs_and_reports_the_scaling_law(tmp_path):
     out = tmp_path / "runs"
     run = hscale("run", str(path), "--quick", "--out", str(out), "--workers", "2")
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "4 of 4 runs completed" in run.stdout
+    assert "5 of 5 runs completed" in run.stdout  # 4 swept arms and the base model
     report = hscale("report", str(out / "sweep-quick"), "--n-boot", "200")
     assert report.returncode == 0, report.stderr[-2000:]
     folder = out / "sweep-quick" / "report"

@@ -247,3 +247,23 @@ def test_a_symlink_loop_is_a_bad_path(env):
     assert _call(env, "read", path="loop").error == "bad path"
     assert _call(env, "write", path="loop", text="x").error == "bad path"
     assert _call(env, "list").ok
+
+
+def test_workspaces_go_where_hscale_workspaces_says_else_to_memory(tmp_path, monkeypatch):
+    import harness.env as env_module
+
+    monkeypatch.setenv("HSCALE_WORKSPACES", str(tmp_path / "mine"))
+    env_module.default_root.cache_clear()
+    try:
+        with Env(_task()) as env:
+            assert env.workspace.parent == (tmp_path / "mine").resolve()
+        monkeypatch.delenv("HSCALE_WORKSPACES")
+        monkeypatch.setattr(env_module, "MEMORY_ROOM", 1 << 62)  # /dev/shm never that big
+        env_module.default_root.cache_clear()
+        assert env_module.default_root() is None  # the system's temporary folder
+        monkeypatch.setattr(env_module, "MEMORY_ROOM", 0)
+        env_module.default_root.cache_clear()
+        expected = str(env_module.MEMORY_FOLDER) if env_module.MEMORY_FOLDER.is_dir() else None
+        assert env_module.default_root() == expected
+    finally:
+        env_module.default_root.cache_clear()

@@ -50,7 +50,7 @@ def test_the_example_spec_trains_and_reports_both_benchmarks(tmp_path):
     out = tmp_path / "runs"
     run = hscale("run", str(EXAMPLES / "examples.yaml"), "--quick", "--out", str(out))
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "5 of 5 runs completed" in run.stdout
+    assert "6 of 6 runs completed" in run.stdout  # 5 arms and the base model
     runs = out / "examples-quick"
     for run_dir in sorted(runs.glob("*/0")):
         evals = pd.read_parquet(run_dir / "eval.parquet")

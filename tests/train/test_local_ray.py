@@ -141,6 +141,7 @@ def spec(tmp_path_factory) -> Path:
     """experiments/demo.yaml with two arms."""
     body = yaml.safe_load((ROOT / "experiments" / "demo.yaml").read_text())
     body["arms"] = {arm: body["arms"][arm] for arm in ARMS}
+    body["evaluation"]["base_model"] = False  # the two arms' runs alone
     path = tmp_path_factory.mktemp("spec") / "demo2.yaml"
     path.write_text(yaml.safe_dump(body))
     return path

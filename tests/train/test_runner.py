@@ -27,7 +27,7 @@ SPEC = {
     "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
     "steps": 6, "seeds": [0],
     "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 1, "tasks": 6,
-                   "episodes": 6},
+                   "episodes": 6, "base_model": False},
     "defaults": {"train": {"recipe": "structured", "runs": 18},
                  "assignment": {"mode": "locality", "k": 2}},
     "arms": {"structured-18": {}, "single-harness": {"train": "single",

@@ -48,9 +48,9 @@ def test_the_base_model_run_evaluates_the_episodes_every_arm_of_its_seed_does(tm
     assert pd.read_parquet(reference / "train.parquet").empty
     assert set(rows["base-model"].step) == {0} and set(rows["structured-18"].step) == {2}
     keys = ["setting", "harness", "task_id", "run", "decoding"]
-    for frame in rows.values():
-        frame.sort_values(keys, inplace=True, ignore_index=True)
-    pd.testing.assert_frame_equal(rows["base-model"][keys], rows["structured-18"][keys])
+    ordered = {arm: frame.sort_values(keys, ignore_index=True)[keys]
+               for arm, frame in rows.items()}
+    pd.testing.assert_frame_equal(ordered["base-model"], ordered["structured-18"])
 
 
 def test_grpo_run_writes_per_step_metrics_and_contracted_eval_rows(tmp_path):
