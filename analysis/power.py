@@ -236,17 +236,17 @@ def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",
                   reference: str | None = None) -> Iterator[tuple[dict, pd.DataFrame]]:
     """(identity, paired differences) of every arm against the reference, per experiment
     group and setting, the pairing analysis.stats.compare_arms uses."""
-    from analysis.naming import default_reference, is_base_model, order_methods
+    from analysis.naming import order_methods
     from analysis.passk import final_step
-    from analysis.stats import GROUP, paired_differences
+    from analysis.stats import GROUP, paired_differences, pairing
 
     episodes = final_step(episodes)
     episodes = episodes[episodes["setting"].isin(list(settings))]
+    pick = pairing(reference)
     for key, part in episodes.groupby(list(GROUP), observed=True, sort=False):
-        methods = order_methods(part["method"].unique())
-        ref = reference if reference in methods else default_reference(methods)
-        # the base model is compared only as a reference (rl gains), never as an arm
-        methods = [m for m in methods if m == ref or not is_base_model(m)]
+        ref, methods = pick(order_methods(part["method"].unique()))
+        if ref is None:
+            continue
         diffs = paired_differences(part, ref, methods)
         ident = {**dict(zip(GROUP, map(str, key), strict=True)), "reference": ref}
         for (setting, method), block in diffs.groupby(["setting", "method"], observed=True,

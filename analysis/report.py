@@ -24,10 +24,11 @@ from analysis.effect_tables import (
     tests_table,
 )
 from analysis.load import Results, load_results
-from analysis.naming import is_base_model, setting_label
+from analysis.naming import setting_label
 from analysis.plots import FIGURES, NoData, Options, png_bytes
 from analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
 from analysis.scaling import scaling_table
+from analysis.stats import GROUP
 from analysis.tables import all_tables, measured_ordering
 from analysis.weights import add_weights
 from hscale.errors import HscaleError
@@ -51,7 +52,7 @@ class Report:
 def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     """The arm ordering measured by in-space Pass@1, and which gaps the paired tests support."""
     lines = []
-    for key, part in ordering.groupby(["source", "experiment", "model", "algorithm"], sort=False):
+    for key, part in ordering.groupby(list(GROUP), sort=False):
         chain = part.iloc[0]["method"] + f" {part.iloc[0]['mean']:.2f}"
         for prev, row in zip(part.itertuples(), part.iloc[1:].itertuples(), strict=False):
             sign = ">" if round(prev.mean, 2) > round(row.mean, 2) else "="
@@ -67,10 +68,8 @@ def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]
     """What RL added over the base model: the reference arm's gain per setting with its
     interval, and how many arms gain significantly in each setting."""
     lines = []
-    for key, part in gains.groupby(["source", "experiment", "model", "algorithm"], sort=False):
-        ref = comparisons
-        for col, value in zip(("source", "experiment", "model", "algorithm"), key, strict=True):
-            ref = ref[ref[col] == value]
+    for key, part in gains.groupby(list(GROUP), sort=False):
+        ref = _of_group(comparisons, key)
         arm = ref["reference"].iloc[0] if len(ref) else part["method"].iloc[0]
         own = part[part["method"] == arm]
         settings = "; ".join(
@@ -84,10 +83,16 @@ def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]
     return lines
 
 
+def _of_group(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
+    """The rows of one experiment group (analysis.stats.GROUP: source, experiment, model,
+    algorithm)."""
+    for col, value in zip(GROUP, key, strict=True):
+        frame = frame[frame[col] == value]
+    return frame
+
+
 def _tested(comparisons: pd.DataFrame, key: tuple) -> str:
-    sel = comparisons
-    for col, value in zip(("source", "experiment", "model", "algorithm"), key, strict=True):
-        sel = sel[sel[col] == value]
+    sel = _of_group(comparisons, key)
     sel = sel[sel["setting"] == "in_space"]
     if sel.empty:
         return "No paired comparison was possible (one arm, or no shared tasks)."
@@ -128,9 +133,7 @@ def build_report(results: Results, out: Path, reference: str | None = None,
                    sensitivity_table(results, n_boot, seed),
                    scaling_table(results, n_boot, seed)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
-        ordering = measured_ordering(cells)
-        arms = ~ordering["method"].map(is_base_model).astype(bool)
-        report.ordering = ordering_statements(ordering[arms], comparisons)
+        report.ordering = ordering_statements(measured_ordering(cells), comparisons)
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)
         if gains is not None:
             report.ordering += gain_statements(gains, comparisons)

@@ -9,7 +9,7 @@ Several comparisons are adjusted together with Holm's step-down method.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -199,6 +199,37 @@ def paired_test(cluster_means: np.ndarray, test: str = "permutation", n_resample
     return sign_flip_test(x, n_resamples, seed)
 
 
+Pick = Callable[[list[str]], tuple[str | None, list[str]]]
+
+
+def against_arm(reference: str | None) -> Pick:
+    """How a group's methods pair up in :func:`compare_arms`: every arm against
+    ``reference`` when it is an arm of the group, else the default one; the base model (no
+    RL) is not an arm. ``pick(methods)`` -> (reference, compared), (None, []) for none."""
+    def pick(methods: list[str]) -> tuple[str | None, list[str]]:
+        arms = [m for m in methods if not is_base_model(m)]
+        if not arms:
+            return None, []
+        return (reference if reference in arms else default_reference(arms)), arms
+
+    return pick
+
+
+def against_base_model(methods: list[str]) -> tuple[str | None, list[str]]:
+    """How a group's methods pair up in :func:`rl_gains`: every arm against the group's base
+    model (no RL); (None, []) when it has none."""
+    base = [m for m in methods if is_base_model(m)]
+    return (base[0], methods) if base else (None, [])
+
+
+def pairing(reference: str | None) -> Pick:
+    """The pairing a comparison against ``reference`` uses: the base model's when it is
+    one, else the arms'."""
+    if reference is not None and is_base_model(reference):
+        return against_base_model
+    return against_arm(reference)
+
+
 def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
                  settings: Sequence[str] = ("in_space",), test: str = "permutation",
                  value: str = "success", n_boot: int = 2000, n_resamples: int = 9999,
@@ -210,13 +241,8 @@ def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
     rows of the returned table together. The base model (no RL) is not an arm: see
     :func:`rl_gains`.
     """
-    def pick(methods: list[str]) -> tuple[str | None, list[str]]:
-        arms = [m for m in methods if not is_base_model(m)]
-        if not arms:
-            return None, []
-        return (reference if reference in arms else default_reference(arms)), arms
-
-    return _compare(episodes, pick, settings, test, value, n_boot, n_resamples, seed, level)
+    return _compare(episodes, against_arm(reference), settings, test, value, n_boot,
+                    n_resamples, seed, level)
 
 
 def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_space",
@@ -226,14 +252,11 @@ def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_spac
     """What RL added: every arm against its group's base model (the starting model evaluated
     on the same episodes at step 0), per setting, with the same intervals, tests and Holm
     adjustment as :func:`compare_arms`. Empty when no base-model run was evaluated."""
-    def pick(methods: list[str]) -> tuple[str | None, list[str]]:
-        base = [m for m in methods if is_base_model(m)]
-        return (base[0], methods) if base else (None, [])
-
-    return _compare(episodes, pick, settings, test, value, n_boot, n_resamples, seed, level)
+    return _compare(episodes, against_base_model, settings, test, value, n_boot, n_resamples,
+                    seed, level)
 
 
-def _compare(episodes: pd.DataFrame, pick, settings: Sequence[str], test: str, value: str,
+def _compare(episodes: pd.DataFrame, pick: Pick, settings: Sequence[str], test: str, value: str,
              n_boot: int, n_resamples: int, seed: int, level: float) -> pd.DataFrame:
     """Paired comparisons per group x setting; ``pick(methods)`` -> (reference, compared)."""
     episodes = final_step(episodes)

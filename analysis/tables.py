@@ -20,6 +20,7 @@ from analysis.naming import (
     SETTING_ORDER,
     SOURCE_ORDER,
     default_reference,
+    is_base_model,
     method_key,
     order_key,
     setting_label,
@@ -317,10 +318,12 @@ def harness_s_table(cells: Cells, k: int | None = None) -> Table:
 
 
 def measured_ordering(cells: Cells) -> pd.DataFrame:
-    """Arms of each measured group ranked by in-space Pass@1 (benchmark average)."""
+    """Arms of each measured group ranked by in-space Pass@1 (benchmark average); the base
+    model (no RL) is not an arm."""
     own = cells.measured
     own = own[(own["setting"] == "in_space") & (own["benchmark"] == "average")
-              & (own["source"] != "reported")]
+              & (own["source"] != "reported")
+              & ~own["method"].map(is_base_model).astype(bool)]
     own = own.sort_values(["source", "experiment", "model", "algorithm", "mean"],
                           ascending=[True, True, True, True, False], kind="stable")
     own = own.assign(rank=own.groupby(["source", "experiment", "model", "algorithm"])
