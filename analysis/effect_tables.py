@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.effects import logit_effects, main_effects, success_by_distance
-from analysis.load import Results
-from analysis.naming import method_key
-from analysis.render import Table, fmt, fmt_p
-from analysis.stats import GROUP
+from hscale.analysis.effects import logit_effects, main_effects, success_by_distance
+from hscale.analysis.load import Results
+from hscale.analysis.naming import method_key
+from hscale.analysis.render import Table, fmt, fmt_p
+from hscale.analysis.stats import GROUP
 
 KEYS = [*GROUP, "method"]
 

@@ -18,8 +18,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from analysis.passk import final_step
-from analysis.stats import CLUSTER, GROUP, bootstrap_ci, holm
+from hscale.analysis.passk import final_step
+from hscale.analysis.stats import CLUSTER, GROUP, bootstrap_ci, holm
 
 PART = re.compile(r"([A-Za-z_]+)(\d+)")
 MIN_CLUSTERS = 20  # below this, cluster-robust covariances are unreliable: quasi-binomial
@@ -262,7 +262,7 @@ def distance_to_training(episodes: pd.DataFrame,
     NaN where the harness is not a configuration (out-of-space) or the arm's training set is
     unknown.
     """
-    from design.hamming import distance_matrix
+    from hscale.design.hamming import distance_matrix
 
     keys = ["experiment", "method", "harness"]
     grouped = episodes.groupby(keys, observed=True, sort=False)

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.external import empty_summary, read_csv_results, read_reported
-from analysis.naming import BASE_MODEL, BASE_MODEL_ARM
+from hscale.analysis.external import empty_summary, read_csv_results, read_reported
+from hscale.analysis.naming import BASE_MODEL, BASE_MODEL_ARM
 from hscale.errors import HscaleError
-from train.contracts import (
+from hscale.train.contracts import (
     EVAL,
     EVAL_COLUMNS,
     EVAL_OPTIONAL,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
-from analysis.load import RUN_GROUP
+from hscale.analysis.load import RUN_GROUP
 
 RUN_KEYS = ("seed", "run")
 CELL = (*RUN_GROUP, "benchmark", "setting")

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load import RUN_GROUP, Results
-from analysis.naming import default_reference, is_base_model, order_methods, setting_label
-from analysis.passk import final_step, run_scores, summarize
-from analysis.stats import CLUSTER, GROUP, bootstrap_ci, paired_differences
+from hscale.analysis.load import RUN_GROUP, Results
+from hscale.analysis.naming import default_reference, is_base_model, order_methods, setting_label
+from hscale.analysis.passk import final_step, run_scores, summarize
+from hscale.analysis.stats import CLUSTER, GROUP, bootstrap_ci, paired_differences
 from hscale.registry import Registry
 
 
@@ -216,7 +216,7 @@ def plot_paired(data: pd.DataFrame):
 
 # --- component main effects ---------------------------------------------------------------
 def effects_data(results: Results, options: Options | None = None) -> pd.DataFrame:
-    from analysis.effects import main_effects
+    from hscale.analysis.effects import main_effects
 
     options = options or Options()
     return main_effects(results.episodes, ["method"], n_boot=options.n_boot, seed=options.seed)
@@ -272,7 +272,7 @@ def plot_egr(data: pd.DataFrame):
 
 # --- distance to training -----------------------------------------------------------------
 def distance_data(results: Results, options: Options | None = None) -> pd.DataFrame:
-    from analysis.effects import success_by_distance
+    from hscale.analysis.effects import success_by_distance
 
     options = options or Options()
     return success_by_distance(results.episodes, results.train_sets(),
@@ -320,7 +320,7 @@ for _spec in (
 ):
     FIGURES.register(_spec.name, _spec)
 del _spec
-FIGURES.register("scaling", "analysis.scaling:FIGURE")  # imported when drawn
+FIGURES.register("scaling", "hscale.analysis.scaling:FIGURE")  # imported when drawn
 
 
 def png_bytes(fig, dpi: int = 110) -> bytes:

@@ -207,7 +207,7 @@ def estimate_arrays(d: np.ndarray, codes: dict[int, np.ndarray]) -> Components:
 
 
 def estimate(diffs: pd.DataFrame, value: str = "diff") -> Components:
-    """Components from a paired-differences frame (analysis.stats.paired_differences)."""
+    """Components from a paired-differences frame (hscale.analysis.stats.paired_differences)."""
     if diffs.empty:
         return Components(dict.fromkeys(COMPONENTS, math.nan), notes=["no paired cells"])
     return estimate_arrays(diffs[value].to_numpy(dtype=np.float64), _codes(diffs))
@@ -235,10 +235,10 @@ def pooled(parts: Sequence[Components]) -> Components:
 def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",),
                   reference: str | None = None) -> Iterator[tuple[dict, pd.DataFrame]]:
     """(identity, paired differences) of every arm against the reference, per experiment
-    group and setting, the pairing analysis.stats.compare_arms uses."""
-    from analysis.naming import order_methods
-    from analysis.passk import final_step
-    from analysis.stats import GROUP, paired_differences, pairing
+    group and setting, the pairing hscale.analysis.stats.compare_arms uses."""
+    from hscale.analysis.naming import order_methods
+    from hscale.analysis.passk import final_step
+    from hscale.analysis.stats import GROUP, paired_differences, pairing
 
     episodes = final_step(episodes)
     episodes = episodes[episodes["setting"].isin(list(settings))]
@@ -256,7 +256,7 @@ def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",
 
 def comparison_mde(episodes: pd.DataFrame, comparisons: pd.DataFrame, alpha: float = 0.05,
                    power: float = 0.8) -> np.ndarray:
-    """The MDE (pp) of each row of analysis.stats.compare_arms, from that comparison's own
+    """The MDE (pp) of each row of hscale.analysis.stats.compare_arms, from that comparison's own
     components at its own design; m = all rows (Holm adjusts them together). NaN if unknown."""
     out = np.full(len(comparisons), np.nan)
     if not len(comparisons):
@@ -347,7 +347,7 @@ def floor_se(values: Mapping[str, float], design: Design) -> float:
 
 
 def design_from_spec(spec) -> tuple[Design, list[str], float]:
-    """(in-space design, arm names, training rollouts a run) of a train.spec ExperimentSpec."""
+    """(in-space design, arm names, training rollouts a run) of an ExperimentSpec."""
     ev = spec.evaluation
     benches = len(ev.benchmarks or [None])
     h = max(int(ev.in_space), 1)
@@ -362,7 +362,7 @@ def design_from_spec(spec) -> tuple[Design, list[str], float]:
 
 def _cells(design: Design) -> tuple[np.ndarray, ...]:
     """(seed, run, harness, task) indices of every paired cell, the rotation of
-    train.manifest.eval_pairs when ``episodes`` is set."""
+    hscale.train.manifest.eval_pairs when ``episodes`` is set."""
     s, r, h, t = np.meshgrid(*(np.arange(n) for n in (design.seeds, design.runs,
                                                        design.harnesses, design.tasks)),
                              indexing="ij")

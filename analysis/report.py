@@ -17,20 +17,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.effect_tables import (
+from hscale.analysis.effect_tables import (
     distance_table,
     effects_table,
     sensitivity_table,
     tests_table,
 )
-from analysis.load import Results, load_results
-from analysis.naming import setting_label
-from analysis.plots import FIGURES, NoData, Options, png_bytes
-from analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
-from analysis.scaling import scaling_table
-from analysis.stats import GROUP
-from analysis.tables import all_tables, measured_ordering
-from analysis.weights import add_weights
+from hscale.analysis.load import Results, load_results
+from hscale.analysis.naming import setting_label
+from hscale.analysis.plots import FIGURES, NoData, Options, png_bytes
+from hscale.analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
+from hscale.analysis.scaling import scaling_table
+from hscale.analysis.stats import GROUP
+from hscale.analysis.tables import all_tables, measured_ordering
+from hscale.analysis.weights import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
 
@@ -84,7 +84,7 @@ def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]
 
 
 def _of_group(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
-    """The rows of one experiment group (analysis.stats.GROUP: source, experiment, model,
+    """The rows of one experiment group (hscale.analysis.stats.GROUP: source, experiment, model,
     algorithm)."""
     for col, value in zip(GROUP, key, strict=True):
         frame = frame[frame[col] == value]

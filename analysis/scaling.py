@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load import Results
-from analysis.naming import SETTING_ORDER, order_key, setting_label
-from analysis.passk import final_step
-from analysis.plots import FigureSpec, NoData, Options
-from analysis.render import Table, fmt
-from analysis.stats import CLUSTER, GROUP
+from hscale.analysis.load import Results
+from hscale.analysis.naming import SETTING_ORDER, order_key, setting_label
+from hscale.analysis.passk import final_step
+from hscale.analysis.plots import FigureSpec, NoData, Options
+from hscale.analysis.render import Table, fmt
+from hscale.analysis.stats import CLUSTER, GROUP
 from hscale.errors import HscaleError
 
 SETTINGS = ("in_space", "out_of_space", "base")
@@ -70,8 +70,8 @@ def arm_axes(results: Results) -> pd.DataFrame:
 
 def _design(labels: Sequence[str], factors: dict | None) -> str:
     """OA when the training configurations form a strength-2 orthogonal array of the space."""
-    from analysis.effects import parse_harnesses
-    from design.verify import check_strength
+    from hscale.analysis.effects import parse_harnesses
+    from hscale.design.verify import check_strength
 
     table = parse_harnesses(labels)
     if not factors or len(table) != len(labels) or table.shape[1] != len(factors):

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.naming import default_reference, is_base_model, order_methods
-from analysis.passk import final_step
+from hscale.analysis.naming import default_reference, is_base_model, order_methods
+from hscale.analysis.passk import final_step
 
 CLUSTER = ("benchmark", "task_id")
 PAIR = ("benchmark", "setting", "harness", "task_id", "seed", "run")

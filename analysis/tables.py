@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load import Results
-from analysis.naming import (
+from hscale.analysis.load import Results
+from hscale.analysis.naming import (
     BASELINE,
     REFERENCE,
     SETTING_ORDER,
@@ -25,9 +25,9 @@ from analysis.naming import (
     order_key,
     setting_label,
 )
-from analysis.passk import pass1, passk
-from analysis.render import Table, fmt, fmt_p
-from analysis.stats import compare_arms, rl_gains
+from hscale.analysis.passk import pass1, passk
+from hscale.analysis.render import Table, fmt, fmt_p
+from hscale.analysis.stats import compare_arms, rl_gains
 
 ROW = ("source", "model", "algorithm", "method")
 CELL_COLUMNS = ("source", "experiment", "model", "algorithm", "method", "baseline", "benchmark",
@@ -233,7 +233,7 @@ def comparisons_table(comparisons: pd.DataFrame, name: str = "comparisons",
             "all rows together. MDE: the smallest true difference detected with 80% power "
             f"at two-sided alpha 0.05/{max(len(comparisons), 1)} (Holm's first step), from "
             "the comparison's own variance components (seed, task, harness, seed x task, run, "
-            "residual; analysis.power); — where the pilot cannot estimate them.")
+            "residual; hscale.analysis.power); — where the pilot cannot estimate them.")
     return Table(name, title, frame, comparisons.reset_index(drop=True), [note])
 
 
@@ -353,7 +353,7 @@ def all_tables(results: Results, reference: str | None = None, test: str = "perm
 
 def _mde(episodes: pd.DataFrame, comparisons: pd.DataFrame) -> np.ndarray:
     """Each comparison's minimum detectable effect (pp); NaN where it cannot be had."""
-    from analysis.power import comparison_mde
+    from hscale.analysis.power import comparison_mde
 
     try:
         return comparison_mde(episodes, comparisons)

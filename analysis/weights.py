@@ -3,7 +3,7 @@
 The in-space eval set is an orthogonal array, so each component's level means are balanced
 against the other components: the spread of a component's level means (max - min, in
 percentage points of Pass@1) says how much changing it moves success. The weights are those
-ranges normalised to mean 1 (design.weights' convention), each at least :data:`FLOOR` (a
+ranges normalised to mean 1 (hscale.design.weights' convention), each at least :data:`FLOOR` (a
 weight must be positive), pooled over every measured arm of an experiment. ``hscale report``
 adds them as a table and writes ``weights.yaml``, a ``weights:`` block to paste into a spec
 (or to pass to ``hscale design neighbours --weights``).
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.effects import with_levels
-from analysis.load import Results
-from analysis.render import Table
+from hscale.analysis.effects import with_levels
+from hscale.analysis.load import Results
+from hscale.analysis.render import Table
 from hscale.files import atomic_write_text
 
 FLOOR = 0.1  # least weight, relative to the mean: no component is free to change
@@ -82,7 +82,7 @@ def weights_table(frame: pd.DataFrame) -> Table:
 
 
 def add_weights(results: Results, report: Any) -> None:
-    """Add the weights table to ``report`` (analysis.report.Report) and write its snippet,
+    """Add the weights table to ``report`` (hscale.analysis.report.Report) and write its snippet,
     ``weights.yaml`` (``weights-<experiment>.yaml`` each when there are several experiments),
     into the report folder, with a note naming it. Nothing when there is nothing to estimate."""
     frame = estimate_weights(results.episodes)

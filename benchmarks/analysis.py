@@ -18,10 +18,10 @@ from pathlib import Path
 # benchmarks/design.py would shadow the design package: keep this folder off the path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from analysis.effect_tables import distance_table, effects_table, tests_table  # noqa: E402
-from analysis.load import load_results  # noqa: E402
-from analysis.synthetic import synthetic_episodes, write_runs  # noqa: E402
-from analysis.tables import all_tables  # noqa: E402
+from hscale.analysis.effect_tables import distance_table, effects_table, tests_table  # noqa: E402
+from hscale.analysis.load import load_results  # noqa: E402
+from hscale.analysis.synthetic import synthetic_episodes, write_runs  # noqa: E402
+from hscale.analysis.tables import all_tables  # noqa: E402
 
 ARMS = ("single-harness", "first-order-3", "structured-18", "random-18", "full-243", "k1", "k4",
         "repeat-2", "random-assignment")

@@ -22,10 +22,10 @@ from pathlib import Path
 # This file is called harness.py: keep its folder off the path so `harness` is the package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from harness import Harness, Oracle, run_episode  # noqa: E402
-from harness.env import Env  # noqa: E402
-from harness.types import ToolCall  # noqa: E402
-from harness.world import generate  # noqa: E402
+from hscale.harness import Harness, Oracle, run_episode  # noqa: E402
+from hscale.harness.env import Env  # noqa: E402
+from hscale.harness.types import ToolCall  # noqa: E402
+from hscale.harness.world import generate  # noqa: E402
 
 TARGET = 0.05
 LABELS = ("S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "S2-T2-O2-C2-W2")

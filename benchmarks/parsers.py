@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path
                              if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from harness.components.context import summarize  # noqa: E402
-from harness.components.registry import available, get  # noqa: E402
-from harness.types import Message  # noqa: E402
+from hscale.harness.components.context import summarize  # noqa: E402
+from hscale.harness.components.registry import available, get  # noqa: E402
+from hscale.harness.types import Message  # noqa: E402
 from tests.harness.helpers import hostile_turns  # noqa: E402
 
 RATIO_TARGET = 20.0

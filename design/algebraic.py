@@ -11,10 +11,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from design.arrays import _MAX_CELLS, _frozen, _positive, collapse, full_factorial
-from design.caps import ovoid
-from design.gf import GF, MAX_ORDER, field
-from design.numbers import prime_power
+from hscale.design.arrays import _MAX_CELLS, _frozen, _positive, collapse, full_factorial
+from hscale.design.caps import ovoid
+from hscale.design.gf import GF, MAX_ORDER, field
+from hscale.design.numbers import prime_power
 from hscale.errors import HscaleError
 
 
@@ -171,7 +171,7 @@ def linear_oa(q: int, n: int, t: int, k: int | None = None, seed: int | None = N
     in shuffles drawn from ``seed`` (None: a fixed default), keeping the largest set: for
     t = 3 these are caps (arcs when n = 3), beyond Bush's q + 1 columns once n > t; t = 2
     gives every point (Rao-Hamming). For n = 4, t = 3 and q > 2 the columns are an ovoid
-    (:func:`design.caps.ovoid`), OA(q^4, q^2 + 1, q, 3), and ``seed`` changes nothing.
+    (:func:`hscale.design.caps.ovoid`), OA(q^4, q^2 + 1, q, 3), and ``seed`` changes nothing.
     ``k`` = None returns all columns found.
     """
     gf = _field_or_error(q)

@@ -13,8 +13,8 @@ from math import prod
 
 import numpy as np
 
-from design.space import format_levels
-from design.verify import as_array
+from hscale.design.space import format_levels
+from hscale.design.verify import as_array
 from hscale.errors import HscaleError
 
 # Full factorials and algebraic arrays beyond this many cells are not what these

@@ -14,8 +14,8 @@ from math import floor, sqrt
 
 import numpy as np
 
-from design.numbers import factorize, shown
-from design.space import MAX_FACTORS, format_levels, parse_levels
+from hscale.design.numbers import factorize, shown
+from hscale.design.space import MAX_FACTORS, format_levels, parse_levels
 from hscale.errors import HscaleError
 
 

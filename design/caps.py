@@ -1,7 +1,7 @@
 """Caps in PG(3, q) beyond the greedy search: the elliptic quadric, an ovoid of q^2 + 1
 points, the most any cap in PG(3, q) has for q > 2 (Bose 1947, Qvist 1952).
 
-A cap's points as columns give the linear OA(q^4, q^2 + 1, q, 3) of ``design.algebraic``;
+A cap's points as columns give the linear OA(q^4, q^2 + 1, q, 3) of ``hscale.design.algebraic``;
 the greedy search there stops well short (q = 5, 7, 8, 9: 20, 25, 28, 32 points of 26, 50,
 65, 82).
 """
@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from design.arrays import _frozen
-from design.gf import GF, field
+from hscale.design.arrays import _frozen
+from hscale.design.gf import GF, field
 
 
 def anisotropic_constant(gf: GF) -> int:

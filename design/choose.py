@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from design.criteria import rank_key, summary
-from design.enumeration import enumerate_oas
-from design.isomorphism import canonical_form
-from design.space import FactorSpace, format_levels, parse_levels
-from design.verify import as_array, is_orthogonal
+from hscale.design.criteria import rank_key, summary
+from hscale.design.enumeration import enumerate_oas
+from hscale.design.isomorphism import canonical_form
+from hscale.design.space import FactorSpace, format_levels, parse_levels
+from hscale.design.verify import as_array, is_orthogonal
 from hscale.errors import HscaleError
 
 # Placements evaluated at once: bounds memory at roughly batch x runs x factors int64.

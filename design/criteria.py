@@ -14,10 +14,10 @@ from math import inf
 
 import numpy as np
 
-from design.hamming import distance_matrix
-from design.space import FactorSpace, parse_levels
-from design.verify import as_array
-from design.verify import strength as array_strength
+from hscale.design.hamming import distance_matrix
+from hscale.design.space import FactorSpace, parse_levels
+from hscale.design.verify import as_array
+from hscale.design.verify import strength as array_strength
 from hscale.errors import HscaleError
 
 # Spaces larger than this are refused by covering_radius: it looks at every configuration.

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from design.space import FactorSpace
+from hscale.design.space import FactorSpace
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 Two engines extend arrays column by column from the repeated full factorial that starts any
 strength-t OA. OApackage's (C++, canonical LMC extension: a new array is kept only when it
 is the minimal form of its class) is the default where it is installed; hscale's own
-(a column search plus :func:`design.isomorphism.canonical_form` per new array, pure numpy)
+(a column search plus :func:`hscale.design.isomorphism.canonical_form` per new array, pure numpy)
 is the fallback and the cross-check. Both give the same classes; hscale checks every array
-OApackage returns, and ``design.choose.candidates`` checks the classes' canonical forms.
+OApackage returns, and ``hscale.design.choose.candidates`` checks the classes' canonical forms.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from math import prod
 
 import numpy as np
 
-from design.bounds import feasibility
-from design.budget import Budget, OutOfSteps
-from design.isomorphism import _Classes, _sort_rows
-from design.numbers import shown
-from design.space import format_levels, parse_levels
-from design.verify import is_orthogonal
+from hscale.design.bounds import feasibility
+from hscale.design.budget import Budget, OutOfSteps
+from hscale.design.isomorphism import _Classes, _sort_rows
+from hscale.design.numbers import shown
+from hscale.design.space import format_levels, parse_levels
+from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
 
 Progress = Callable[[str, int, int], None]
@@ -45,7 +45,7 @@ _OAP_PARENT_STEPS = 20
 _OAP_CLASS_STEPS = 100
 _PROJECTION_SAMPLE = 8
 # hscale's engine: an extension node costs one step per this many count slots it tests (its
-# canonical forms cost what design.isomorphism says).
+# canonical forms cost what hscale.design.isomorphism says).
 _SLOTS_PER_STEP = 50
 
 
@@ -142,7 +142,7 @@ def _engine(engine: str, strength: int) -> str:
 def enumeration_refusal(levels: Sequence[int] | str, runs: int) -> HscaleError | None:
     """The error that refuses enumerating every OA(runs; levels) before any work, or None.
 
-    One rule for every caller (``enumerate_oas``, ``design.choose.candidates`` and
+    One rule for every caller (``enumerate_oas``, ``hscale.design.choose.candidates`` and
     ``hscale design candidates``): at most MAX_ENUMERATION_RUNS runs, MAX_ENUMERATION_CELLS
     runs x factors (past them the classes explode) and MAX_ENUMERATION_LEVELS levels a factor.
     """
@@ -172,7 +172,7 @@ def enumerate_oas(levels: Sequence[int] | str, runs: int, strength: int = 2,
     is installed, hscale for strength 1. Both give the same classes. Each array comes back
     with its columns in the order of ``levels`` and its rows sorted, in an order fixed by
     the engine, and hscale checks every array OApackage returns for strength ``strength``
-    (:func:`design.verify.is_orthogonal`).
+    (:func:`hscale.design.verify.is_orthogonal`).
 
     ``progress(stage, done, total)`` is called after each representative is extended. An
     infeasible request (a bound excludes it) answers [] whatever its size; otherwise one
@@ -223,7 +223,7 @@ def _check_engine_output(arrays: list[np.ndarray], lv: tuple[int, ...], t: int) 
     """hscale's own check of what OApackage returned: distinct strength-t arrays of the shape.
 
     Pairwise non-isomorphism is checked where hscale computes canonical forms anyway
-    (``design.choose.candidates``) and, against hscale's own enumerator, by the tests.
+    (``hscale.design.choose.candidates``) and, against hscale's own enumerator, by the tests.
     """
     seen: set[bytes] = set()
     for arr in arrays:

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from design.numbers import prime_power
+from hscale.design.numbers import prime_power
 from hscale.errors import HscaleError
 
 # Tables are q x q; 1024^2 int64 entries is 8 MB each, which is as far as arrays here need.

@@ -4,7 +4,7 @@ Neighbourhoods never enumerate the space: a neighbour of index n that changes fa
 level a to level b is ``n + (b - a) * stride_i``, so radius-1 neighbours of any batch of
 configurations are one broadcast addition.
 
-Every distance takes optional per-factor ``weights`` (design.weights): the weighted distance
+Every distance takes optional per-factor ``weights`` (hscale.design.weights): the weighted distance
 sums the weights of the differing factors. Without weights the plain integer distance is
 computed exactly as before.
 """
@@ -16,10 +16,10 @@ from itertools import combinations, product
 
 import numpy as np
 
-from design.bounds import elementary_symmetric
-from design.numbers import shown
-from design.space import MAX_CONFIG_CELLS, FactorSpace
-from design.weights import TIE_DECIMALS, check_weights
+from hscale.design.bounds import elementary_symmetric
+from hscale.design.numbers import shown
+from hscale.design.space import MAX_CONFIG_CELLS, FactorSpace
+from hscale.design.weights import TIE_DECIMALS, check_weights
 from hscale.errors import HscaleError
 
 # Most neighbours listed per configuration: each is one vectorised step of a Python loop.

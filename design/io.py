@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from design.space import MAX_FACTORS, MAX_LEVELS
+from hscale.design.space import MAX_FACTORS, MAX_LEVELS
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 

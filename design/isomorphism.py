@@ -9,7 +9,7 @@ Cheap invariants reject most pairs. Exact tests use a canonical form (the isomor
 the smallest row-sorted reading), so classifying thousands of arrays is one dictionary lookup
 each. A coloured graph whose graph isomorphisms are exactly the array isomorphisms is offered
 too (networkx VF2++), but it is slow on OAs: they look the same locally everywhere.
-Enumerating every class lives in :mod:`design.enumeration`.
+Enumerating every class lives in :mod:`hscale.design.enumeration`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from itertools import permutations
 import networkx as nx
 import numpy as np
 
-from design.budget import Budget, OutOfSteps
-from design.criteria import distance_distribution, gwlp
-from design.hamming import distance_matrix
-from design.verify import as_array
+from hscale.design.budget import Budget, OutOfSteps
+from hscale.design.criteria import distance_distribution, gwlp
+from hscale.design.hamming import distance_matrix
+from hscale.design.verify import as_array
 from hscale.errors import HscaleError
 
 # Work limit of one canonical form, in steps (about 10 us each; a count, so the same request

@@ -7,15 +7,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from design.bounds import _check, divisor, feasibility, smallest_runs
-from design.design import Design
-from design.errors import InfeasibleError, NotConstructedError
-from design.numbers import shown
-from design.planning import constructions
-from design.product import product_candidate
-from design.search import SEARCH_STEPS, search_oa
-from design.space import FactorSpace, format_levels, parse_levels
-from design.verify import MAX_CHECK_WORK, check_strength, check_work, is_orthogonal
+from hscale.design.bounds import _check, divisor, feasibility, smallest_runs
+from hscale.design.design import Design
+from hscale.design.errors import InfeasibleError, NotConstructedError
+from hscale.design.numbers import shown
+from hscale.design.planning import constructions
+from hscale.design.product import product_candidate
+from hscale.design.search import SEARCH_STEPS, search_oa
+from hscale.design.space import FactorSpace, format_levels, parse_levels
+from hscale.design.verify import MAX_CHECK_WORK, check_strength, check_work, is_orthogonal
 from hscale.errors import HscaleError
 
 # Largest array (runs x factors) hscale builds: beyond this a request is almost surely a typo.

@@ -2,8 +2,8 @@
 request, cheapest first, and maps each requested column to a column of the base array (as it
 is, collapsed, or expanded into a small array's columns).
 
-Nothing here is verified (``design.oa`` checks each array with ``check_strength``), so a wrong
-candidate costs time, not correctness.
+Nothing here is verified (``hscale.design.oa`` checks each array with ``check_strength``),
+so a wrong candidate costs time, not correctness.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from math import isqrt, prod
 
 import numpy as np
 
-from design.algebraic import (
+from hscale.design.algebraic import (
     _LINEAR_MAX_VECTORS,
     _algebraic_scheme,
     _bush,
@@ -27,7 +27,7 @@ from design.algebraic import (
     from_difference_scheme,
     hadamard_oa,
 )
-from design.arrays import (
+from hscale.design.arrays import (
     _MAX_CELLS,
     _frozen,
     _positive,
@@ -36,11 +36,11 @@ from design.arrays import (
     full_factorial,
     replicate,
 )
-from design.gf import MAX_ORDER
-from design.numbers import factorize, prime_power
-from design.search import SEARCH_STEPS, _searched_scheme, search_oa
-from design.space import format_levels
-from design.verify import is_orthogonal
+from hscale.design.gf import MAX_ORDER
+from hscale.design.numbers import factorize, prime_power
+from hscale.design.search import SEARCH_STEPS, _searched_scheme, search_oa
+from hscale.design.space import format_levels
+from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
 
 # Difference-scheme searches inside constructions() stay within this many runs and steps

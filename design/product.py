@@ -14,8 +14,8 @@ from math import prod
 
 import numpy as np
 
-from design.design import Design
-from design.numbers import prime_parts
+from hscale.design.design import Design
+from hscale.design.numbers import prime_parts
 from hscale.errors import HscaleError
 
 
@@ -31,7 +31,7 @@ def product_candidate(levels: Sequence[int], strength: int, runs: int,
                       ) -> tuple[str, np.ndarray] | None:
     """OA(runs; levels) as a cross of one array per prime, or None when that does not fit.
 
-    ``build`` makes each prime's array (``design.oa`` passes ``orthogonal_array``): taking it
+    ``build`` makes each prime's array (``hscale.design.oa`` passes ``orthogonal_array``): taking it
     as an argument keeps this module from importing the one that calls it.
     """
     parts = prime_parts(levels)

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from design.criteria import distance_range, gwlp
-from design.design import Design
-from design.hamming import distance_matrix
-from design.space import FactorSpace
-from design.verify import check_strength
-from design.weights import TIE_DECIMALS
+from hscale.design.criteria import distance_range, gwlp
+from hscale.design.design import Design
+from hscale.design.hamming import distance_matrix
+from hscale.design.space import FactorSpace
+from hscale.design.verify import check_strength
+from hscale.design.weights import TIE_DECIMALS
 from hscale.errors import HscaleError
 from hscale.registry import Registry
 
@@ -104,7 +104,7 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
     translation index, or to ``seed``'s order if given. With ``weights`` (per factor) that
     distance is weighted, so the set lies far from training in the components that matter.
     """
-    from design.oa import orthogonal_array
+    from hscale.design.oa import orthogonal_array
 
     parts = train if isinstance(train, list | tuple) else [train]
     train_arr = space.validate(np.vstack([np.atleast_2d(np.asarray(getattr(p, "array", p)))
@@ -140,7 +140,7 @@ def eval_set(space: FactorSpace, train: Design | np.ndarray | Sequence, runs: in
         if exclude_base and (idx == 0).any():
             continue
         score = distance_matrix(cand, train_arr, weights).min(axis=1).mean()
-        if weights is not None:  # sums equal in exact arithmetic tie (design.weights)
+        if weights is not None:  # sums equal in exact arithmetic tie (hscale.design.weights)
             score = round(float(score), TIE_DECIMALS)
         if best_score is None or score > best_score:
             best, best_score = cand, score
@@ -170,9 +170,9 @@ def structured(space: FactorSpace, runs: int | None = None, strength: int = 2,
 
     When enumeration is cheap (the papers' OA(18; 3^5)) every non-isomorphic array is a
     candidate, best by ``criterion`` first; otherwise the constructed array, with its columns
-    and level labels chosen by :func:`design.choose.place`.
+    and level labels chosen by :func:`hscale.design.choose.place`.
     """
-    from design.choose import place
+    from hscale.design.choose import place
 
     include = space.base[None, :] if include_base else None
     excl = None
@@ -203,12 +203,12 @@ _ENUMERATE_UP_TO = (18, 5)
 def _structured_parents(space: FactorSpace, runs: int | None, strength: int, criterion: str
                         ) -> list[tuple[str, np.ndarray]]:
     """Arrays to place: every non-isomorphic one when enumeration is cheap, else one built."""
-    from design.oa import orthogonal_array
+    from hscale.design.oa import orthogonal_array
 
     design = orthogonal_array(space.levels, strength, runs=runs, space=space)
     if (strength == 2 and design.runs <= _ENUMERATE_UP_TO[0]
             and space.n_factors <= _ENUMERATE_UP_TO[1]):
-        from design.choose import candidates
+        from hscale.design.choose import candidates
 
         ranked = candidates(space.levels, design.runs, criterion=criterion)
         return [(c.id, np.asarray(c.array)) for c in ranked]

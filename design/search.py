@@ -1,7 +1,7 @@
 """Backtracking searches, the fallback where algebra has no construction: difference
 schemes D(r, c; s) and OA(N; levels; t), filled one column at a time, and for levels
 (L0, L, ..., L) a clique search over a pool of columns. They may not finish, so each runs
-under a budget of steps (:mod:`design.budget`), never of seconds, and callers try them last.
+under a budget of steps (:mod:`hscale.design.budget`), never of seconds, and callers try them last.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from math import prod
 
 import numpy as np
 
-from design.algebraic import _algebraic_scheme, _field_or_error
-from design.arrays import _frozen, _positive
-from design.budget import Budget, OutOfSteps
-from design.errors import InfeasibleError
-from design.gf import GF, field
+from hscale.design.algebraic import _algebraic_scheme, _field_or_error
+from hscale.design.arrays import _frozen, _positive
+from hscale.design.budget import Budget, OutOfSteps
+from hscale.design.errors import InfeasibleError
+from hscale.design.gf import GF, field
 from hscale.errors import HscaleError
 
 # Default budgets, in steps (about 10 us each): a difference scheme, an OA search, and the

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from design.numbers import shown
+from hscale.design.numbers import shown
 from hscale.errors import HscaleError
 
 _SPACE = "[ \t\r\n]*"

@@ -17,8 +17,8 @@ from math import comb, prod
 
 import numpy as np
 
-from design.bounds import elementary_symmetric
-from design.numbers import shown
+from hscale.design.bounds import elementary_symmetric
+from hscale.design.numbers import shown
 from hscale.errors import HscaleError
 
 # Largest number of (row, column-tuple) codes built at once; bounds memory at ~32 MB.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from design.space import FactorSpace
+from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
 
 # Weighted distances are compared after rounding to this many decimals, so that sums equal in

@@ -4,16 +4,16 @@ and its drivers (run_episode here; the embedded sampler and the veRL agent loop 
 Heavy dependencies (torch, veRL) are imported only by the modules that use them.
 """
 
-from harness.benchmarks import BENCHMARKS
-from harness.engine import Episode, Generation, Termination, TurnEngine
-from harness.env import Env
-from harness.harness import Harness
-from harness.http_policy import OpenAIChatPolicy
-from harness.loop import Policy, run_episode
-from harness.out_of_space import OUT_OF_SPACE
-from harness.policies import DoNothing, NoisyOracle, Oracle
-from harness.tasks import Task, load_tasks, write_task_folder
-from harness.types import Message, ToolCall, ToolResult
+from hscale.harness.benchmarks import BENCHMARKS
+from hscale.harness.engine import Episode, Generation, Termination, TurnEngine
+from hscale.harness.env import Env
+from hscale.harness.harness import Harness
+from hscale.harness.http_policy import OpenAIChatPolicy
+from hscale.harness.loop import Policy, run_episode
+from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
+from hscale.harness.tasks import Task, load_tasks, write_task_folder
+from hscale.harness.types import Message, ToolCall, ToolResult
 
 __all__ = [
     "BENCHMARKS", "OUT_OF_SPACE", "DoNothing", "Env", "Episode", "Generation", "Harness",

@@ -31,7 +31,7 @@ from hscale.files import hash_files
 from hscale.registry import Registry
 
 if TYPE_CHECKING:
-    from harness.tasks import Task
+    from hscale.harness.tasks import Task
 
 SPLIT_MODES = ("recorded", "train", "eval")
 # Largest benchmark folder hashed and loaded: far beyond ClawGym-Bench (200 small tasks).
@@ -69,12 +69,12 @@ class BuiltinWorld(Benchmark):
     kind = "builtin"
 
     def task_ids(self, n: int | None, seed: int, split: str = "train") -> list[str]:
-        from harness.world import task_ids
+        from hscale.harness.world import task_ids
 
         return task_ids(_count(n, None, split, "builtin"), seed=seed, split=split)
 
     def tasks(self, n: int | None, seed: int, split: str = "train") -> list[Task]:
-        from harness.world import generate
+        from hscale.harness.world import generate
 
         return generate(_count(n, None, split, "builtin"), seed=seed, split=split)
 
@@ -82,7 +82,7 @@ class BuiltinWorld(Benchmark):
         return None
 
     def categories(self) -> list[str]:
-        from harness.world import CATEGORIES
+        from hscale.harness.world import CATEGORIES
 
         return list(CATEGORIES)
 
@@ -176,7 +176,7 @@ def _files(root: Path) -> list[Path]:
 
 
 def _clawgym(path: Path) -> list[Task]:
-    from harness.tasks import load_tasks
+    from hscale.harness.tasks import load_tasks
 
     if not path.is_dir():
         raise HscaleError(f"{path}: not a folder of ClawGym task folders",
@@ -186,7 +186,7 @@ def _clawgym(path: Path) -> list[Task]:
 
 def _task_list(suffix: str) -> Callable[[Path], list[Task]]:
     def read(path: Path) -> list[Task]:
-        from harness.tasks import load_tasks
+        from hscale.harness.tasks import load_tasks
 
         if path.suffix != suffix:
             raise HscaleError(f"{path}: not a {suffix} task list", f"give a {suffix} file")
@@ -195,13 +195,13 @@ def _task_list(suffix: str) -> Callable[[Path], list[Task]]:
 
 
 def _pinchbench(path: Path) -> list[Task]:
-    from harness.tasks import load_pinchbench
+    from hscale.harness.tasks import load_pinchbench
 
     return load_pinchbench(path)
 
 
 def _jobbench(path: Path) -> list[Task]:
-    from harness.tasks import load_jobbench
+    from hscale.harness.tasks import load_jobbench
 
     return load_jobbench(path)
 

@@ -3,7 +3,7 @@
 A turn: the model writes; the engine records it, parses it with the tool interface and asks
 the workflow what follows: finish (the episode's answer), inject a message, call a tool (whose
 result comes back as an observation), or observe a parse error. Drivers only produce model
-turns and run tools: :func:`harness.loop.run_episode` (any policy), the embedded trainer's
+turns and run tools: :func:`hscale.harness.loop.run_episode` (any policy), the embedded trainer's
 batched sampler, and the veRL agent loop (async, token streams). So an episode cannot depend
 on which backend ran it.
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from harness.components.context import Segment
-from harness.components.workflow import Kind
-from harness.env import Env
-from harness.harness import Harness
-from harness.tasks import Task
-from harness.types import Message, ParseError, ToolCall, ToolResult
+from hscale.harness.components.context import Segment
+from hscale.harness.components.workflow import Kind
+from hscale.harness.env import Env
+from hscale.harness.harness import Harness
+from hscale.harness.tasks import Task
+from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
 
 DEFAULT_MAX_TURNS = 16  # run_episode's limit when none is given
 # Turns an experiment's episodes may take, in training and evaluation, on every backend (the

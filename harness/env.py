@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
-from harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
-from harness.vocab import tokenize
 from hscale.errors import HscaleError
+from hscale.harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
+from hscale.harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
+from hscale.harness.vocab import tokenize
 
-# Words of the messages below; harness.world adds them to the vocabulary.
+# Words of the messages below; hscale.harness.world adds them to the vocabulary.
 WORDS = (
     "unknown tool tools are expects args no arg must be text",
     "path is empty bad too long relative leaves the workspace points outside",

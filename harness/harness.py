@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from design.space import FactorSpace, harness_space
-from harness.components import registry
-from harness.components.context import Context
-from harness.components.observation import Observation
-from harness.components.system_prompt import PromptParts, SystemPrompt
-from harness.components.tool_interface import Parsed, ToolInterface
-from harness.components.workflow import Action, Workflow
-from harness.types import Message, ParseError, ToolCall, ToolResult
+from hscale.design.space import FactorSpace, harness_space
 from hscale.errors import HscaleError
+from hscale.harness.components import registry
+from hscale.harness.components.context import Context
+from hscale.harness.components.observation import Observation
+from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
+from hscale.harness.components.tool_interface import Parsed, ToolInterface
+from hscale.harness.components.workflow import Action, Workflow
+from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
 
 COMPONENTS = registry.COMPONENTS
 # Factor name in a space -> component it sets.

@@ -10,9 +10,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from harness.engine import Generation
-from harness.types import Message
 from hscale.errors import HscaleError
+from hscale.harness.engine import Generation
+from hscale.harness.types import Message
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The agent loop: one policy, one harness, one task -> an Episode.
 
-The simplest driver of the turn engine (harness.engine): a policy only has to turn the
+The simplest driver of the turn engine (hscale.harness.engine): a policy only has to turn the
 messages the harness shows it into the next assistant text. Scripted policies, HTTP
 endpoints and any model with a ``generate`` method run through it.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from harness.engine import DEFAULT_MAX_TURNS, Episode, Generation, Termination, TurnEngine
-from harness.harness import Harness
-from harness.tasks import Task
-from harness.types import Message
+from hscale.harness.engine import DEFAULT_MAX_TURNS, Episode, Generation, Termination, TurnEngine
+from hscale.harness.harness import Harness
+from hscale.harness.tasks import Task
+from hscale.harness.types import Message
 
 
 @runtime_checkable

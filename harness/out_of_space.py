@@ -11,10 +11,11 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from harness.components.observation import Observation
-from harness.components.registry import register
-from harness.components.system_prompt import PromptParts, SystemPrompt
-from harness.components.tool_interface import (
+from hscale.errors import HscaleError
+from hscale.harness.components.observation import Observation
+from hscale.harness.components.registry import register
+from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
+from hscale.harness.components.tool_interface import (
     MSG_LONG,
     MSG_ONE,
     Parsed,
@@ -23,9 +24,8 @@ from harness.components.tool_interface import (
     bounded,
     no_call_or_error,
 )
-from harness.harness import Harness
-from harness.types import ParseError, ToolCall, ToolResult
-from hscale.errors import HscaleError
+from hscale.harness.harness import Harness
+from hscale.harness.types import ParseError, ToolCall, ToolResult
 
 OUT_OF_SPACE = ("oos/shell", "oos/actions")
 

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from design.space import harness_space
-from harness.components import registry
-from harness.components.tool_interface import ToolInterface
-from harness.engine import Episode, Generation
-from harness.harness import Harness
-from harness.loop import run_episode
-from harness.out_of_space import OUT_OF_SPACE
-from harness.tasks import Task
-from harness.types import Message, ToolCall
+from hscale.design.space import harness_space
 from hscale.errors import HscaleError
+from hscale.harness.components import registry
+from hscale.harness.components.tool_interface import ToolInterface
+from hscale.harness.engine import Episode, Generation
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.tasks import Task
+from hscale.harness.types import Message, ToolCall
 
 WORDS = (
     "plan: use the tools, then answer.",
@@ -351,7 +351,7 @@ def demonstrations(n_episodes: int, seed: int, harnesses: Sequence[str] | None =
     if n_episodes < 0:
         raise HscaleError(f"need n_episodes >= 0, got {n_episodes}")
     if tasks is None:
-        from harness.benchmarks import BuiltinWorld
+        from hscale.harness.benchmarks import BuiltinWorld
         tasks = BuiltinWorld().tasks(n_episodes, seed, split="train")
     if n_episodes and not tasks:
         raise HscaleError("no tasks to demonstrate", "pass train-split tasks or tasks=None")

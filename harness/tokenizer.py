@@ -14,8 +14,8 @@ import hashlib
 from collections.abc import Sequence
 from functools import cache, lru_cache
 
-from harness.types import Message
-from harness.vocab import _TOKEN, SPECIAL, vocabulary
+from hscale.harness.types import Message
+from hscale.harness.vocab import _TOKEN, SPECIAL, vocabulary
 
 SPACE = "▁"
 ROLES = ("<system>", "<user>", "<assistant>", "<tool>")

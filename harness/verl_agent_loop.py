@@ -2,7 +2,7 @@
 
 veRL's rollout workers call ``run(sampling_params, **row)`` once per rollout. This loop reads
 the harness label and the task from the row's ``extra_info`` and drives the turn engine
-(harness.engine: view, generate, parse, workflow action, tool, observation, checker) as
+(hscale.harness.engine: view, generate, parse, workflow action, tool, observation, checker) as
 every other driver does, with the model behind veRL's ``server_manager``; it keeps only the
 token streams and their segments. Tokens go
 through veRL's Continuous Token helpers (``AgentLoopBase.ct_*``): the model's tokens are kept
@@ -12,7 +12,7 @@ with mask 0. The row's ``prompt`` is not re-read: the harness renders the initia
 which :func:`to_verl_rows` wrote into ``prompt`` for veRL's dataset filters and logs.
 
 Context policies that rewrite history (``window``, ``compact``) make the model see several
-token sequences, one per segment (harness.components.context). ``segment_mode`` says what is
+token sequences, one per segment (hscale.harness.components.context). ``segment_mode`` says what is
 trained:
 
 - ``segments``: one AgentLoopOutput per segment, each the exact tokens its model calls saw,
@@ -50,12 +50,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
-from harness.harness import harness_named
-from harness.tasks import Task, task_from_row, task_to_row
-from harness.types import Message, ToolCall, ToolResult
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
+from hscale.harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
+from hscale.harness.harness import harness_named
+from hscale.harness.tasks import Task, task_from_row, task_to_row
+from hscale.harness.types import Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,8 +71,8 @@ CLASS_PATH = f"{__name__}.HscaleAgentLoop"
 # veRL's ``rollout.agent.agent_loop_config_path`` format: hydra targets by agent name.
 AGENT_LOOP_CONFIG = ({"name": AGENT_NAME, "_target_": CLASS_PATH},)
 SEGMENT_MODES = ("auto", "segments", "last_segment", "full_history")
-ROW_HINT = ("build rows with harness.verl_agent_loop.to_verl_rows: extra_info needs 'harness' "
-            "(a label) and 'task' (a task row, as JSON or a dict)")
+ROW_HINT = ("build rows with hscale.harness.verl_agent_loop.to_verl_rows: extra_info needs "
+            "'harness' (a label) and 'task' (a task row, as JSON or a dict)")
 
 
 # ------------------------------------------------------------------------------- training rows
@@ -414,7 +414,7 @@ def _agent_loop_class() -> type:
     cls = type("HscaleAgentLoop", (_HarnessLoop, AgentLoopBase), {
         "__module__": __name__, "__qualname__": "HscaleAgentLoop",
         "__doc__": "hscale's agent loop for veRL: a harness and a task per row "
-                   "(see harness.verl_agent_loop).",
+                   "(see hscale.harness.verl_agent_loop).",
     })
     _agent_loop_registry.setdefault(AGENT_NAME, {"_target_": CLASS_PATH})
     return cls

@@ -12,7 +12,7 @@ import importlib
 import re
 from functools import cache
 
-from harness.components.registry import BUILTIN_MODULES
+from hscale.harness.components.registry import BUILTIN_MODULES
 
 # Punctuation runs that the tool syntaxes and observation formats repeat on every turn, each
 # one token (as a BPE tokenizer would learn them), so a JSON call costs what a word call does.
@@ -31,7 +31,8 @@ SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>", "<nl>")
 ESCAPES = ("\\n",)
 
 # Modules that declare WORDS: every built-in component module, the world and the policies.
-WORD_MODULES = ("harness.world", "harness.env", *BUILTIN_MODULES, "harness.policies")
+WORD_MODULES = ("hscale.harness.world", "hscale.harness.env", *BUILTIN_MODULES,
+                "hscale.harness.policies")
 
 
 def tokenize(text: str) -> list[str]:

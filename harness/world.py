@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from harness.env import WORDS as ENV_WORDS
-from harness.tasks import SPLITS, Task
-from harness.types import CANONICAL_TOOLS, ToolCall
 from hscale.errors import HscaleError
+from hscale.harness.env import WORDS as ENV_WORDS
+from hscale.harness.tasks import SPLITS, Task
+from hscale.harness.types import CANONICAL_TOOLS, ToolCall
 
 CATEGORIES = ("state_tracking", "observation", "multi_step", "error_recovery", "search")
 MAX_QUERY_TOKENS = 25

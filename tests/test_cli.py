@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from design.io import read_array, write_array
-from design.verify import is_orthogonal
+from hscale.design.io import read_array, write_array
+from hscale.design.verify import is_orthogonal
 
 
 def hscale(*args: str, cwd=None) -> subprocess.CompletedProcess:

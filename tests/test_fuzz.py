@@ -181,7 +181,7 @@ def test_any_array_csv_is_verified_or_refused_in_one_line(text):
        st.sampled_from(["reward.py", "reward.sh", None]),
        st.sampled_from([None, "x.txt", "../up.txt", "/etc/passwd", "deep/" * 40 + "f"]))
 def test_any_task_folder_loads_or_is_refused(entry, reward, input_file):
-    from harness.tasks import load_tasks
+    from hscale.harness.tasks import load_tasks
 
     with tempfile.TemporaryDirectory() as tmp:
         task = Path(tmp) / "tasks" / "t1"
@@ -245,6 +245,6 @@ def test_damaged_run_folders_are_reported_or_redone_never_a_traceback(finished_r
                         str(root / "out"), "--workers", "1")
         assert_clean(code, err)
         if code == 0:  # whatever was damaged was redone: the files hold the run again
-            from train.contracts import Manifest, result_problems
+            from hscale.train.contracts import Manifest, result_problems
 
             assert result_problems(run_dir, Manifest.read(run_dir)) == []

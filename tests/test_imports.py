@@ -16,26 +16,47 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("hscale", "design", "harness", "train", "analysis")
+# Installed name -> folder (pyproject maps the layout's top-level folders into hscale).
+PACKAGES = {"hscale": "hscale", "hscale.design": "design", "hscale.harness": "harness",
+            "hscale.train": "train", "hscale.analysis": "analysis"}
 MAX_LINES = 460
+CORE = "hscale"  # errors, files, lazy, registry, yamlio: what every package shares
+# What each layer may import (besides itself). Analysis reads training results only through
+# the file contracts; the command line sits on top of everything.
+ALLOWED = {
+    CORE: set(),
+    "hscale.design": {CORE},
+    "hscale.harness": {CORE, "hscale.design"},
+    "hscale.train": {CORE, "hscale.design", "hscale.harness"},
+    "hscale.analysis": {CORE, "hscale.design", "hscale.train.contracts", "hscale.train.records"},
+    "hscale.cli": {CORE, "hscale.design", "hscale.harness", "hscale.train", "hscale.analysis"},
+}
 
 
 def modules() -> dict[str, Path]:
     """Dotted module name -> file, for every module of the project's packages."""
     out = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            out[name] = path
+    for package, folder in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            out[".".join([package, *parts])] = path
     return out
+
+
+def layer(module: str) -> str:
+    """The layer a module belongs to: hscale.<package>, hscale.cli, or the shared core."""
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ("design", "harness", "train", "analysis", "cli"):
+        return ".".join(parts[:2])
+    return CORE
 
 
 def _target(module: str, name: str | None, known: dict[str, Path]) -> str | None:
     """The project module an ``import module`` / ``from module import name`` reaches."""
     if name is not None and f"{module}.{name}" in known:
         return f"{module}.{name}"
-    if name is not None and module in PACKAGES:
+    if name is not None and module in known and known[module].name == "__init__.py":
         exports = getattr(importlib.import_module(module), "_EXPORTS", {})
         if name in exports:
             return exports[name]
@@ -65,22 +86,43 @@ def import_graph() -> nx.DiGraph:
 
 def test_no_module_imports_itself_through_others():
     graph = import_graph()
-    assert graph.has_edge("train.runner", "train.contracts")  # the graph sees real imports
+    assert graph.has_edge("hscale.train.runner", "hscale.train.contracts")  # sees real imports
     assert list(nx.simple_cycles(graph)) == []
 
 
-def test_layers():
+def test_every_package_imports_only_the_layers_below_it():
     graph = import_graph()
+    assert len(graph) > 100 and graph.has_edge("hscale.harness.harness", "hscale.design.space")
+    wrong = []
     for name in graph:
-        reached = {t.split(".")[0] for t in graph.successors(name)}
-        if name.startswith("design"):
-            assert reached <= {"design", "hscale"}, name
-        if name.startswith("hscale") and not name.startswith("hscale.cli"):
-            assert reached <= {"hscale"}, name
+        mine = layer(name)
+        for target in graph.successors(name):
+            theirs = layer(target)
+            allowed = ALLOWED[mine]
+            if theirs != mine and theirs not in allowed and not any(
+                    target == a or target.startswith(a + ".") for a in allowed):
+                wrong.append(f"{name} -> {target}")
+    assert wrong == [], "a layer reaches up or sideways"
+
+
+def test_the_project_imports_only_through_its_namespace():
+    """No module names design, harness, train or analysis as top-level packages any more."""
+    old = ("design", "harness", "train", "analysis")
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:
+                continue
+            found += [f"{name}: {m}" for m in mods if m.split(".")[0] in old]
+    assert found == []
 
 
 def test_the_contracts_and_the_cli_root_stay_light():
-    code = ("import sys, train.contracts, hscale.cli, analysis.load; "
+    code = ("import sys, hscale.train.contracts, hscale.cli, hscale.analysis.load; "
             "print([m for m in ('torch', 'verl', 'ray', 'transformers') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT)

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.benchmarks import content_hash
-from harness.tasks import load_tasks, write_tasks
+from hscale.harness.benchmarks import content_hash
+from hscale.harness.tasks import load_tasks, write_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "experiments" / "examples" / "tasks"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from harness.engine import EPISODE_TURNS
-from train.models import is_local_path, resolve_model
+from hscale.harness.engine import EPISODE_TURNS
+from hscale.train.models import is_local_path, resolve_model
 
 TASKS_PER_HARNESS = 6
 HARNESS_SAMPLE = 40  # at most this many harnesses are rendered (a fixed, spread sample)
@@ -60,10 +60,10 @@ def measure(model: str, labels: Sequence[str], benchmark: Any = None) -> Budget:
 
 @cache
 def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> Budget:
-    from harness.benchmarks import BuiltinWorld, benchmark_of
-    from harness.harness import harness_named
-    from harness.loop import run_episode
-    from harness.policies import Oracle
+    from hscale.harness.benchmarks import BuiltinWorld, benchmark_of
+    from hscale.harness.harness import harness_named
+    from hscale.harness.loop import run_episode
+    from hscale.harness.policies import Oracle
 
     count = _counter(model)
     step = max(1, math.ceil(len(labels) / HARNESS_SAMPLE))
@@ -130,7 +130,7 @@ def _tokenizer(model: str) -> Any | None:
 
 def verl_record(settings: Any, model: str, labels: Sequence[str], benchmark: Any = None
                 ) -> tuple[dict[str, Any], list[str]]:
-    """The manifest's ``verl`` record from a spec's settings (``train.spec.VerlSettings``):
+    """The manifest's ``verl`` record from a spec's settings (``hscale.train.spec.VerlSettings``):
     budgets not given are measured; given ones shorter than a rendered episode are warned
     about (the notes, one line each, with the numbers)."""
     budget = measure(model, labels, benchmark)

@@ -8,7 +8,7 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
   episode; writers build it with :func:`eval_frame`, readers check it with :func:`check_eval`;
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone
-  (and by analysis.synthetic, which fakes finished runs).
+  (and by hscale.analysis.synthetic, which fakes finished runs).
 
 Other tools and notebooks read these files: extend them, never rename. Torch-free (pydantic,
 numpy and pandas only), so analysis and planning can import it cheaply.
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
-from train.records import (
+from hscale.train.records import (
     AlgorithmRecord,
     AssignmentRecord,
     BenchmarkRecord,
@@ -41,7 +41,7 @@ from train.records import (
 )
 
 if TYPE_CHECKING:
-    from design.space import FactorSpace
+    from hscale.design.space import FactorSpace
 
 SCHEMA_VERSION = 1
 MANIFEST, SCHEDULE, EVAL, TRAIN, STATUS = (
@@ -158,7 +158,7 @@ class Manifest(BaseModel):
 
     def factor_space(self) -> FactorSpace:
         """The run's factor space rebuilt from the manifest alone."""
-        from design.space import Factor, FactorSpace
+        from hscale.design.space import Factor, FactorSpace
 
         return FactorSpace(tuple(Factor(n, tuple(levels))
                                  for n, levels in self.space.factors.items()),

@@ -1,5 +1,5 @@
 """Manifests from a spec: resolve an arm's harness sets, assignment and budget into one
-:class:`train.contracts.Manifest` per (experiment, arm, seed).
+:class:`hscale.train.contracts.Manifest` per (experiment, arm, seed).
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from design.recipes import RECIPES, eval_set, first_order, structured
-from design.space import FactorSpace, harness_space
-from design.weights import by_name
+from hscale.design.recipes import RECIPES, eval_set, first_order, structured
+from hscale.design.space import FactorSpace, harness_space
+from hscale.design.weights import by_name
 from hscale.errors import HscaleError
-from train.contracts import BASE_MODEL_ARM, BenchmarkRecord, Manifest, rng_for
-from train.spec import Arm, ExperimentSpec
-from train.weights import spec_weights
+from hscale.train.contracts import BASE_MODEL_ARM, BenchmarkRecord, Manifest, rng_for
+from hscale.train.spec import Arm, ExperimentSpec
+from hscale.train.weights import spec_weights
 
 if TYPE_CHECKING:
-    from harness.tasks import Task
-    from train.sources import Sources
+    from hscale.harness.tasks import Task
+    from hscale.train.sources import Sources
 
 def space_of(spec: ExperimentSpec) -> FactorSpace:
     return harness_space() if spec.space == "harness" else FactorSpace.from_levels(spec.space)
@@ -45,7 +45,7 @@ def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
     """The held-out tasks every evaluation of the run draws from, by benchmark column (each
     benchmark's eval split, checked disjoint from training at planning)."""
-    from harness.benchmarks import benchmark_of
+    from hscale.harness.benchmarks import benchmark_of
 
     return {b.column: benchmark_of(b).tasks(b.tasks, b.seed, "eval")
             for b in manifest.evaluation.sources(manifest.benchmark)}
@@ -53,7 +53,7 @@ def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
 
 def train_tasks(manifest: Manifest) -> dict[str, Task]:
     """The tasks a run trains on, by id."""
-    from harness.benchmarks import benchmark_of
+    from hscale.harness.benchmarks import benchmark_of
 
     bench = manifest.benchmark
     return {t.task_id: t for t in benchmark_of(bench).tasks(bench.tasks, bench.seed)}
@@ -71,7 +71,7 @@ def router_tasks(manifest: Manifest) -> list[Task]:
 
 def router_pool(bench: BenchmarkRecord) -> list[Task]:
     """:func:`router_tasks` of a run whose benchmark record is ``bench``."""
-    from harness.benchmarks import benchmark_of
+    from hscale.harness.benchmarks import benchmark_of
 
     source = benchmark_of(bench)
     available = source.available("train")
@@ -126,7 +126,7 @@ def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = N
 
 def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.Generator
               ) -> list[str]:
-    """The arm's training harnesses from its recipe (``design.recipes.RECIPES``), given the
+    """The arm's training harnesses from its recipe (``hscale.design.recipes.RECIPES``), given the
     options its signature takes: ``runs``, ``n``, ``criterion``, ``exclude`` (the held-out
     set) and ``seed``. Every recipe but ``full`` must avoid the held-out set."""
     recipe, options = arm.train.recipe, arm.train
@@ -183,9 +183,9 @@ def _check_pool(where: str, pool: list[str], base: str, held_out: list[str]) -> 
 def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                    space: FactorSpace, evals: dict[str, list[str]],
                    sources: Sources | None = None) -> Manifest:
-    """One run's manifest; ``sources`` (train.sources.resolve_sources) once per plan."""
+    """One run's manifest; ``sources`` (hscale.train.sources.resolve_sources) once per plan."""
     if sources is None:
-        from train.sources import resolve_sources
+        from hscale.train.sources import resolve_sources
 
         sources = resolve_sources(spec, spec.name)
     algorithm = arm.algorithm or spec.algorithm
@@ -246,9 +246,9 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
     trains under the same budgets); and the notes that measuring raised."""
     if spec.backend != "verl" and spec.verl is None:
         return manifests, []
-    from train.budget import verl_record
-    from train.models import resolve_model
-    from train.spec import VerlSettings
+    from hscale.train.budget import verl_record
+    from hscale.train.models import resolve_model
+    from hscale.train.spec import VerlSettings
 
     resolve_model(spec.model)
     record, notes = verl_record(spec.verl or VerlSettings(), spec.model,

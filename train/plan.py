@@ -13,12 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hscale.errors import HscaleError, HscaleWarning
-from train.contracts import MANIFEST, Manifest
-from train.manifest import base_model_manifest, build_manifest, eval_sets, space_of, with_verl
-from train.schedule import Schedule
-from train.sources import resolve_sources
-from train.spec import load_spec
-from train.spec import quick as quick_spec
+from hscale.train.contracts import MANIFEST, Manifest
+from hscale.train.manifest import (
+    base_model_manifest,
+    build_manifest,
+    eval_sets,
+    space_of,
+    with_verl,
+)
+from hscale.train.schedule import Schedule
+from hscale.train.sources import resolve_sources
+from hscale.train.spec import load_spec
+from hscale.train.spec import quick as quick_spec
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,7 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
               quick: bool = False) -> list[Planned]:
     """Every arm x seed of the spec, built and checked, nothing written; ``state`` says what
     :func:`write_plan` will do. ``quick`` plans the smoke-test scale of the spec
-    (:func:`train.spec.quick`)."""
+    (:func:`hscale.train.spec.quick`)."""
     spec = load_spec(spec_path)
     if quick:
         spec = quick_spec(spec)

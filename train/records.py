@@ -1,4 +1,4 @@
-"""The parts of a manifest (:class:`train.contracts.Manifest`): one frozen record per
+"""The parts of a manifest (:class:`hscale.train.contracts.Manifest`): one frozen record per
 section, so a field read anywhere is a checked attribute, not a string key."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class _Trimmed(_Record):
 
 class SpaceRecord(_Trimmed):
     """The factor space; ``weights``: factor name -> weight of the weighted Hamming distance
-    (design.weights, mean 1), recorded only when the spec gives unequal weights."""
+    (hscale.design.weights, mean 1), recorded only when the spec gives unequal weights."""
 
     LATER: ClassVar[tuple[str, ...]] = ("weights",)
 
@@ -51,7 +51,7 @@ class SpaceRecord(_Trimmed):
 
 
 class AssignmentRecord(_Trimmed):
-    """How a task's harnesses are chosen (train.schedule); Harness-S fields for rescue;
+    """How a task's harnesses are chosen (hscale.train.schedule); Harness-S fields for rescue;
     ``radius``: adaptive K (locality), recorded only when set."""
 
     LATER: ClassVar[tuple[str, ...]] = ("radius",)
@@ -82,7 +82,7 @@ class BudgetRecord(_Record):
 
 
 class BenchmarkRecord(_Trimmed):
-    """Where a run's tasks come from (harness.benchmarks.benchmark_of reads it): for a data
+    """Where a run's tasks come from (hscale.harness.benchmarks.benchmark_of reads it): for a data
     benchmark its ``path``, ``split`` rule, report ``label`` and the ``content`` hash of its
     files at planning (checked again when the run reads them)."""
 

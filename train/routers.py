@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from design.hamming import distance_matrix
-from design.space import FactorSpace
+from hscale.design.hamming import distance_matrix
+from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
 from hscale.registry import Registry
 
 if TYPE_CHECKING:
-    from harness.tasks import Task
+    from hscale.harness.tasks import Task
 
 
 @dataclass(frozen=True)

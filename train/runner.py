@@ -25,10 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hscale.errors import HscaleError, HscaleWarning
-from train.backends import Backend, get_backend
-from train.backends.base import Progress
-from train.contracts import Manifest, RunState, read_status, write_status
-from train.plan import Planned, plan_runs, write_plan
+from hscale.train.backends import Backend, get_backend
+from hscale.train.backends.base import Progress
+from hscale.train.contracts import Manifest, RunState, read_status, write_status
+from hscale.train.plan import Planned, plan_runs, write_plan
 
 
 @contextmanager

@@ -13,7 +13,7 @@ therefore occupies K steps: at step ``b * K + slot`` every task of batch ``b`` r
   are chosen by the trainer only when a group fails, so they are not scheduled here.
 
 Weighted distance and adaptive K (``locality`` only). When the space carries component
-weights (the manifest's ``space.weights``, design.weights), partners are ranked by the
+weights (the manifest's ``space.weights``, hscale.design.weights), partners are ranked by the
 weighted distance, which sums the weights of the differing components. With a ``radius`` R
 (``assignment: {mode: locality, k: 4, radius: 1.5}``) K is a cap: a task's partners are the
 training configurations within (weighted) distance R of its anchor, nearest first, at most
@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from design.hamming import distance_matrix, tie_key
-from design.space import FactorSpace
-from design.weights import TIE_DECIMALS
+from hscale.design.hamming import distance_matrix, tie_key
+from hscale.design.space import FactorSpace
+from hscale.design.weights import TIE_DECIMALS
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
 from hscale.registry import Registry
-from train.contracts import (
+from hscale.train.contracts import (
     SCHEDULE,
     SCHEDULE_COLUMNS,
     Manifest,
@@ -183,7 +183,7 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
 @cache
 def _task_ids(record: Any) -> tuple[str, ...]:
     """The training task ids of a benchmark record (frozen, so a cache key)."""
-    from harness.benchmarks import benchmark_of
+    from hscale.harness.benchmarks import benchmark_of
 
     return tuple(benchmark_of(record).task_ids(record.tasks, record.seed))
 

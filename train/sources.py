@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.benchmarks import Benchmark as Source
-from harness.benchmarks import open_benchmark, overlap
 from hscale.errors import HscaleError
-from train.spec import BUILTIN_TASKS, Benchmark, ExperimentSpec
+from hscale.harness.benchmarks import Benchmark as Source
+from hscale.harness.benchmarks import open_benchmark, overlap
+from hscale.train.spec import BUILTIN_TASKS, Benchmark, ExperimentSpec
 
 _SHOWN = 3  # task ids an overlap error names
 

@@ -2,7 +2,7 @@
 
 Arms inherit ``defaults``; unknown keys are refused with the file, the line and a
 did-you-mean, so a typo never silently becomes a default. ``sweeps`` declares arms over N and
-K compactly (train.sweeps); they join ``arms`` during validation.
+K compactly (hscale.train.sweeps); they join ``arms`` during validation.
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from pydantic import (
     model_validator,
 )
 
-from design.recipes import RECIPES
-from design.weights import WeightError
-from harness.benchmarks import BENCHMARKS
+from hscale.design.recipes import RECIPES
+from hscale.design.weights import WeightError
 from hscale.errors import HscaleError, HscaleWarning
+from hscale.harness.benchmarks import BENCHMARKS
 from hscale.registry import Registry, UnknownName
+from hscale.train.backends import BACKENDS
+from hscale.train.contracts import BASE_MODEL_ARM
+from hscale.train.routers import ROUTERS
+from hscale.train.schedule import ASSIGNMENTS
+from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
+from hscale.train.weights import spec_weights
 from hscale.yamlio import read_yaml
-from train.backends import BACKENDS
-from train.contracts import BASE_MODEL_ARM
-from train.routers import ROUTERS
-from train.schedule import ASSIGNMENTS
-from train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
-from train.weights import spec_weights
 
 
 def _named(registry: Registry) -> Any:
@@ -78,7 +78,7 @@ class Benchmark(_Strict):
 
     @model_validator(mode="after")
     def _path_for_data(self) -> Benchmark:
-        from harness.benchmarks import FILE_KINDS
+        from hscale.harness.benchmarks import FILE_KINDS
 
         if self.name in FILE_KINDS and not self.path:
             raise ValueError(f"a {self.name} benchmark reads files: give its path")
@@ -120,7 +120,7 @@ class Algorithm(_Strict):
 class Assignment(_Strict):
     mode: _named(ASSIGNMENTS) = "locality"
     k: int = Field(2, ge=1, le=64)
-    radius: float | None = Field(None, gt=0, le=1e6)  # adaptive K <= k (train.schedule)
+    radius: float | None = Field(None, gt=0, le=1e6)  # adaptive K <= k (hscale.train.schedule)
     pool: list[str] | None = None
     router: _named(ROUTERS) | None = None
     # a rescue group is a GRPO group: 2 rollouts at least
@@ -156,7 +156,7 @@ class Evaluation(_Strict):
     @field_validator("out_of_space")
     @classmethod
     def _known_harnesses(cls, names: list[str]) -> list[str]:
-        from harness.components import registry
+        from hscale.harness.components import registry
 
         for name in names:
             try:
@@ -230,7 +230,7 @@ class Arm(_Strict):
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
     space: str = "harness"
-    # component -> weight of the weighted Hamming distance (train.weights); missing ones 1
+    # component -> weight of the weighted Hamming distance (hscale.train.weights); missing ones 1
     weights: dict[str, Annotated[float, Field(gt=0, strict=True)]] | None = None
     benchmark: Benchmark = Benchmark()
     model: str = "hscale-tiny"

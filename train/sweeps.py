@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from design.recipes import RECIPES
+from hscale.design.recipes import RECIPES
 from hscale.errors import HscaleError
 
 MAX_SWEPT_ARMS = 100  # arms one spec's sweeps may add: each is a run per seed
@@ -145,8 +145,8 @@ def expand(sweeps: Sweeps, explicit: Iterable[str], space: str, name_pattern: st
 def _no_array(space: str, runs: int) -> str | None:
     """Why no OA(runs; space) of strength 2 is built, or None when one is (cached: a plan
     loads its spec more than once, and a failed construction takes seconds)."""
-    from design.oa import orthogonal_array
-    from design.space import harness_space, parse_levels
+    from hscale.design.oa import orthogonal_array
+    from hscale.design.space import harness_space, parse_levels
 
     levels = harness_space().levels if space == "harness" else parse_levels(space)
     try:

@@ -2,7 +2,7 @@
 
 A weight is named by its factor (``C``, as in labels) or, for the harness components, by the
 component the factor sets (``context``); factors left out weigh 1. The weights are
-normalised to mean 1 (design.weights) and dropped when all equal, so an unweighted spec and
+normalised to mean 1 (hscale.design.weights) and dropped when all equal, so an unweighted spec and
 an equally weighted one plan the same manifests and schedules, byte for byte.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from design.space import FactorSpace, harness_space
-from design.weights import resolve_weights
+from hscale.design.space import FactorSpace, harness_space
+from hscale.design.weights import resolve_weights
 
 
 def component_aliases(space: FactorSpace) -> dict[str, str]:
     """Harness component name -> the factor of ``space`` that sets it (``context`` -> ``C``)."""
-    from harness.harness import FACTOR_COMPONENTS
+    from hscale.harness.harness import FACTOR_COMPONENTS
 
     return {component: factor for factor, component in FACTOR_COMPONENTS.items()
             if factor in space.names}
@@ -28,7 +28,7 @@ def spec_weights(weights: Mapping[str, float] | None, space: FactorSpace | str
                  ) -> np.ndarray | None:
     """The weight vector of a spec's ``weights`` over ``space`` (a space, or a spec's
     ``space`` name: ``harness`` or level counts); None when unset or all equal. A
-    design.weights.WeightError names the bad key."""
+    hscale.design.weights.WeightError names the bad key."""
     if not weights:
         return None
     if isinstance(space, str):

@@ -1,6 +1,6 @@
 """A small local model folder for the GPU smoke run: a randomly initialised Qwen2-shaped model
 (nothing to download) with a byte-level tokenizer and a chat template, the one veRL's CPU
-tests train (train.backends.verl.cpu.model: a plain character vocabulary loses its
+tests train (hscale.train.backends.verl.cpu.model: a plain character vocabulary loses its
 whitespace when veRL loads it with transformers 5). It learns nothing useful in a few steps;
 it exercises every piece veRL runs."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from train.backends.verl.cpu.model import tiny_model
+from hscale.train.backends.verl.cpu.model import tiny_model
 
 
 def make(folder: Path) -> Path:

@@ -3,6 +3,6 @@
 Realizations register by name (``tool_interface/json_call``); see :mod:`.registry`.
 """
 
-from harness.components.registry import available, get, load_builtins, register
+from hscale.harness.components.registry import available, get, load_builtins, register
 
 __all__ = ["available", "get", "load_builtins", "register"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from harness.components.registry import register
-from harness.types import Message, ParseError, ToolCall
 from hscale.errors import HscaleError
+from hscale.harness.components.registry import register
+from hscale.harness.types import Message, ParseError, ToolCall
 
 Parser = Callable[[str], ToolCall | ParseError | None]
 

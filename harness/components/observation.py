@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.components.registry import register
-from harness.types import ToolResult
 from hscale.errors import HscaleError
+from hscale.harness.components.registry import register
+from hscale.harness.types import ToolResult
 
 WORDS = (
     "results are plain text.",

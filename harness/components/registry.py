@@ -20,12 +20,12 @@ COMPONENTS = ("system_prompt", "tool_interface", "observation", "context", "work
 
 # Modules whose import registers the built-in realizations (and the out-of-space harnesses).
 BUILTIN_MODULES = (
-    "harness.components.system_prompt",
-    "harness.components.tool_interface",
-    "harness.components.observation",
-    "harness.components.context",
-    "harness.components.workflow",
-    "harness.out_of_space",
+    "hscale.harness.components.system_prompt",
+    "hscale.harness.components.tool_interface",
+    "hscale.harness.components.observation",
+    "hscale.harness.components.context",
+    "hscale.harness.components.workflow",
+    "hscale.harness.out_of_space",
 )
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*(/[a-z0-9_]+)*")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.components.registry import register
+from hscale.harness.components.registry import register
 
 WORDS = (
     "you do file tasks with tools, one tool call per turn.",

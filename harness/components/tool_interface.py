@@ -1,6 +1,6 @@
 """T: the tool interface: tool names, argument names and call syntax differ per realization.
 
-Each realization maps the canonical tools of ``harness.types`` to its own names, describes
+Each realization maps the canonical tools of ``hscale.harness.types`` to its own names, describes
 them for the system prompt, writes a correct call (``format_call``) and reads a model turn
 (``parse``): a canonical ``ToolCall``, ``None`` when the turn holds no call (a final answer),
 or a ``ParseError`` with a short in-vocabulary message. Parsing never raises: model output is
@@ -17,9 +17,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from harness.components.registry import register
-from harness.types import CANONICAL_TOOLS, ParseError, ToolCall
 from hscale.errors import HscaleError
+from hscale.harness.components.registry import register
+from hscale.harness.types import CANONICAL_TOOLS, ParseError, ToolCall
 
 Parsed = ToolCall | ParseError | None
 

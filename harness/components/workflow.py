@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from harness.components.registry import register
-from harness.types import Message, ParseError, ToolCall
+from hscale.harness.components.registry import register
+from hscale.harness.types import Message, ParseError, ToolCall
 
 Parsed = ToolCall | ParseError | None
 

@@ -38,19 +38,19 @@ at once, one line each, each checker run once).
 
 from __future__ import annotations
 
-from harness.tasks.checkers import CheckerError, run_checker, score_answer
-from harness.tasks.clawgym import (
+from hscale.harness.tasks.checkers import CheckerError, run_checker, score_answer
+from hscale.harness.tasks.clawgym import (
     MAX_INPUT_FILE_BYTES,
     MAX_INPUT_TOTAL_BYTES,
     load_task_folder,
     write_task_folder,
 )
-from harness.tasks.jobbench import load_jobbench
-from harness.tasks.judge import judge_configured
-from harness.tasks.pinchbench import load_pinchbench
-from harness.tasks.rows import task_from_row, task_to_row
-from harness.tasks.sandbox import ScriptLimits
-from harness.tasks.specs import (
+from hscale.harness.tasks.jobbench import load_jobbench
+from hscale.harness.tasks.judge import judge_configured
+from hscale.harness.tasks.pinchbench import load_pinchbench
+from hscale.harness.tasks.rows import task_from_row, task_to_row
+from hscale.harness.tasks.sandbox import ScriptLimits
+from hscale.harness.tasks.specs import (
     FOLDER_HINT,
     MAX_PATH_CHARS,
     TARGETS,
@@ -58,9 +58,9 @@ from harness.tasks.specs import (
     check_spec,
     path_problem,
 )
-from harness.tasks.task import SPLITS, Task
-from harness.tasks.task_lists import load_tasks, write_tasks
-from harness.tasks.timeout import call_with_timeout
+from hscale.harness.tasks.task import SPLITS, Task
+from hscale.harness.tasks.task_lists import load_tasks, write_tasks
+from hscale.harness.tasks.timeout import call_with_timeout
 
 __all__ = [
     "FOLDER_HINT",

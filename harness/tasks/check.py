@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.tasks.checkers import CheckerError
-from harness.tasks.clawgym import load_task_folder
-from harness.tasks.specs import path_problem
-from harness.tasks.task import Task
 from hscale.errors import HscaleError
+from hscale.harness.tasks.checkers import CheckerError
+from hscale.harness.tasks.clawgym import load_task_folder
+from hscale.harness.tasks.specs import path_problem
+from hscale.harness.tasks.task import Task
 
 BASE_HARNESS = "S0-T0-O0-C0-W0"
 DEFAULT_TIMEOUT = 10.0
@@ -149,7 +149,7 @@ def check_tasks(path: str | Path, kind: str | None = None, split: str | float = 
                 progress: Progress | None = None) -> Report:
     """Every problem of the task set at ``path`` (see the module docstring); raises
     HscaleError only when ``path`` is no task set at all or an argument is bad."""
-    from harness.harness import harness_named
+    from hscale.harness.harness import harness_named
 
     path = Path(path)
     if not path.exists():
@@ -282,7 +282,7 @@ def _plan_problem(task: Task) -> str | None:
 
 
 def _rows(path: Path, kind: str, report: Report) -> Iterator[_Unit]:
-    from harness.tasks.rows import task_from_row
+    from hscale.harness.tasks.rows import task_from_row
 
     suffix = "." + kind
     if path.suffix != suffix or not path.is_file():
@@ -332,7 +332,7 @@ def _read_rows(path: Path, kind: str, report: Report) -> Iterator[tuple[str, obj
 
 
 def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
-    from harness.tasks.pinchbench import NOT_TASKS, load_pinchbench
+    from hscale.harness.tasks.pinchbench import NOT_TASKS, load_pinchbench
 
     if path.is_dir():
         files = [p for p in sorted(path.glob("*.md"))
@@ -352,7 +352,7 @@ def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
 
 def _whole(path: Path, report: Report) -> Iterator[_Unit]:
     """JobBench: its reader takes the file whole, so its first bad row is the one line."""
-    from harness.tasks.jobbench import load_jobbench
+    from hscale.harness.tasks.jobbench import load_jobbench
 
     try:
         tasks = load_jobbench(path)
@@ -378,7 +378,7 @@ def _duplicates(units: list[_Unit], report: Report) -> None:
 def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
              report: Report) -> None:
     """Eval tasks whose query and files are a train task's (a plan would refuse them)."""
-    from harness.benchmarks import TaskFiles, fingerprint
+    from hscale.harness.benchmarks import TaskFiles, fingerprint
 
     if not units:
         return
@@ -397,7 +397,7 @@ def _is_rubric(task: Task) -> bool:
 
 
 def _judge() -> bool:
-    from harness.tasks.judge import judge_configured
+    from hscale.harness.tasks.judge import judge_configured
 
     return judge_configured()
 
@@ -407,7 +407,7 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
     try:
         if task.solution or task.final_answer is not None:
             return _oracle(task, template, timeout)
-        from harness.env import Env, Limits
+        from hscale.harness.env import Env, Limits
 
         with Env(task, limits=Limits(checker_seconds=timeout)) as env:
             env.reward("")
@@ -420,8 +420,8 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
 
 def _oracle(task: Task, template, timeout: float) -> str | None:
     """The oracle follows the plan under the base harness; its reward must be 1."""
-    from harness.engine import DEFAULT_MAX_TURNS, Termination, TurnEngine
-    from harness.policies import Oracle
+    from hscale.harness.engine import DEFAULT_MAX_TURNS, Termination, TurnEngine
+    from hscale.harness.policies import Oracle
 
     engine = TurnEngine(template, task, max(DEFAULT_MAX_TURNS, len(task.solution) + 4))
     try:

@@ -7,13 +7,13 @@ raises :class:`CheckerError` naming the checker rather than scoring 0 silently; 
 
 A reward script sees only the interface below, in a scrubbed environment (the runner's
 variables, secrets included, never reach it) and under the limits of
-:mod:`harness.tasks.sandbox`: argument 1 and ``WORKSPACE`` are the workspace;
+:mod:`hscale.harness.tasks.sandbox`: argument 1 and ``WORKSPACE`` are the workspace;
 ``FINAL_ANSWER_FILE`` names a file holding the final answer (UTF-8, exact); ``FINAL_ANSWER``
 holds the answer itself only when it is under ``ANSWER_ENV_MAX_BYTES`` and has no NUL (else it
 is empty), kept for older scripts; ``HOME`` is an empty private folder, ``PATH`` is the
 runner's, ``LANG``/``LC_ALL`` are ``C.UTF-8``. The last line of its stdout is the reward.
 
-A "rubric" spec asks the LLM judge of :mod:`harness.tasks.judge` (configured by environment);
+A "rubric" spec asks the LLM judge of :mod:`hscale.harness.tasks.judge` (configured by environment);
 with no judge configured it raises CheckerError, so such episodes score 0 with a counted error.
 """
 
@@ -28,11 +28,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.tasks.judge import JudgeError, judge_rubric
-from harness.tasks.sandbox import ScriptLimits, run_limited
-from harness.tasks.specs import FOLDER_HINT, Checker, check_spec
-from harness.tasks.timeout import call_with_timeout
 from hscale.errors import HscaleError
+from hscale.harness.tasks.judge import JudgeError, judge_rubric
+from hscale.harness.tasks.sandbox import ScriptLimits, run_limited
+from hscale.harness.tasks.specs import FOLDER_HINT, Checker, check_spec
+from hscale.harness.tasks.timeout import call_with_timeout
 
 # An environment string may not exceed 128 KiB (MAX_ARG_STRLEN) nor hold a NUL.
 ANSWER_ENV_MAX_BYTES = 65536
@@ -113,7 +113,7 @@ def _call_checker(checker: Callable[[Path, str], object], workspace: Path, answe
 
 
 def _run_rubric(spec: dict, workspace: Path, answer: str) -> float:
-    """Ask the judge; its own per-request timeout applies (see :mod:`harness.tasks.judge`)."""
+    """Ask the judge; its own per-request timeout applies (:mod:`hscale.harness.tasks.judge`)."""
     try:
         reward = judge_rubric(spec, workspace, answer)
     except JudgeError as exc:

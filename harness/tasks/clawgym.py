@@ -11,11 +11,11 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.tasks.checkers import score_answer
-from harness.tasks.rows import parse_solution, stored_spec, task_to_row
-from harness.tasks.specs import FOLDER_HINT, path_problem
-from harness.tasks.task import Task
 from hscale.errors import HscaleError
+from hscale.harness.tasks.checkers import score_answer
+from hscale.harness.tasks.rows import parse_solution, stored_spec, task_to_row
+from hscale.harness.tasks.specs import FOLDER_HINT, path_problem
+from hscale.harness.tasks.task import Task
 
 MAX_INPUT_FILE_BYTES = 1 << 20
 MAX_INPUT_TOTAL_BYTES = 16 << 20

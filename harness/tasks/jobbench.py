@@ -5,7 +5,7 @@ rubric_json, task_card``. How it maps:
 
 - ``user_query`` is ``prompt``, ``category`` is ``occupation``, ``split`` is "eval" and
   ``grading_type`` "llm_judge"; ``occupation``, ``task_num`` and ``task_card`` go to metadata.
-- ``task_id`` follows the safe-name rule as in :mod:`harness.tasks.pinchbench` (other
+- ``task_id`` follows the safe-name rule as in :mod:`hscale.harness.tasks.pinchbench` (other
   characters become '-'; the original is kept in ``metadata["source_id"]``).
 - ``reference_files`` become ``input_files`` when they are ``{name: text}`` (a mapping or its
   JSON text) or a list of ``{path, content}``. Binary files (bytes that are not UTF-8, text with
@@ -23,11 +23,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.tasks.clawgym import MAX_INPUT_FILE_BYTES, MAX_INPUT_TOTAL_BYTES
-from harness.tasks.pinchbench import safe_task_id
-from harness.tasks.specs import check_spec, path_problem
-from harness.tasks.task import Task
 from hscale.errors import HscaleError
+from hscale.harness.tasks.clawgym import MAX_INPUT_FILE_BYTES, MAX_INPUT_TOTAL_BYTES
+from hscale.harness.tasks.pinchbench import safe_task_id
+from hscale.harness.tasks.specs import check_spec, path_problem
+from hscale.harness.tasks.task import Task
 
 REQUIRED = ("task_id", "prompt", "rubric_json")
 HINT = ("JobBench rows hold task_id, occupation, task_num, prompt, reference_files (name -> "

@@ -19,7 +19,7 @@ workspace_path) -> dict`` of criterion name -> score in [0, 1]. How it maps:
   passes holds one assistant message, the final answer. **Hybrid tasks are scored on their
   automated part only**; the LLM-judge part is dropped (``metadata["scored"]`` says so).
 - llm_judge tasks get a "rubric" checker from the Grading Criteria bullets, equal weights, with
-  the Prompt and Expected Behavior as the judge's context (see :mod:`harness.tasks.judge`).
+  the Prompt and Expected Behavior as the judge's context (see :mod:`hscale.harness.tasks.judge`).
 
 Every problem is one HscaleError naming the file, and the line where there is one.
 """
@@ -38,10 +38,10 @@ from typing import Any, NoReturn
 
 import yaml
 
-from harness.tasks.clawgym import MAX_INPUT_FILE_BYTES, MAX_INPUT_TOTAL_BYTES
-from harness.tasks.specs import path_problem
-from harness.tasks.task import SPLITS, Task
 from hscale.errors import HscaleError
+from hscale.harness.tasks.clawgym import MAX_INPUT_FILE_BYTES, MAX_INPUT_TOTAL_BYTES
+from hscale.harness.tasks.specs import path_problem
+from hscale.harness.tasks.task import SPLITS, Task
 from hscale.yamlio import parse_yaml
 
 GRADING_TYPES = ("automated", "llm_judge", "hybrid")

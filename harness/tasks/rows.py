@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.tasks.specs import check_spec, path_problem
-from harness.tasks.task import Task
-from harness.types import CANONICAL_TOOLS, ToolCall
 from hscale.errors import HscaleError
+from hscale.harness.tasks.specs import check_spec, path_problem
+from hscale.harness.tasks.task import Task
+from hscale.harness.types import CANONICAL_TOOLS, ToolCall
 
 # Row fields that hold objects; parquet stores them as JSON text.
 JSON_FIELDS = ("input_files", "checker", "metadata", "solution")
@@ -28,7 +28,7 @@ def parse_solution(raw: object, where: str) -> list[ToolCall]:
     """Solution steps ``[{"name": ..., "args": {...}}, ...]`` as ToolCalls.
 
     A step's ``path`` argument must be a relative path inside the workspace (see
-    :func:`~harness.tasks.specs.path_problem`); the error names the step (counted from 1).
+    :func:`~hscale.harness.tasks.specs.path_problem`); the error names the step (counted from 1).
     """
     if not isinstance(raw, list):
         raise HscaleError(f"{where}: 'solution' must be a list of tool calls")

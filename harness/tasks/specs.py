@@ -1,7 +1,7 @@
 """Checker specs: the JSON-able dicts that stand for a checker, and the path rule they share.
 
-Kept apart from :class:`~harness.tasks.task.Task` and from the code that runs checkers, so both
-can validate a spec without importing each other.
+Kept apart from :class:`~hscale.harness.tasks.task.Task` and from the code that runs checkers,
+so both can validate a spec without importing each other.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
 
 
 def _rubric_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
-    """A "rubric" spec: weighted yes/no criteria an LLM judge decides (``harness.tasks.judge``);
-    the reward is the weighted share of criteria met."""
+    """A "rubric" spec: weighted yes/no criteria an LLM judge decides
+    (``hscale.harness.tasks.judge``); the reward is the weighted share of criteria met."""
     criteria, context = spec.get("criteria"), spec.get("context", "")
     if not isinstance(criteria, list) or not criteria:
         raise HscaleError(f"{where}: rubric checker needs a non-empty 'criteria' list", hint)

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.tasks.checkers import run_checker
-from harness.tasks.specs import Checker, check_spec, path_problem
-from harness.types import ToolCall
 from hscale.errors import HscaleError
+from hscale.harness.tasks.checkers import run_checker
+from hscale.harness.tasks.specs import Checker, check_spec, path_problem
+from hscale.harness.types import ToolCall
 
 SPLITS = ("train", "eval")
 

@@ -11,11 +11,11 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.tasks.clawgym import load_task_folder
-from harness.tasks.rows import JSON_FIELDS, task_from_row, task_to_row
-from harness.tasks.specs import FOLDER_HINT
-from harness.tasks.task import Task
 from hscale.errors import HscaleError
+from hscale.harness.tasks.clawgym import load_task_folder
+from hscale.harness.tasks.rows import JSON_FIELDS, task_from_row, task_to_row
+from hscale.harness.tasks.specs import FOLDER_HINT
+from hscale.harness.tasks.task import Task
 
 MAX_TASK_LIST_BYTES = 256 << 20
 

@@ -1,4 +1,4 @@
-"""A wall-clock limit for in-process calls (callable checkers, and the tools in harness.env).
+"""A wall-clock limit for in-process calls (callable checkers, and the tools in hscale.harness.env).
 
 A Python call cannot be killed from outside, so each calling thread keeps one worker thread and
 walks away from it when a call runs too long; this module owns that bookkeeping.

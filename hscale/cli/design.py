@@ -58,10 +58,10 @@ def oa_cmd(
     names: Annotated[str | None, typer.Option(help="Factor names, comma-separated.")] = None,
 ) -> None:
     """Build an orthogonal array, verify it and print it with its checks."""
-    from design.criteria import distance_range, gwlp
-    from design.io import write_array
-    from design.oa import orthogonal_array
-    from design.space import FactorSpace, format_levels
+    from hscale.design.criteria import distance_range, gwlp
+    from hscale.design.io import write_array
+    from hscale.design.oa import orthogonal_array
+    from hscale.design.space import FactorSpace, format_levels
 
     space = None
     if names is not None:
@@ -104,9 +104,9 @@ def verify_cmd(
     A non-array's report counts its unbalanced column tuples, names the worst
     and lists the first ten; tuples are checked in blocks, in bounded memory.
     """
-    from design.io import read_array
-    from design.space import parse_levels
-    from design.verify import balance_table, check_strength
+    from hscale.design.io import read_array
+    from hscale.design.space import parse_levels
+    from hscale.design.verify import balance_table, check_strength
 
     array, names = read_array(file)
     lv = parse_levels(levels) if levels else None
@@ -150,7 +150,7 @@ def bounds_cmd(
                                                                    "bound excludes it).")] = None,
 ) -> None:
     """Rao, divisibility, Bush and Bose-Bush bounds; the smallest feasible and buildable N."""
-    from design.bounds import (
+    from hscale.design.bounds import (
         bose_bush_bound,
         bush_bound,
         divisor,
@@ -158,8 +158,8 @@ def bounds_cmd(
         rao_bound,
         smallest_runs,
     )
-    from design.oa import orthogonal_array
-    from design.space import format_levels, parse_levels
+    from hscale.design.oa import orthogonal_array
+    from hscale.design.space import format_levels, parse_levels
 
     lv = parse_levels(levels)
     if runs is not None and runs < 1:
@@ -201,7 +201,7 @@ def bounds_cmd(
 
 
 def _space(levels: str | None):
-    from design.space import FactorSpace, harness_space
+    from hscale.design.space import FactorSpace, harness_space
 
     return harness_space() if levels in (None, "harness") else FactorSpace.from_levels(levels)
 
@@ -257,8 +257,8 @@ def neighbours_cmd(
 ) -> None:
     """Configurations at Hamming distance R from LABEL, by index arithmetic; with --weights,
     at weighted distance R (the sum of the differing components' weights)."""
-    from design.bounds import elementary_symmetric
-    from design.hamming import neighbours
+    from hscale.design.bounds import elementary_symmetric
+    from hscale.design.hamming import neighbours
 
     space = _space(levels)
     cfg = space.parse_label(label)
@@ -288,15 +288,15 @@ def _weights(space, text: str | None):
     """--weights as a normalised vector; None when not given or all equal."""
     if text is None:
         return None
-    from design.weights import parse_weights, resolve_weights
-    from train.weights import component_aliases
+    from hscale.design.weights import parse_weights, resolve_weights
+    from hscale.train.weights import component_aliases
 
     return resolve_weights(space, parse_weights(text), component_aliases(space))
 
 
 def _weighted_neighbours(space, cfg, label: str, radius: float, within: bool, weights
                          ) -> None:
-    from design.hamming import distance_matrix, neighbours, tie_key
+    from hscale.design.hamming import distance_matrix, neighbours, tie_key
 
     idx = neighbours(space, cfg, radius, exact=not within, weights=weights)
     word = "within" if within else "at"
@@ -332,11 +332,11 @@ def candidates_cmd(
     """
     from rich.progress import Progress
 
-    from design.bounds import feasibility
-    from design.choose import candidates
-    from design.io import write_array
-    from design.numbers import shown
-    from design.space import FactorSpace, format_levels, parse_levels
+    from hscale.design.bounds import feasibility
+    from hscale.design.choose import candidates
+    from hscale.design.io import write_array
+    from hscale.design.numbers import shown
+    from hscale.design.space import FactorSpace, format_levels, parse_levels
 
     lv = parse_levels(levels)
     verdict = feasibility(lv, strength, runs)  # refuses bad levels, strength or N (exit 2)
@@ -387,12 +387,12 @@ def paper_cmd(
                                                   "first_order.csv.")] = None,
 ) -> None:
     """The papers' harness design: OA-18 training set with h0, the held-out eval set, checks."""
-    from design.criteria import covering_radius, distance_range, gwlp
-    from design.hamming import distance_matrix
-    from design.io import write_array
-    from design.recipes import eval_set, first_order, structured
-    from design.space import harness_space
-    from design.verify import check_strength
+    from hscale.design.criteria import covering_radius, distance_range, gwlp
+    from hscale.design.hamming import distance_matrix
+    from hscale.design.io import write_array
+    from hscale.design.recipes import eval_set, first_order, structured
+    from hscale.design.space import harness_space
+    from hscale.design.verify import check_strength
 
     space = harness_space()
     train = structured(space, runs=18)

@@ -18,10 +18,10 @@ PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray
 
 def doctor_cmd() -> None:
     """What is installed, and what each backend still needs here, with the fix."""
-    from train.backends.local import LocalBackend
-    from train.backends.scripted import ScriptedBackend
-    from train.backends.verl import VerlBackend
-    from train.environment import cuda_gpus, has_module, version
+    from hscale.train.backends.local import LocalBackend
+    from hscale.train.backends.scripted import ScriptedBackend
+    from hscale.train.backends.verl import VerlBackend
+    from hscale.train.environment import cuda_gpus, has_module, version
 
     gpus = cuda_gpus()
     torch = version("torch")

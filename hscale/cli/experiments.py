@@ -15,8 +15,8 @@ def validate_cmd(
     its arms as resolved from the defaults."""
     import tempfile
 
-    from train.plan import plan_runs
-    from train.spec import load_spec
+    from hscale.train.plan import plan_runs
+    from hscale.train.spec import load_spec
 
     spec = load_spec(experiment)
     with tempfile.TemporaryDirectory() as nowhere:  # plan as into an empty folder
@@ -39,7 +39,7 @@ def _adaptive(runs, arm: str, radius: float | None) -> str:
     """How many harnesses adaptive K gives a task, over the arm's possible anchors."""
     if radius is None:
         return ""
-    from train.schedule import adaptive_k
+    from hscale.train.schedule import adaptive_k
 
     m = next(r.manifest for r in runs if r.manifest.arm == arm)
     sizes = adaptive_k(m.factor_space().parse_labels(list(m.train_harnesses)),
@@ -55,7 +55,7 @@ def plan_cmd(
                                                         "spec now changes.")] = False,
 ) -> None:
     """Write one manifest.json and schedule.parquet per arm and seed (idempotent)."""
-    from train.plan import plan
+    from hscale.train.plan import plan
 
     results = plan(experiment, out, force=force)
     counts = {state: sum(r.state == state for r in results)
@@ -93,10 +93,10 @@ def run_cmd(
                                  "launches on this machine run one at a time).")] = None,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
-    from train.backends import get_backend
-    from train.runner import run_experiment
-    from train.spec import load_spec
-    from train.spec import quick as quick_spec
+    from hscale.train.backends import get_backend
+    from hscale.train.runner import run_experiment
+    from hscale.train.spec import load_spec
+    from hscale.train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
     chosen = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address,
@@ -158,7 +158,7 @@ def _default_workers() -> int:
 def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
-    from train.contracts import read_status
+    from hscale.train.contracts import read_status
 
     for run in failed:
         error = read_status(Path(run)).error
@@ -174,7 +174,7 @@ def clean_cmd(
 ) -> None:
     """Drop the checkpoints of completed runs; runs that may resume keep theirs."""
     from hscale.errors import HscaleError
-    from train.clean import clean
+    from hscale.train.clean import clean
 
     if not runs.is_dir():
         raise HscaleError(f"{runs}: no such folder", "give the runs folder `hscale run` wrote")

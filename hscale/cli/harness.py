@@ -19,8 +19,8 @@ console = Console(highlight=False, soft_wrap=True, emoji=False)  # text printed 
 
 
 def _all_labels() -> list[str]:
-    from design.space import harness_space
-    from harness.out_of_space import OUT_OF_SPACE
+    from hscale.design.space import harness_space
+    from hscale.harness.out_of_space import OUT_OF_SPACE
 
     space = harness_space()
     return space.labels(space.all_configs()) + list(OUT_OF_SPACE)
@@ -29,8 +29,8 @@ def _all_labels() -> list[str]:
 @app.command("list")
 def list_cmd() -> None:
     """Registered realizations per component, and the out-of-space harnesses."""
-    from harness.components.registry import COMPONENTS, available, load_builtins
-    from harness.out_of_space import OUT_OF_SPACE
+    from hscale.harness.components.registry import COMPONENTS, available, load_builtins
+    from hscale.harness.out_of_space import OUT_OF_SPACE
 
     load_builtins()
     table = Table(show_edge=False)
@@ -43,7 +43,7 @@ def list_cmd() -> None:
 
 
 def _task(task_id: str | None, seed: int):
-    from harness.benchmarks import BuiltinWorld
+    from hscale.harness.benchmarks import BuiltinWorld
 
     tasks = BuiltinWorld().tasks(20, seed)
     if task_id is None:
@@ -56,8 +56,8 @@ def _task(task_id: str | None, seed: int):
 
 
 def _harness(label: str):
-    from harness.harness import Harness
-    from harness.out_of_space import OUT_OF_SPACE
+    from hscale.harness.harness import Harness
+    from hscale.harness.out_of_space import OUT_OF_SPACE
 
     try:
         return Harness.from_name(label)
@@ -74,8 +74,8 @@ def render_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
 ) -> None:
     """Show exactly what the model sees at each turn of an oracle episode under LABEL."""
-    from harness.loop import run_episode
-    from harness.policies import Oracle
+    from hscale.harness.loop import run_episode
+    from hscale.harness.policies import Oracle
 
     harness = _harness(label)
     chosen = _task(task, seed)
@@ -108,10 +108,10 @@ def selfcheck_cmd(
     threshold: Annotated[float, typer.Option(help="Least success rate per harness.")] = 0.99,
 ) -> None:
     """Run the oracle on every configuration and out-of-space harness; exit 1 below 99%."""
-    from harness.harness import Harness
-    from harness.loop import run_episode
-    from harness.policies import DoNothing, Oracle
-    from harness.world import generate
+    from hscale.harness.harness import Harness
+    from hscale.harness.loop import run_episode
+    from hscale.harness.policies import DoNothing, Oracle
+    from hscale.harness.world import generate
 
     if tasks < 1:
         raise HscaleError(f"--tasks must be at least 1, got {tasks}")

@@ -1,5 +1,5 @@
 """``hscale power RESULTS_DIR | SPEC``: the smallest difference a design detects, and the
-seeds x tasks x runs a chosen one needs (the model: analysis.power)."""
+seeds x tasks x runs a chosen one needs (the model: hscale.analysis.power)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ DEFAULT_TRAIN = 1024.0  # rollouts of one training run when the runs do not say 
 def parse_components(text: str) -> dict[str, float]:
     """``seed=0.002,task=0.01,...`` or a YAML/JSON file of the same mapping (``hscale power
     --json`` output too: its ``components``). Variances of the paired difference, 0-1 scale."""
-    from analysis.power import COMPONENTS
+    from hscale.analysis.power import COMPONENTS
     from hscale.errors import HscaleError
 
     path = Path(text)
@@ -67,8 +67,8 @@ def _train_rollouts(runs) -> float | None:
 
 def from_results(path: Path, reference: str | None, stated: dict | None) -> dict:
     """Components pooled over the pilot's in-space comparisons, its design, each comparison."""
-    from analysis.load import load_results
-    from analysis.power import estimate, paired_blocks, pilot_design, pooled
+    from hscale.analysis.load import load_results
+    from hscale.analysis.power import estimate, paired_blocks, pilot_design, pooled
     from hscale.errors import HscaleError
 
     results = load_results(path, reported=False)
@@ -103,10 +103,10 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
 
 
 def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
-    from analysis.naming import default_reference
-    from analysis.power import design_from_spec
+    from hscale.analysis.naming import default_reference
+    from hscale.analysis.power import design_from_spec
     from hscale.errors import HscaleError
-    from train.spec import load_spec
+    from hscale.train.spec import load_spec
 
     spec = load_spec(path)
     design, arms, train = design_from_spec(spec)
@@ -135,7 +135,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     """Everything ``hscale power`` prints, as plain data."""
     from dataclasses import asdict
 
-    from analysis.power import COMPONENTS, Costs, mde, options, variance
+    from hscale.analysis.power import COMPONENTS, Costs, mde, options, variance
     from hscale.errors import HscaleError
 
     if not effect > 0:
@@ -174,7 +174,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
 
 
 def _show(result: dict) -> None:
-    from analysis.power import LABELS
+    from hscale.analysis.power import LABELS
 
     d = result["design"]
     per = d["episodes"] or d["tasks"] * d["harnesses"]
@@ -228,7 +228,7 @@ def _show_options(result: dict) -> None:
         console.print(f"more {' / '.join(missing)} alone: not enough within 20 seeds, 6x the "
                       "tasks, 10 runs")
     if "cheapest" not in changes:
-        from analysis.power import Design, floor_se
+        from hscale.analysis.power import Design, floor_se
 
         d = Design(**result["design"])
         floor = 100 * floor_se(result["components"], Design(d.seeds, 6 * d.tasks, d.harnesses,
@@ -239,7 +239,7 @@ def _show_options(result: dict) -> None:
 
 
 def _counts(design: dict) -> list[float]:
-    from analysis.power import Design
+    from hscale.analysis.power import Design
 
     return list(Design(**design).counts().values())
 

@@ -30,7 +30,7 @@ def serve_cmd(
     """Serve MODEL at /v1/chat/completions (OpenAI-compatible) until Ctrl-C."""
     import time
 
-    from train.lm.serve import serve
+    from hscale.train.lm.serve import serve
 
     chat = open_model(model)
     server = serve(chat, host, port, record=record, allow_remote=allow_remote,
@@ -48,10 +48,10 @@ def serve_cmd(
 
 
 def open_model(name: str):
-    """The ChatModel ``name`` means (``train.lm.open_chat_model``); a missing package is one
+    """The ChatModel ``name`` means (``hscale.train.lm.open_chat_model``); a missing package is one
     line with its fix."""
     from hscale.errors import HscaleError
-    from train.lm import open_chat_model
+    from hscale.train.lm import open_chat_model
 
     try:
         return open_chat_model(name)

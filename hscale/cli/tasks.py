@@ -33,8 +33,8 @@ BASE = "S0-T0-O0-C0-W0"
 
 def _open(path: Path, kind: str | None, split: str):
     """The task set as a benchmark, every task loaded; a bad one ends here in one line."""
-    from harness.benchmarks import open_benchmark
-    from harness.tasks.check import parse_split, resolve_kind
+    from hscale.harness.benchmarks import open_benchmark
+    from hscale.harness.tasks.check import parse_split, resolve_kind
 
     if not path.exists():
         raise HscaleError(f"{path}: no such file or folder", "check the task set's path")
@@ -106,7 +106,7 @@ def show_cmd(path: PathArg, task: Annotated[str | None, typer.Option(
 
 
 def _harness(label: str):
-    from harness.harness import harness_named
+    from hscale.harness.harness import harness_named
 
     try:
         return harness_named(label)
@@ -151,7 +151,7 @@ def check_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
     checkers that fail or score the oracle's answer below 1. Exit 2 when there is any."""
     from rich.progress import Progress
 
-    from harness.tasks.check import check_tasks
+    from hscale.harness.tasks.check import check_tasks
 
     _harness(harness)
     with Progress(console=Console(file=sys.stderr), transient=True) as progress:

@@ -13,8 +13,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from analysis.report import write_report
-from analysis.synthetic import demo_like
+from hscale.analysis.report import write_report
+from hscale.analysis.synthetic import demo_like
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
          "headless_shell")

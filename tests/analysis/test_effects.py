@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.effects import (
+from hscale.analysis.effects import (
     _cells,
     _design,
     _fit,
@@ -17,8 +17,8 @@ from analysis.effects import (
     success_by_distance,
     with_levels,
 )
-from analysis.synthetic import default_eval_sets, synthetic_episodes
-from design.space import harness_space
+from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes
+from hscale.design.space import harness_space
 
 SPACE = harness_space()
 ALL = SPACE.labels(SPACE.all_configs())

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import power
-from analysis.power import COMPONENTS, Design, estimate, mde, simulate, variance
-from analysis.stats import compare_arms, paired_differences
-from analysis.synthetic import default_eval_sets, synthetic_episodes, write_runs
-from analysis.tables import comparisons_table
+from hscale.analysis import power
+from hscale.analysis.power import COMPONENTS, Design, estimate, mde, simulate, variance
+from hscale.analysis.stats import compare_arms, paired_differences
+from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes, write_runs
+from hscale.analysis.tables import comparisons_table
 from hscale.cli import main
 
 TRUE = {"seed": 0.004, "task": 0.02, "harness": 0.006, "seed_task": 0.02, "run": 0.002}

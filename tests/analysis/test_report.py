@@ -10,13 +10,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis import plots, report
-from analysis.external import empty_summary
-from analysis.load import Results, load_results, tidy
-from analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
-from analysis.report import Report, draw_figures, write_report
-from analysis.synthetic import demo_like, synthetic_episodes
-from analysis.tables import compute_cells, measured_ordering
+from hscale.analysis import plots, report
+from hscale.analysis.external import empty_summary
+from hscale.analysis.load import Results, load_results, tidy
+from hscale.analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
+from hscale.analysis.report import Report, draw_figures, write_report
+from hscale.analysis.synthetic import demo_like, synthetic_episodes
+from hscale.analysis.tables import compute_cells, measured_ordering
 from hscale.cli.report import report_cmd
 from hscale.errors import HscaleError
 from hscale.registry import Registry
@@ -79,7 +79,7 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
                                         broken))
     specs.register("empty", FigureSpec("empty", "A figure with no data", nothing,
                                        plots.plot_heatmap))
-    specs.register("gone", "analysis.plots:no_such_figure")  # fails on first lookup
+    specs.register("gone", "hscale.analysis.plots:no_such_figure")  # fails on first lookup
     specs.register("heatmap", FIGURES.get("heatmap"))
     monkeypatch.setattr(report, "FIGURES", specs)
     done = write_report(demo_runs, tmp_path / "r", n_boot=100)

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.load import load_results
-from analysis.plots import FIGURES, NoData, png_bytes
-from analysis.report import write_report
-from analysis.scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
-from analysis.synthetic import synthetic_episodes, write_runs
+from hscale.analysis.load import load_results
+from hscale.analysis.plots import FIGURES, NoData, png_bytes
+from hscale.analysis.report import write_report
+from hscale.analysis.scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
+from hscale.analysis.synthetic import synthetic_episodes, write_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (9, 18, 36, 72, 144)
@@ -32,8 +32,8 @@ def p_of(n: int) -> float:
 def sized(tmp_path_factory):
     """Runs of arms over N (random training sets of N configurations), Pass@1 linear in
     log2 N with a known slope; every other difference left out."""
-    from design.recipes import random_n
-    from design.space import harness_space
+    from hscale.design.recipes import random_n
+    from hscale.design.space import harness_space
 
     space = harness_space()
     arms = [f"random-n{n}" for n in SIZES]
@@ -82,8 +82,8 @@ def test_weighted_least_squares_matches_numpy():
 
 
 def test_structured_and_random_sets_are_separate_lines(tmp_path):
-    from design.oa import orthogonal_array
-    from design.space import harness_space
+    from hscale.design.oa import orthogonal_array
+    from hscale.design.space import harness_space
 
     space = harness_space()
     arms = {"oa-18": 18, "oa-27": 27, "rand-18": 18, "rand-27": 27}

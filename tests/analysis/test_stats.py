@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from analysis.stats import (
+from hscale.analysis.stats import (
     bootstrap_ci,
     cluster_bootstrap,
     compare_arms,
@@ -15,7 +15,7 @@ from analysis.stats import (
     paired_differences,
     sign_flip_test,
 )
-from analysis.synthetic import synthetic_episodes
+from hscale.analysis.synthetic import synthetic_episodes
 
 
 def test_holm_against_a_worked_example():

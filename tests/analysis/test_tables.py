@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.load import load_results
-from analysis.render import Table, tex_escape, to_html, to_latex, to_markdown
-from analysis.synthetic import demo_like
-from analysis.tables import (
+from hscale.analysis.load import load_results
+from hscale.analysis.render import Table, tex_escape, to_html, to_latex, to_markdown
+from hscale.analysis.synthetic import demo_like
+from hscale.analysis.tables import (
     all_tables,
     base_harness_table,
     compute_cells,

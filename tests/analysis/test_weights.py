@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.report import Report, write_report
-from analysis.synthetic import synthetic_episodes
-from analysis.weights import FLOOR, add_weights, estimate_weights, weights_yaml
-from design.space import harness_space
-from design.weights import parse_weights
+from hscale.analysis.report import Report, write_report
+from hscale.analysis.synthetic import synthetic_episodes
+from hscale.analysis.weights import FLOOR, add_weights, estimate_weights, weights_yaml
+from hscale.design.space import harness_space
+from hscale.design.weights import parse_weights
+from hscale.train.weights import spec_weights
 from tests.analysis.helpers import write_hand_runs
-from train.weights import spec_weights
 
 
 def level(grid: pd.DataFrame, factor: str) -> np.ndarray:

@@ -3,12 +3,12 @@ from itertools import combinations, product
 import numpy as np
 import pytest
 
-from design.choose import candidates, contains, normalize_to_contain, place
-from design.criteria import gwlp, min_distance, rank_key
-from design.enumeration import enumerate_oas
-from design.isomorphism import are_isomorphic
-from design.space import harness_space
-from design.verify import is_orthogonal
+from hscale.design.choose import candidates, contains, normalize_to_contain, place
+from hscale.design.criteria import gwlp, min_distance, rank_key
+from hscale.design.enumeration import enumerate_oas
+from hscale.design.isomorphism import are_isomorphic
+from hscale.design.space import harness_space
+from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
 
 H0 = [0, 0, 0, 0, 0]
@@ -23,7 +23,7 @@ def listed():
 def parent():
     """An OA(18; 3^7) whose 5-column projections include the best OA(18; 3^5)."""
     try:
-        from design.algebraic import addelman_kempthorne
+        from hscale.design.algebraic import addelman_kempthorne
     except ImportError:  # the construction lives in a sibling module; enumeration also works
         addelman_kempthorne = None
     if addelman_kempthorne is not None:
@@ -154,9 +154,9 @@ def test_place_reports_what_cannot_be_satisfied(parent):
 
 def test_shipped_class_catalogue_matches_a_fresh_enumeration():
     """The catalogue that spares users the enumeration holds exactly the real classes."""
-    from design.choose import _shipped_classes
-    from design.enumeration import enumerate_oas
-    from design.isomorphism import are_isomorphic
+    from hscale.design.choose import _shipped_classes
+    from hscale.design.enumeration import enumerate_oas
+    from hscale.design.isomorphism import are_isomorphic
 
     for levels in [(3,) * 3, (3,) * 4, (3,) * 5]:
         shipped = _shipped_classes(levels, 18, 2)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.criteria import (
+from hscale.design.criteria import (
     CRITERIA,
     covering_radius,
     distance_distribution,
@@ -16,7 +16,7 @@ from design.criteria import (
     rank_key,
     summary,
 )
-from design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace, harness_space
 from hscale.errors import HscaleError
 from tests.design.strategies import level_arrays
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from design.gf import GF, field, primitive_polynomial
-from design.numbers import prime_power
+from hscale.design.gf import GF, field, primitive_polynomial
+from hscale.design.numbers import prime_power
 from hscale.errors import HscaleError
 
 PRIMES = [2, 3, 5, 7, 11, 13]

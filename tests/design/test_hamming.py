@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.hamming import distance_matrix, hamming_graph, k_nearest, neighbours
-from design.space import FactorSpace, harness_space
+from hscale.design.hamming import distance_matrix, hamming_graph, k_nearest, neighbours
+from hscale.design.space import FactorSpace, harness_space
 from hscale.errors import HscaleError
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.bounds import feasibility, max_factors, rao_bound, smallest_runs
-from design.errors import InfeasibleError
-from design.oa import orthogonal_array
-from design.space import harness_space, parse_levels
+from hscale.design.bounds import feasibility, max_factors, rao_bound, smallest_runs
+from hscale.design.errors import InfeasibleError
+from hscale.design.oa import orthogonal_array
+from hscale.design.space import harness_space, parse_levels
 from hscale.errors import HscaleError
 
 

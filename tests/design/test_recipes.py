@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.criteria import distance_range
-from design.hamming import distance_matrix
-from design.recipes import (
+from hscale.design.criteria import distance_range
+from hscale.design.hamming import distance_matrix
+from hscale.design.recipes import (
     RECIPES,
     eval_set,
     first_order,
@@ -15,8 +15,8 @@ from design.recipes import (
     single,
     structured,
 )
-from design.space import FactorSpace, harness_space
-from design.verify import is_orthogonal
+from hscale.design.space import FactorSpace, harness_space
+from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
 
 SPACE = harness_space()
@@ -68,8 +68,8 @@ def test_structured_is_the_gwlp_best_oa_with_h0():
     assert 0 in idx(train)
     assert distance_range(train.array) == (3, 5)  # the best class has minimum distance 3
     assert train.notes["min_distance"] == 3
-    from design.choose import candidates
-    from design.isomorphism import are_isomorphic
+    from hscale.design.choose import candidates
+    from hscale.design.isomorphism import are_isomorphic
 
     assert are_isomorphic(train.array, candidates(SPACE.levels, 18)[0].array)
 
@@ -114,8 +114,8 @@ def test_eval_set_from_a_given_base_and_errors():
 
 def test_structured_follows_its_criterion():
     space = FactorSpace.from_levels("3^4")
-    from design.choose import candidates
-    from design.criteria import covering_radius
+    from hscale.design.choose import candidates
+    from hscale.design.criteria import covering_radius
 
     best_radius = min(c.summary["covering_radius"] for c in candidates(space.levels, 18))
     design = structured(space, runs=18, criterion="covering_radius")
@@ -138,7 +138,7 @@ def test_recipe_lookup_suggests():
 
 
 def test_recipes_registry_names_every_recipe():
-    import design
+    import hscale.design as design
 
     assert design.RECIPES is RECIPES
     assert RECIPES.names() == ["single", "first_order", "structured", "random", "full"]

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.space import Factor, FactorSpace, format_levels, harness_space, parse_levels
+from hscale.design.space import Factor, FactorSpace, format_levels, harness_space, parse_levels
 from hscale.errors import HscaleError
 
 level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
@@ -123,7 +123,7 @@ def test_a_space_built_from_factors_has_the_same_limits():
 
 
 def test_materialising_configurations_is_bounded(monkeypatch):
-    import design.space
+    import hscale.design.space as space_module
 
     space = FactorSpace.from_levels("2^1000")
     with pytest.raises(HscaleError, match=r"about 10\^301 configurations"):
@@ -133,6 +133,6 @@ def test_materialising_configurations_is_bounded(monkeypatch):
         wide.from_index(np.arange(1_000_000))
     with pytest.raises(HscaleError, match="out of range"):
         wide.from_index(10**30)
-    monkeypatch.setattr(design.space, "MAX_CONFIG_CELLS", 1000)
+    monkeypatch.setattr(space_module, "MAX_CONFIG_CELLS", 1000)
     chunk = next(FactorSpace.from_levels("2^20,3^5").iter_configs(chunk=10**9))
     assert chunk.shape == (40, 25)

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from design.hamming import distance_matrix, k_nearest, neighbours, tie_key
-from design.space import FactorSpace, harness_space
-from design.weights import (
+from hscale.design.hamming import distance_matrix, k_nearest, neighbours, tie_key
+from hscale.design.space import FactorSpace, harness_space
+from hscale.design.weights import (
     WeightError,
     by_name,
     check_weights,

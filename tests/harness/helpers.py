@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from harness.engine import Episode
-from harness.harness import Harness
-from harness.vocab import tokenize, vocabulary
+from hscale.harness.engine import Episode
+from hscale.harness.harness import Harness
+from hscale.harness.vocab import tokenize, vocabulary
 
 
 def out_of_vocabulary(text: str) -> list[str]:

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import Generation, TurnEngine
-from harness.env import Env, Limits
-from harness.harness import Harness
-from harness.loop import run_episode
-from harness.tasks import CheckerError, ScriptLimits, Task, run_checker
-from harness.tasks.checkers import ANSWER_ENV_MAX_BYTES
-from harness.tasks.sandbox import (
+from hscale.harness.engine import Generation, TurnEngine
+from hscale.harness.env import Env, Limits
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.tasks import CheckerError, ScriptLimits, Task, run_checker
+from hscale.harness.tasks.checkers import ANSWER_ENV_MAX_BYTES
+from hscale.harness.tasks.sandbox import (
     _cgroup_parents,
     cgroup_available,
     no_network_prefix,
     processes_limited,
 )
-from harness.types import Message
+from hscale.harness.types import Message
 
 SECRET = "hunter2-do-not-leak"
 ALLOWED_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.components import registry
-from harness.components.context import Compact, Full, Window, summarize
-from harness.components.observation import Observation
-from harness.components.tool_interface import JsonCall, PythonCall, XmlCall
-from harness.components.workflow import ActVerify, Kind, PlanAct, React
-from harness.types import CANONICAL_TOOLS, Message, ParseError, ToolCall, ToolResult
 from hscale.errors import HscaleError
+from hscale.harness.components import registry
+from hscale.harness.components.context import Compact, Full, Window, summarize
+from hscale.harness.components.observation import Observation
+from hscale.harness.components.tool_interface import JsonCall, PythonCall, XmlCall
+from hscale.harness.components.workflow import ActVerify, Kind, PlanAct, React
+from hscale.harness.types import CANONICAL_TOOLS, Message, ParseError, ToolCall, ToolResult
 from tests.harness.helpers import out_of_vocabulary
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")

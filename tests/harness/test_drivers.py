@@ -24,17 +24,19 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noq
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from harness.engine import (  # noqa: E402
+from hscale.harness.engine import (  # noqa: E402
     EPISODE_TURNS,
     Episode,
     Generation,
     Termination,
 )
-from harness.harness import harness_named  # noqa: E402
-from harness.loop import run_episode  # noqa: E402
-from harness.tokenizer import tokenizer as word_tokenizer  # noqa: E402
-from harness.types import Message  # noqa: E402
-from harness.world import generate  # noqa: E402
+from hscale.harness.harness import harness_named  # noqa: E402
+from hscale.harness.loop import run_episode  # noqa: E402
+from hscale.harness.tokenizer import tokenizer as word_tokenizer  # noqa: E402
+from hscale.harness.types import Message  # noqa: E402
+from hscale.harness.world import generate  # noqa: E402
+from hscale.train.embedded.sampler import Sampler  # noqa: E402
+from hscale.train.embedded.warmstart import base_model  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     _MESSAGE,
     END,
@@ -44,8 +46,6 @@ from tests.harness.test_verl_agent_loop import (  # noqa: E402
     make_loop,
     row_kwargs,
 )
-from train.embedded.sampler import Sampler  # noqa: E402
-from train.embedded.warmstart import base_model  # noqa: E402
 
 LABELS = ("S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "S2-T2-O2-C2-W2", "S0-T1-O2-C2-W1",
           "S2-T0-O1-C1-W2", "oos/shell", "oos/actions")

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from design.space import Factor, FactorSpace, harness_space
-from harness.components.context import Window
-from harness.components.workflow import Kind
-from harness.harness import Harness
-from harness.out_of_space import OUT_OF_SPACE
-from harness.types import Message, ParseError, ToolCall, ToolResult
-from harness.vocab import tokenize
+from hscale.design.space import Factor, FactorSpace, harness_space
 from hscale.errors import HscaleError
+from hscale.harness.components.context import Window
+from hscale.harness.components.workflow import Kind
+from hscale.harness.harness import Harness
+from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
+from hscale.harness.vocab import tokenize
 from tests.harness.helpers import out_of_vocabulary
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from harness import Harness, Oracle, run_episode
-from harness.http_policy import OpenAIChatPolicy
-from harness.types import Message
-from harness.world import generate
 from hscale.errors import HscaleError
+from hscale.harness import Harness, Oracle, run_episode
+from hscale.harness.http_policy import OpenAIChatPolicy
+from hscale.harness.types import Message
+from hscale.harness.world import generate
 
 
 @pytest.fixture

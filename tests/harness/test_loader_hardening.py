@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-import harness.tasks
-import harness.tasks.task_lists as task_lists
-from harness.tasks import load_task_folder, load_tasks, run_checker, task_from_row
-from harness.tasks.checkers import CheckerError
-from harness.tasks.clawgym import MAX_ENTRY_BYTES
-from harness.tasks.rows import parse_solution
+import hscale.harness.tasks as tasks_package
+import hscale.harness.tasks.task_lists as task_lists
 from hscale.errors import HscaleError
+from hscale.harness.tasks import load_task_folder, load_tasks, run_checker, task_from_row
+from hscale.harness.tasks.checkers import CheckerError
+from hscale.harness.tasks.clawgym import MAX_ENTRY_BYTES
+from hscale.harness.tasks.rows import parse_solution
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "experiments" / "examples" / "tasks" / "task_0001"
@@ -317,8 +317,8 @@ def test_a_checker_raising_without_a_message_has_no_dangling_colon(tmp_path):
 
 # ------------------------------------------------------------------ the render command
 def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
-    from harness.benchmarks import BuiltinWorld
     from hscale.cli import harness as cli_harness
+    from hscale.harness.benchmarks import BuiltinWorld
 
     text = "[cut : output too long] [/x] [bold]b[/bold] :smile: [red]"
     original = BuiltinWorld.tasks
@@ -336,8 +336,8 @@ def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
 
 # ------------------------------------------------------------------ the package docstring
 def test_the_package_docstring_names_every_module():
-    modules = sorted(p.stem for p in Path(harness.tasks.__file__).parent.glob("*.py")
+    modules = sorted(p.stem for p in Path(tasks_package.__file__).parent.glob("*.py")
                      if p.stem != "__init__")
-    doc = harness.tasks.__doc__
+    doc = tasks_package.__doc__
     missing = [m for m in modules if f"``{m}``" not in doc]
     assert not missing, missing

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from design.space import harness_space
-from harness.engine import Episode, Generation
-from harness.harness import Harness
-from harness.loop import run_episode
-from harness.out_of_space import OUT_OF_SPACE
-from harness.policies import DoNothing, NoisyOracle, Oracle
-from harness.types import Message
-from harness.world import CATEGORIES, generate
+from hscale.design.space import harness_space
+from hscale.harness.engine import Episode, Generation
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
+from hscale.harness.types import Message
+from hscale.harness.world import CATEGORIES, generate
 from tests.harness.helpers import out_of_vocabulary
 
 SPACE = harness_space()
@@ -91,7 +91,7 @@ def test_policy_errors_and_turn_limits_end_the_episode_cleanly():
 
 def test_whole_episodes_stay_near_the_256_token_budget():
     """A small model must see whole episodes: oracle episodes stay around 256 tokens."""
-    from harness.vocab import tokenize
+    from hscale.harness.vocab import tokenize
 
     lengths = []
     for label in LABELS:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.components.tool_interface import JsonCall
-from harness.engine import Episode
-from harness.harness import Harness
-from harness.loop import run_episode
-from harness.out_of_space import OUT_OF_SPACE
-from harness.policies import (
+from hscale.errors import HscaleError
+from hscale.harness.components.tool_interface import JsonCall
+from hscale.harness.engine import Episode
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.policies import (
     HABITS,
     IDK,
     Demonstrator,
@@ -20,9 +21,8 @@ from harness.policies import (
     WrongSyntax,
     demonstrations,
 )
-from harness.types import ParseError, ToolCall
-from harness.world import generate
-from hscale.errors import HscaleError
+from hscale.harness.types import ParseError, ToolCall
+from hscale.harness.world import generate
 from tests.harness.helpers import out_of_vocabulary, success_by_realization
 
 TASKS = generate(150, seed=1, split="train")

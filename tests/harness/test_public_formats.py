@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.env import Env
-from harness.tasks import (
+from hscale.errors import HscaleError
+from hscale.harness.env import Env
+from hscale.harness.tasks import (
     CheckerError,
     Task,
     judge_configured,
@@ -22,8 +23,7 @@ from harness.tasks import (
     load_pinchbench,
     run_checker,
 )
-from harness.tasks.judge import parse_verdict
-from hscale.errors import HscaleError
+from hscale.harness.tasks.judge import parse_verdict
 
 AUTOMATED = '''---
 id: task_sum

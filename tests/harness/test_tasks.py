@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Env
-from harness.tasks import (
+from hscale.errors import HscaleError
+from hscale.harness.env import Env
+from hscale.harness.tasks import (
     Task,
     load_task_folder,
     load_tasks,
@@ -22,9 +23,8 @@ from harness.tasks import (
     write_task_folder,
     write_tasks,
 )
-from harness.types import ToolCall
-from harness.world import CATEGORIES, generate
-from hscale.errors import HscaleError
+from hscale.harness.types import ToolCall
+from hscale.harness.world import CATEGORIES, generate
 
 ANSWER = {"kind": "answer", "expected": "plum", "target": "final"}
 

@@ -1,4 +1,4 @@
-"""The harness.tasks package: its stated API, and submodules that do not import in a circle."""
+"""The hscale.harness.tasks package: its stated API, and submodules importing in no circle."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import importlib
 from graphlib import TopologicalSorter
 from pathlib import Path
 
-import harness.tasks
+import hscale.harness.tasks as tasks_package
 
-PACKAGE = Path(harness.tasks.__file__).parent
+PACKAGE = Path(tasks_package.__file__).parent
 
 
 def test_all_names_resolve_to_their_home_module():
-    assert len(set(harness.tasks.__all__)) == len(harness.tasks.__all__)
-    for name in harness.tasks.__all__:
-        value = getattr(harness.tasks, name)
+    assert len(set(tasks_package.__all__)) == len(tasks_package.__all__)
+    for name in tasks_package.__all__:
+        value = getattr(tasks_package, name)
         home = getattr(value, "__module__", None)
-        if home and home.startswith("harness.tasks."):
+        if home and home.startswith("hscale.harness.tasks."):
             assert getattr(importlib.import_module(home), name) is value
 
 
@@ -29,6 +29,6 @@ def test_submodules_import_without_cycles():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         graph[path.stem] = {node.module.rsplit(".", 1)[-1] for node in ast.walk(tree)
                             if isinstance(node, ast.ImportFrom) and node.module
-                            and node.module.startswith("harness.tasks.")}
+                            and node.module.startswith("hscale.harness.tasks.")}
     assert len(graph) >= 4
     list(TopologicalSorter(graph).static_order())  # raises CycleError on a cycle

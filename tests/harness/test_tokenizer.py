@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from design.space import harness_space
-from harness.harness import Harness
-from harness.loop import run_episode
-from harness.policies import Demonstrator
-from harness.tokenizer import WordTokenizer, tokenizer
-from harness.types import Message
-from harness.vocab import vocabulary
-from harness.world import generate
+from hscale.design.space import harness_space
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.policies import Demonstrator
+from hscale.harness.tokenizer import WordTokenizer, tokenizer
+from hscale.harness.types import Message
+from hscale.harness.vocab import vocabulary
+from hscale.harness.world import generate
 
 LABELS = [harness_space().label(c) for c in harness_space().all_configs()]
 

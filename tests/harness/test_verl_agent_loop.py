@@ -36,16 +36,16 @@ from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-import harness.verl_agent_loop as vl  # noqa: E402
-from harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
-from harness.components.registry import register, unregister  # noqa: E402
-from harness.components.workflow import Action, Workflow, continue_  # noqa: E402
-from harness.engine import Generation  # noqa: E402
-from harness.tasks import Task  # noqa: E402
-from harness.types import Message  # noqa: E402
-from harness.vocab import vocabulary  # noqa: E402
-from harness.world import generate  # noqa: E402
+import hscale.harness.verl_agent_loop as vl  # noqa: E402
 from hscale.errors import HscaleError  # noqa: E402
+from hscale.harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
+from hscale.harness.components.registry import register, unregister  # noqa: E402
+from hscale.harness.components.workflow import Action, Workflow, continue_  # noqa: E402
+from hscale.harness.engine import Generation  # noqa: E402
+from hscale.harness.tasks import Task  # noqa: E402
+from hscale.harness.types import Message  # noqa: E402
+from hscale.harness.vocab import vocabulary  # noqa: E402
+from hscale.harness.world import generate  # noqa: E402
 
 FULL = "S0-T0-O0-C0-W0"          # full context, react
 WINDOW_PLAN = "S1-T1-O1-C1-W1"   # window context, plan_act
@@ -232,7 +232,7 @@ def expected_num_turns(history: list[Message]) -> int:
 
 
 def test_import_is_lazy_and_class_is_registered() -> None:
-    code = ("import sys, harness, harness.verl_agent_loop as m; "
+    code = ("import sys, hscale.harness, hscale.harness.verl_agent_loop as m; "
             "assert 'verl' not in sys.modules, 'verl imported eagerly'; "
             "m.to_verl_rows([], ['S0-T0-O0-C0-W0'], 'train'); "
             "assert 'verl' not in sys.modules")

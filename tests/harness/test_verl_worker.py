@@ -24,8 +24,8 @@ from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories  # noqa: E402
 from verl.utils.config import omega_conf_to_dataclass  # noqa: E402
 
-import harness.verl_agent_loop as vl  # noqa: E402
-from harness import DoNothing, Harness, Oracle  # noqa: E402
+import hscale.harness.verl_agent_loop as vl  # noqa: E402
+from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     COMPACT_VERIFY,
     FULL,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.env import Env
-from harness.tasks import task_to_row
-from harness.vocab import tokenize
-from harness.world import (
+from hscale.errors import HscaleError
+from hscale.harness.env import Env
+from hscale.harness.tasks import task_to_row
+from hscale.harness.vocab import tokenize
+from hscale.harness.world import (
     CATEGORIES,
     MAX_FILE_TOKENS,
     MAX_FILES,
@@ -16,7 +17,6 @@ from harness.world import (
     generate,
     split_of,
 )
-from hscale.errors import HscaleError
 from tests.harness.helpers import out_of_vocabulary
 
 TRAIN = generate(60, seed=0)
@@ -107,7 +107,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_task_ids_match_generated_ids():
-    from harness.world import generate, task_ids
+    from hscale.harness.world import generate, task_ids
 
     assert task_ids(12, seed=3) == [t.task_id for t in generate(12, seed=3)]
     assert task_ids(5, seed=1, split="eval") == [t.task_id for t in generate(5, 1, "eval")]

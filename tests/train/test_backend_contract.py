@@ -1,11 +1,11 @@
-"""Every backend hscale ships keeps the backend contract (train.backends.testing): the
+"""Every backend hscale ships keeps the backend contract (hscale.train.backends.testing): the
 embedded trainer, the scripted fake, and veRL's dry run."""
 
 from __future__ import annotations
 
 import pytest
 
-from train.backends.testing import BackendContract
+from hscale.train.backends.testing import BackendContract
 
 
 class TestScripted(BackendContract):
@@ -13,7 +13,7 @@ class TestScripted(BackendContract):
 
     @pytest.fixture(scope="class")
     def backend(self):
-        from train.backends.scripted import ScriptedBackend
+        from hscale.train.backends.scripted import ScriptedBackend
 
         return ScriptedBackend()
 
@@ -26,7 +26,7 @@ class TestLocal(BackendContract):
     def backend(self):
         pytest.importorskip("torch")
         pytest.importorskip("verl")
-        from train.backends.local import LocalBackend
+        from hscale.train.backends.local import LocalBackend
 
         return LocalBackend()
 
@@ -39,6 +39,6 @@ class TestVerlDryRun(BackendContract):
     @pytest.fixture(scope="class")
     def backend(self):
         pytest.importorskip("verl")
-        from train.backends.verl import VerlBackend
+        from hscale.train.backends.verl import VerlBackend
 
         return VerlBackend(dry_run=True)

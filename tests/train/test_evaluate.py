@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import train.lm as lm
+import hscale.train.lm as lm
 from hscale.errors import HscaleError
-from train.contracts import Manifest, check_eval, read_status, result_problems
-from train.lm.evaluate import PARTIAL, Request, evaluate, harness_sets
+from hscale.train.contracts import Manifest, check_eval, read_status, result_problems
+from hscale.train.lm.evaluate import PARTIAL, Request, evaluate, harness_sets
 
 pytest.importorskip("torch")
 
@@ -130,7 +130,7 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     """A real pretrained chat model, offline: imported from the package index's GGUF,
     evaluated under the base harness and two others; its own chat template frames the
     harness's messages."""
-    from train.lm.importer import find_gguf
+    from hscale.train.lm.importer import find_gguf
 
     try:
         find_gguf()
@@ -149,8 +149,8 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     assert sorted(set(evals.harness)) == sorted(labels.split(","))
     assert len(evals) == 6 and (evals.turns >= 1).all()
     # what the model was shown: the harness's view inside SmolLM2's ChatML template
-    from harness.benchmarks import BuiltinWorld
-    from harness.harness import harness_named
+    from hscale.harness.benchmarks import BuiltinWorld
+    from hscale.harness.harness import harness_named
 
     model = lm.open_chat_model("smollm2")
     task = BuiltinWorld().tasks(1, 0, "eval")[0]

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from train.contracts import Manifest
-from train.plan import plan_runs
+from hscale.train.contracts import Manifest
+from hscale.train.plan import plan_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "experiments" / "examples"
@@ -101,7 +101,7 @@ def test_the_content_hash_is_the_same_anywhere_and_follows_every_file(tmp_path):
     c = manifests(tmp_path / "b" / "spec.yaml", tmp_path / "runs-c")["structured-18"]
     assert c.benchmark.content != b.benchmark.content and c.hash != b.hash
     # a run planned before the edit refuses the changed tasks
-    from train.manifest import train_tasks
+    from hscale.train.manifest import train_tasks
 
     with pytest.raises(HscaleError, match="changed since the run was planned"):
         train_tasks(b)

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+from hscale.train.backends import ray_tasks
 from tests.ray_head import RAY_ENV, local_ray_head
 from tests.train.test_runner import results, write_spec
-from train.backends import ray_tasks
 
 pytest.importorskip("ray")
 
@@ -89,9 +89,9 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
     what the driver's folder holds and ends with the rows of an uninterrupted run."""
     pytest.importorskip("torch")
     pytest.importorskip("verl")
-    from train.embedded.warmstart import available
-    from train.plan import plan
-    from train.runner import run_experiment
+    from hscale.train.embedded.warmstart import available
+    from hscale.train.plan import plan
+    from hscale.train.runner import run_experiment
 
     # the shipped base model: nothing to build
     spec = write_spec(tmp_path, steps=2, arms={"structured-18": {}}, model="hscale-tiny")

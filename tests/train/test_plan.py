@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from hscale.cli import main
-from train.spec import ExperimentSpec
+from hscale.train.spec import ExperimentSpec
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.yaml"
 BASE = yaml.safe_load(DEMO.read_text())
@@ -155,7 +155,8 @@ def test_a_changed_spec_is_refused_without_force(tmp_path, capsys):
 def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(small()))
-    code = ("import sys; from train.spec import load_spec; from train.manifest import *; "
+    code = ("import sys; from hscale.train.spec import load_spec; "
+            "from hscale.train.manifest import *; "
             "s = load_spec(sys.argv[1]); sp = space_of(s); e = eval_sets(s, sp); "
             "a = s.resolved_arms(); "
             "print(build_manifest(s, 'random-18', a['random-18'], 0, sp, e).hash)")
@@ -177,8 +178,8 @@ PAPER = DEMO.parent / "paper"
 
 
 def test_harness_s_plans_rescue_arms_with_pool_router_and_group(tmp_path, capsys):
-    from design.recipes import structured
-    from design.space import harness_space
+    from hscale.design.recipes import structured
+    from hscale.design.space import harness_space
 
     out = tmp_path / "runs"
     code, stdout, _ = run_cli(["plan", str(PAPER / "harness-s-4b.yaml"), "--out", str(out)],
@@ -240,8 +241,8 @@ def test_bad_rescue_arms_are_one_line_and_plan_nothing(tmp_path, capsys, change,
 
 
 def test_a_pool_holding_held_out_eval_harnesses_is_refused(tmp_path, capsys):
-    from train.manifest import eval_sets, space_of
-    from train.spec import ExperimentSpec
+    from hscale.train.manifest import eval_sets, space_of
+    from hscale.train.spec import ExperimentSpec
 
     spec = rescue_spec()
     held_out = eval_sets(ExperimentSpec.model_validate(spec), space_of(
@@ -292,12 +293,12 @@ def test_the_testers_bad_specs_are_refused_by_validate_and_plan(tmp_path, capsys
 
 
 def test_ctrl_c_says_interrupted(monkeypatch, capsys):
-    import train.runner
+    import hscale.train.runner as runner_module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(train.runner, "run_experiment", interrupted)
+    monkeypatch.setattr(runner_module, "run_experiment", interrupted)
     code, _, err = run_cli(["run", str(DEMO), "--quick"], capsys)
     assert code == 130 and err.strip() == "interrupted"
 

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+from hscale.train.backends import ray_jobs
 from tests.ray_head import local_ray_head
-from train.backends import ray_jobs
 
 pytest.importorskip("ray")
 
@@ -115,7 +115,7 @@ def test_job_state_of_an_unknown_job_is_none():
     ({"job_id": "j1", "address": "http://elsewhere:8265"}, "RUNNING", "new"),
 ])
 def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
-    from train.backends.verl.launch import JOB_RECORD, _job_to_follow
+    from hscale.train.backends.verl.launch import JOB_RECORD, _job_to_follow
 
     manifest = SimpleNamespace(experiment="e", arm="a b", seed=0, hash="h")
     if recorded:
@@ -184,10 +184,10 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     """hscale run --backend verl --ray-address: submit, lose the runner (Ctrl-C) while the
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
-    import train.backends.verl as verl_backend
+    import hscale.train.backends.verl as verl_backend
+    from hscale.train.contracts import Manifest
+    from hscale.train.plan import plan
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
-    from train.contracts import Manifest
-    from train.plan import plan
 
     spec, out = tmp_path / "exp.yaml", tmp_path / "runs"
     spec.write_text(yaml.safe_dump({**SPEC, "verl": {"gpus_per_node": 1}}))

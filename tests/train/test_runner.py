@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from train.runner import run_experiment, runner_lock
+from hscale.train.runner import run_experiment, runner_lock
 
 SPEC = {
     "name": "small",

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from design.hamming import distance_matrix
-from design.recipes import first_order, structured
-from design.space import harness_space
+from hscale.design.hamming import distance_matrix
+from hscale.design.recipes import first_order, structured
+from hscale.design.space import harness_space
 from hscale.errors import HscaleError
-from train.schedule import assign, build_schedule
+from hscale.train.schedule import assign, build_schedule
 
 SPACE = harness_space()
 TRAIN = structured(SPACE, runs=18)
@@ -123,7 +123,7 @@ def test_rescue_needs_the_base_harness_alone():
 
 def test_a_schedule_read_back_is_in_step_and_slot_order():
     """veRL batches its rows in file order: a schedule read back is always sorted."""
-    from train.contracts import check_schedule
+    from hscale.train.contracts import check_schedule
 
     frame = pd.DataFrame({"step": [1, 0, 0], "task_id": ["c", "b", "a"],
                           "harness": ["h", "h", "h"], "anchor": ["h", "h", "h"],

@@ -18,15 +18,15 @@ import pytest
 
 pytest.importorskip("torch")
 
-from harness.benchmarks import BuiltinWorld  # noqa: E402
-from harness.engine import EPISODE_TURNS, Generation  # noqa: E402
-from harness.harness import harness_named  # noqa: E402
-from harness.http_policy import OpenAIChatPolicy  # noqa: E402
-from harness.loop import run_episode  # noqa: E402
-from harness.types import Message  # noqa: E402
 from hscale.errors import HscaleError  # noqa: E402
-from train.lm.embedded import EmbeddedChat  # noqa: E402
-from train.lm.serve import serve  # noqa: E402
+from hscale.harness.benchmarks import BuiltinWorld  # noqa: E402
+from hscale.harness.engine import EPISODE_TURNS, Generation  # noqa: E402
+from hscale.harness.harness import harness_named  # noqa: E402
+from hscale.harness.http_policy import OpenAIChatPolicy  # noqa: E402
+from hscale.harness.loop import run_episode  # noqa: E402
+from hscale.harness.types import Message  # noqa: E402
+from hscale.train.lm.embedded import EmbeddedChat  # noqa: E402
+from hscale.train.lm.serve import serve  # noqa: E402
 
 LABELS = ["S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "oos/shell"]
 HELLO = [{"role": "system", "content": "you do file tasks with tools"},
@@ -165,7 +165,7 @@ def test_only_loopback_unless_asked(chat):
 
 def test_batched_generation_is_each_conversation_alone(chat):
     tasks = BuiltinWorld().tasks(3, 0, "eval")
-    from harness.engine import TurnEngine
+    from hscale.harness.engine import TurnEngine
 
     views = [TurnEngine(harness_named(label), task, EPISODE_TURNS).view()
              for label in LABELS for task in tasks]

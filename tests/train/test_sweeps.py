@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleWarning
-from train.plan import plan_runs
-from train.spec import ExperimentSpec, load_spec, quick
-from train.sweeps import MAX_SWEPT_ARMS
+from hscale.train.plan import plan_runs
+from hscale.train.spec import ExperimentSpec, load_spec, quick
+from hscale.train.sweeps import MAX_SWEPT_ARMS
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "experiments" / "sweep.yaml"

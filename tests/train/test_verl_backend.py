@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from train.plan import plan
+from hscale.train.plan import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -34,7 +34,7 @@ SPEC = {
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    from train.backends.verl import prepare_verl_run
+    from hscale.train.backends.verl import prepare_verl_run
 
     tmp = tmp_path_factory.mktemp("verl")
     spec = tmp / "tiny.yaml"
@@ -60,7 +60,7 @@ def test_train_rows_follow_the_schedule(prepared):
 
 
 def test_val_rows_cover_every_eval_setting(prepared):
-    from train.spec import EVAL_TASKS
+    from hscale.train.spec import EVAL_TASKS
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
@@ -142,7 +142,7 @@ def test_val_ground_truth_carries_the_row_index_and_the_checker(prepared):
 
 def test_evaluation_runs_are_sampled_once_per_val_row(prepared):
     """val.parquet holds a row per run; veRL samples each once, at temperature 1."""
-    from train.backends.verl import build_overrides, validate_overrides
+    from hscale.train.backends.verl import build_overrides, validate_overrides
 
     run_dir, manifest, _ = prepared
     three = manifest.model_copy(update={"evaluation": manifest.evaluation.model_copy(
@@ -156,7 +156,7 @@ def test_evaluation_runs_are_sampled_once_per_val_row(prepared):
 
 
 def test_overrides_compose_and_a_typo_is_named(prepared):
-    from train.backends.verl import validate_overrides
+    from hscale.train.backends.verl import validate_overrides
 
     _, _, result = prepared
     cfg = validate_overrides(result["overrides"])
@@ -169,7 +169,7 @@ def test_overrides_compose_and_a_typo_is_named(prepared):
 
 
 def test_ppo_maps_to_gae(prepared):
-    from train.backends.verl import build_overrides, validate_overrides
+    from hscale.train.backends.verl import build_overrides, validate_overrides
 
     run_dir, manifest, _ = prepared
     ppo = manifest.model_copy(update={"algorithm": manifest.algorithm.model_copy(
@@ -185,8 +185,8 @@ def test_ppo_maps_to_gae(prepared):
 def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
     """One val row per episode the embedded evaluator samples: every run, setting, harness
     and task, with the run recorded (so runs rotate over tasks on both backends)."""
-    from train.backends.verl import prepare_verl_run
-    from train.manifest import eval_jobs, eval_tasks
+    from hscale.train.backends.verl import prepare_verl_run
+    from hscale.train.manifest import eval_jobs, eval_tasks
 
     spec = tmp_path / "capped.yaml"
     spec.write_text(yaml.safe_dump({**SPEC, "seeds": [1], "evaluation": {

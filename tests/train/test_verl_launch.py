@@ -14,8 +14,8 @@ import yaml
 
 from hscale.cli import main
 from hscale.errors import HscaleError
-from train.contracts import Manifest
-from train.plan import plan
+from hscale.train.contracts import Manifest
+from hscale.train.plan import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -68,7 +68,7 @@ def write_spec(folder: Path, **changes) -> Path:
 def install_fake_main(run_dir: Path, monkeypatch) -> None:
     """Put the stand-in beside launch.sh (the launch's working folder, and a Ray job's
     working_dir) and make launch.sh run it instead of veRL's main_ppo."""
-    from train.backends.verl import inputs
+    from hscale.train.backends.verl import inputs
 
     (run_dir / "verl").mkdir(parents=True, exist_ok=True)
     (run_dir / "verl" / f"{FAKE_MODULE}.py").write_text(FAKE_MAIN)
@@ -79,7 +79,7 @@ def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     """eval.parquet holds the contract's columns and the stand-in's rewards, row by row:
     one episode per val row (greedy run 0, then each sampled run of a setting, harness and
     task) at each validation step."""
-    from train.contracts import EVAL_COLUMNS
+    from hscale.train.contracts import EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
     assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error"]
@@ -123,7 +123,7 @@ def closed_port() -> int:
 @pytest.fixture
 def gpu_machine(monkeypatch):
     """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has."""
-    from train import environment
+    from hscale.train import environment
 
     monkeypatch.setattr(environment, "cuda_gpus", lambda: 2)
     monkeypatch.setattr(environment, "has_module", lambda name: True)
@@ -158,7 +158,7 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from train.environment import cuda_gpus
+    from hscale.train.environment import cuda_gpus
 
     if cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
@@ -187,8 +187,8 @@ def test_a_rescue_group_must_match_the_group_it_replaces(tmp_path, capsys, gpu_m
 def test_a_rescue_arms_launch_loads_the_rescue_extension(tmp_path):
     """veRL loads hscale's rescue manager by name and corrects with w = clip(pi_old/q, 0, 2);
     every train row carries what its group needs to be rescued."""
-    from train.backends.verl import prepare_verl_run
-    from train.backends.verl.rescue import MANAGER_PATH, RESCUE
+    from hscale.train.backends.verl import prepare_verl_run
+    from hscale.train.backends.verl.rescue import MANAGER_PATH, RESCUE
 
     spec = write_spec(tmp_path, arms={"rescue": {"assignment": {
         "mode": "rescue", "router": "profile", "group": 2}}})
@@ -278,7 +278,7 @@ def test_a_failed_launch_is_failed_with_the_log_line(tmp_path, capsys, gpu_machi
 
 
 def test_get_backend_knows_verl():
-    from train.backends import get_backend
+    from hscale.train.backends import get_backend
 
     assert get_backend("verl").name == "verl"
     with pytest.raises(HscaleError, match="unknown backend") as err:
@@ -291,7 +291,7 @@ def test_get_backend_knows_verl():
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    from train.backends.verl import prepare_verl_run
+    from hscale.train.backends.verl import prepare_verl_run
 
     tmp = tmp_path_factory.mktemp("dumps")
     (planned,) = plan(write_spec(tmp), tmp / "runs")
@@ -308,7 +308,7 @@ def test_import_reads_the_classic_trainers_dump(prepared, tmp_path):
     """Dumps written by veRL 0.9.1's RayPPOTrainer._write_generations itself."""
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-    from train.backends.verl import import_validation
+    from hscale.train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
@@ -331,7 +331,7 @@ def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
     <uid>_<session>_<segment>, each with the session's score; one episode per session."""
     from verl.trainer.ppo.v1.trainer_base import PPOTrainer
 
-    from train.backends.verl import import_validation
+    from hscale.train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
@@ -365,7 +365,7 @@ def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
 
 
 def test_import_refuses_foreign_or_missing_dumps(prepared):
-    from train.backends.verl import import_validation
+    from hscale.train.backends.verl import import_validation
 
     run_dir, manifest = prepared
     dump = run_dir / "verl" / "validation"
@@ -413,7 +413,7 @@ def test_a_killed_runner_takes_its_launch_with_it(tmp_path):
         "#!/usr/bin/env bash\nexec python -c \"import os, sys, time; "
         "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(300)\" "
         f"{pid_file}\n")
-    runner = subprocess.Popen([sys.executable, "-c", "import sys; from train.backends."
+    runner = subprocess.Popen([sys.executable, "-c", "import sys; from hscale.train.backends."
                                "verl.launch import launch_local; launch_local(sys.argv[1])",
                                str(tmp_path / "run")])
     try:
@@ -439,8 +439,8 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
-    from train.backends.verl.launch import check_launch
-    from train.environment import has_module
+    from hscale.train.backends.verl.launch import check_launch
+    from hscale.train.environment import has_module
 
     (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")
     if not has_module("vllm"):

@@ -21,8 +21,9 @@ from verl.trainer.ppo.rollout_corr_helper import (  # noqa: E402
 )
 from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
-from design.space import harness_space  # noqa: E402
-from harness import DoNothing, Harness, Oracle  # noqa: E402
+from hscale.design.space import harness_space  # noqa: E402
+from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
+from hscale.train.backends.verl.rescue import RESCUE, _classes  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,
     PerRequestServer,
@@ -31,7 +32,6 @@ from tests.harness.test_verl_agent_loop import (  # noqa: E402
     two_tasks,
 )
 from tests.harness.test_verl_worker import worker_config  # noqa: E402
-from train.backends.verl.rescue import RESCUE, _classes  # noqa: E402
 
 N = 4
 # siblings that differ from h0 only where the scripted oracle's turns do not (prompt,

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError, HscaleWarning
-from train.models import ALIASES, resolve_model
-from train.plan import plan
+from hscale.train.models import ALIASES, resolve_model
+from hscale.train.plan import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = sorted((ROOT / "experiments" / "paper").glob("*.yaml"))
@@ -39,7 +39,7 @@ def write(tmp_path: Path, **changes) -> Path:
 def hf_model() -> Path:
     """A tiny Hugging Face model folder on this machine (config, tokenizer, chat template)."""
     pytest.importorskip("transformers")
-    from train.backends.verl.check import stand_in_model
+    from hscale.train.backends.verl.check import stand_in_model
 
     return stand_in_model()
 
@@ -79,8 +79,8 @@ def test_every_paper_spec_builds_verls_configs(spec, tmp_path):
     rollout config objects build (the rollout's name is set: the node's first failure)."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    from train.backends.verl import build_overrides, validate_overrides
-    from train.backends.verl.check import _missing
+    from hscale.train.backends.verl import build_overrides, validate_overrides
+    from hscale.train.backends.verl.check import _missing
 
     run = plan(spec, tmp_path / "runs")[0]
     config = validate_overrides(build_overrides(run.path, run.manifest, gpus_per_node=8))
@@ -99,7 +99,7 @@ def test_every_paper_spec_builds_verls_configs(spec, tmp_path):
 def test_a_local_model_is_measured_and_loaded_by_the_checks(tmp_path, hf_model):
     """With the model here, budgets come from its tokenizer and veRL's model and critic
     configs load it (PPO)."""
-    from train.backends.verl import build_overrides, validate_overrides
+    from hscale.train.backends.verl import build_overrides, validate_overrides
 
     spec = write(tmp_path, model=str(hf_model),
                  algorithm={"name": "ppo", "tasks_per_step": 8, "rollouts": 1})
@@ -155,7 +155,7 @@ def test_verls_file_logger_becomes_train_parquet(tmp_path):
 
     from verl.utils.tracking import Tracking
 
-    from train.backends.verl.dumps import import_metrics
+    from hscale.train.backends.verl.dumps import import_metrics
 
     folder = tmp_path / "verl" / "metrics"
     folder.mkdir(parents=True)

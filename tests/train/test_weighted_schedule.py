@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from design.hamming import distance_matrix, tie_key
-from design.recipes import random_n, structured
-from design.space import harness_space
-from design.weights import resolve_weights
+from hscale.design.hamming import distance_matrix, tie_key
+from hscale.design.recipes import random_n, structured
+from hscale.design.space import harness_space
+from hscale.design.weights import resolve_weights
 from hscale.errors import HscaleError
-from train.schedule import adaptive_k, build_schedule
+from hscale.train.schedule import adaptive_k, build_schedule
 
 SPACE = harness_space()
 TRAIN = structured(SPACE, runs=18)

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from hscale.cli import main
-from train.contracts import MANIFEST, SCHEDULE, Manifest
-from train.plan import plan
-from train.schedule import Schedule
+from hscale.train.contracts import MANIFEST, SCHEDULE, Manifest
+from hscale.train.plan import plan
+from hscale.train.schedule import Schedule
 
 # Regenerate only when a change to the manifests is intended: plan GOLDEN's spec and record
 # each run's sha256 of manifest.json and of its schedule rows as CSV.

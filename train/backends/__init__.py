@@ -12,14 +12,14 @@ from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.registry import Registry
-from train.backends.base import Backend
+from hscale.train.backends.base import Backend
 
 __all__ = ["BACKENDS", "Backend", "get_backend"]
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")
-BACKENDS.register("local", "train.backends.local:LocalBackend")
-BACKENDS.register("verl", "train.backends.verl:VerlBackend")
-BACKENDS.register("scripted", "train.backends.scripted:ScriptedBackend")
+BACKENDS.register("local", "hscale.train.backends.local:LocalBackend")
+BACKENDS.register("verl", "hscale.train.backends.verl:VerlBackend")
+BACKENDS.register("scripted", "hscale.train.backends.scripted:ScriptedBackend")
 
 
 def get_backend(name: str, **options: Any) -> Backend:

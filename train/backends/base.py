@@ -1,7 +1,7 @@
 """The backend contract: what runs one planned run. Kept tiny, as the seam between the
 runner and whatever trains (the embedded CPU trainer, veRL on GPUs, a scripted fake).
 
-The runner (train.runner) owns the lifecycle: it plans, skips finished runs, calls
+The runner (hscale.train.runner) owns the lifecycle: it plans, skips finished runs, calls
 ``prepare`` once with the manifests it is about to run (before anything is written), calls
 ``run`` per run and records each run's state in status.json; no backend writes status.json.
 A backend reports progress through the callback it is given; each report also lets the
@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from train.contracts import Manifest, result_problems
-from train.environment import Requirement
+from hscale.train.contracts import Manifest, result_problems
+from hscale.train.environment import Requirement
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
 Progress = Callable[[str, int, int], None]  # (what, done, total)

@@ -1,8 +1,8 @@
-"""Local backend: the embedded CPU trainer (train.embedded) runs each planned run.
+"""Local backend: the embedded CPU trainer (hscale.train.embedded) runs each planned run.
 
 The base model every run starts from is built once (cached by content hash) in ``prepare``,
 before the runs are dispatched, so parallel workers never race to build it. With
-``ray_address`` each run is a Ray task on that cluster instead (train.backends.ray_tasks):
+``ray_address`` each run is a Ray task on that cluster instead (hscale.train.backends.ray_tasks):
 the runner follows the tasks from threads, as many at once as the cluster has CPUs.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from train.backends.base import Backend, Progress, StepProgress
-from train.contracts import Manifest
-from train.environment import CPU_EXTRA, Requirement, package, require
+from hscale.train.backends.base import Backend, Progress, StepProgress
+from hscale.train.contracts import Manifest
+from hscale.train.environment import CPU_EXTRA, Requirement, package, require
 
 
 def training_packages() -> list[Requirement]:
@@ -33,7 +33,7 @@ class LocalBackend(Backend):
     def __init__(self, ray_address: str | None = None) -> None:
         self.ray_address = ray_address
         self.in_threads = ray_address is not None  # run() then follows a Ray task
-        self._ray: Any = None  # train.backends.ray_tasks.RayRuns, once prepared
+        self._ray: Any = None  # hscale.train.backends.ray_tasks.RayRuns, once prepared
 
     def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None) -> None:
         """Build (or find in the cache) the base model of every preset the runs name; on Ray,
@@ -43,10 +43,10 @@ class LocalBackend(Backend):
             return
         require(self.requirements())
         if self.ray_address is not None:
-            from train.backends.ray_tasks import driver_address
+            from hscale.train.backends.ray_tasks import driver_address
 
             driver_address(self.ray_address)
-        from train.embedded.warmstart import available, build, preset
+        from hscale.train.embedded.warmstart import available, build, preset
 
         names = sorted({m.model for m in manifests})
         for name in names:
@@ -57,7 +57,7 @@ class LocalBackend(Backend):
             build(name, (lambda d, t, n=name: progress(f"warm start {n}", d, t))
                   if progress else None)
         if self.ray_address is not None:
-            from train.backends.ray_tasks import RayRuns
+            from hscale.train.backends.ray_tasks import RayRuns
 
             self._ray = RayRuns(self.ray_address)
             self.max_workers = self._ray.start(names)
@@ -75,7 +75,7 @@ class LocalBackend(Backend):
                 self.prepare([manifest])
             self._ray.run(run_dir, manifest, progress)
             return
-        from train.embedded.trainer import Trainer
+        from hscale.train.embedded.trainer import Trainer
 
         Trainer(run_dir, manifest).run(progress)
 

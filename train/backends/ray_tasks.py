@@ -30,11 +30,11 @@ from uuid import uuid4
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
-from train.backends.base import StepProgress
-from train.contracts import EVAL, STATUS, TRAIN, Manifest
+from hscale.train.backends.base import StepProgress
+from hscale.train.contracts import EVAL, STATUS, TRAIN, Manifest
 
 MARKER = ".hscale-ray"  # in a run folder while its task runs: the token the task must see
-CHECKPOINT = "checkpoint.pt"  # train.embedded.trainer's (not imported: it imports torch)
+CHECKPOINT = "checkpoint.pt"  # hscale.train.embedded.trainer's (not imported: it imports torch)
 RESULTS = (TRAIN, EVAL, "metrics.jsonl", CHECKPOINT)  # written back in this order, as saved
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265  # Ray's defaults
 HEAD_RESOURCE = "node:__internal_head__"  # the mailbox lives on the head: it outlives nodes
@@ -133,7 +133,7 @@ def connect(address: str) -> None:
     target = driver_address(address)
     import ray
 
-    from train.backends.ray_jobs import DEFAULT_EXCLUDES, hscale_py_modules
+    from hscale.train.backends.ray_jobs import DEFAULT_EXCLUDES, hscale_py_modules
 
     if ray.is_initialized():
         if _connected == target:
@@ -159,7 +159,7 @@ def execute(run_dir: str, manifest: Manifest, token: str, fetch_inputs: Callable
     a temporary copy of ``fetch_inputs()``, whose result files are returned (and sent with
     every step's report). ``report`` hears ``{step, total, folder}`` once the trainer has
     resumed, then ``{step, total[, files]}`` after every step."""
-    from train.embedded.warmstart import available, base_model_path
+    from hscale.train.embedded.warmstart import available, base_model_path
 
     if available(manifest.model) is None:
         atomic_write_bytes(base_model_path(manifest.model), fetch_model())
@@ -176,7 +176,7 @@ def execute(run_dir: str, manifest: Manifest, token: str, fetch_inputs: Callable
 
 
 def _train(folder: Path, manifest: Manifest, report: Report, copied: bool) -> None:
-    from train.embedded.trainer import Trainer
+    from hscale.train.embedded.trainer import Trainer
 
     trainer = Trainer(folder, manifest)
     report({"step": trainer.step, "total": manifest.budget.steps,
@@ -281,7 +281,7 @@ class RayRuns:
         connect(self.address)
         import ray
 
-        from train.embedded.warmstart import available
+        from hscale.train.embedded.warmstart import available
 
         resources = ray.cluster_resources()
         head = {HEAD_RESOURCE: 0.001} if HEAD_RESOURCE in resources else {}

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.engine import EPISODE_TURNS
-from harness.harness import harness_named
-from harness.loop import run_episode
-from harness.policies import NoisyOracle
 from hscale.files import atomic_write_text, write_parquet
-from train.backends.base import Backend, StepProgress
-from train.contracts import (
+from hscale.harness.engine import EPISODE_TURNS
+from hscale.harness.harness import harness_named
+from hscale.harness.loop import run_episode
+from hscale.harness.policies import NoisyOracle
+from hscale.train.backends.base import Backend, StepProgress
+from hscale.train.contracts import (
     EVAL,
     TRAIN,
     Manifest,
@@ -31,8 +31,8 @@ from train.contracts import (
     result_problems,
     train_frame,
 )
-from train.manifest import eval_jobs, train_tasks
-from train.schedule import Schedule
+from hscale.train.manifest import eval_jobs, train_tasks
+from hscale.train.schedule import Schedule
 
 RECORD = "scripted.json"
 

@@ -8,9 +8,9 @@ checks its own (as optuna ships its sampler tests)::
         def backend(self):
             return MyBackend()
 
-What every backend must do, under the runner (train.runner): end every planned run in a
+What every backend must do, under the runner (hscale.train.runner): end every planned run in a
 recorded state (COMPLETED, or untouched by a dry run), write result files that keep the
-file contracts (train.contracts), hear of every run in ``prepare`` before anything is
+file contracts (hscale.train.contracts), hear of every run in ``prepare`` before anything is
 written, never run a finished run again, let one failing run fail alone, keep its
 ``status_fields`` in status.json, and give from the command line what it gives from Python.
 """
@@ -27,8 +27,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from train.backends.base import Backend
-from train.contracts import (
+from hscale.train.backends.base import Backend
+from hscale.train.contracts import (
     EVAL,
     STATUS,
     TRAIN,
@@ -37,7 +37,7 @@ from train.contracts import (
     check_eval,
     read_status,
 )
-from train.runner import run_experiment
+from hscale.train.runner import run_experiment
 
 SPEC: dict[str, Any] = {
     "name": "contract",
@@ -172,7 +172,7 @@ class BackendContract:
         changed = {**SPEC, **self.spec_changes,
                    "evaluation": {**SPEC["evaluation"], "runs": 1}}
         spec.write_text(yaml.safe_dump(changed))
-        from train.plan import plan
+        from hscale.train.plan import plan
 
         plan(spec, out, force=True)
         run_experiment(spec, out, backend=backend)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from harness.harness import harness_named
-from train.contracts import Manifest, eval_frame
-from train.embedded.sampler import Sampler
-from train.manifest import eval_jobs, eval_tasks
+from hscale.harness.harness import harness_named
+from hscale.train.contracts import Manifest, eval_frame
+from hscale.train.embedded.sampler import Sampler
+from hscale.train.manifest import eval_jobs, eval_tasks
 
 
 def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:

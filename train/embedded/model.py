@@ -7,7 +7,7 @@ at position 0 while the others go on), which the HF cache classes do not offer.
 
 Checkpoint format (``save``/``load``): one ``torch.save`` file holding ``config`` (the
 ModelConfig fields), ``tokenizer`` (the vocabulary fingerprint), ``state_dict`` and, for base
-models, ``content_hash`` (see train.embedded.warmstart).
+models, ``content_hash`` (see hscale.train.embedded.warmstart).
 """
 
 from __future__ import annotations

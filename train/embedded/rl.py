@@ -21,10 +21,10 @@ from functools import cache
 import numpy as np
 import torch
 
-from harness.engine import Episode
-from harness.tokenizer import WordTokenizer
-from train.embedded.model import TinyGPT
-from train.embedded.sequences import Sequences, build, token_logprobs
+from hscale.harness.engine import Episode
+from hscale.harness.tokenizer import WordTokenizer
+from hscale.train.embedded.model import TinyGPT
+from hscale.train.embedded.sequences import Sequences, build, token_logprobs
 
 CLIP_WEIGHT = 2.0  # Harness-S: w = clip(pi_old / q, 0, 2)
 KL_ROWS = 16  # sequences the KL-to-base metric is measured on

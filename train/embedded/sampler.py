@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.engine import EPISODE_TURNS, Episode, Generation, Termination, TurnEngine
-from harness.harness import Harness
-from harness.tasks import Task
-from harness.tokenizer import WordTokenizer
-from harness.types import Message
-from train.embedded.model import TinyGPT
-from train.embedded.sequences import banned
+from hscale.harness.engine import EPISODE_TURNS, Episode, Generation, Termination, TurnEngine
+from hscale.harness.harness import Harness
+from hscale.harness.tasks import Task
+from hscale.harness.tokenizer import WordTokenizer
+from hscale.harness.types import Message
+from hscale.train.embedded.model import TinyGPT
+from hscale.train.embedded.sequences import banned
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick

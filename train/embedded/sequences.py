@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.engine import Episode
-from harness.tokenizer import WordTokenizer
+from hscale.harness.engine import Episode
+from hscale.harness.tokenizer import WordTokenizer
 
 
 @dataclass
@@ -119,7 +119,7 @@ def token_logprobs(model, seqs: Sequences, with_values: bool = False,
 
 
 def _ban(vocab_size: int) -> torch.Tensor:
-    from harness.tokenizer import tokenizer
+    from hscale.harness.tokenizer import tokenizer
 
     tok = tokenizer()
     return banned(tok) if len(tok) == vocab_size else torch.zeros(vocab_size)

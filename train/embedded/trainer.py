@@ -24,20 +24,20 @@ import numpy as np
 import pandas as pd
 import torch
 
-from harness.engine import Episode
-from harness.harness import harness_named
-from harness.tokenizer import tokenizer
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
-from train.backends.base import StepProgress
-from train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
-from train.embedded.evaluate import evaluate
-from train.embedded.rl import Hyper, update
-from train.embedded.sampler import Sampler
-from train.embedded.warmstart import base_model
-from train.manifest import router_tasks, train_tasks
-from train.routers import Router
-from train.schedule import Schedule
+from hscale.harness.engine import Episode
+from hscale.harness.harness import harness_named
+from hscale.harness.tokenizer import tokenizer
+from hscale.train.backends.base import StepProgress
+from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
+from hscale.train.embedded.evaluate import evaluate
+from hscale.train.embedded.rl import Hyper, update
+from hscale.train.embedded.sampler import Sampler
+from hscale.train.embedded.warmstart import base_model
+from hscale.train.manifest import router_tasks, train_tasks
+from hscale.train.routers import Router
+from hscale.train.schedule import Schedule
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",

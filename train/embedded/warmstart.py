@@ -1,7 +1,7 @@
 """The base model: a documented warm start, built once and cached by content hash.
 
 Like an instruct model before RL, the base policy is trained by supervised learning on
-*imperfect* demonstrations (``harness.policies.demonstrations``) spread over all 243
+*imperfect* demonstrations (``hscale.harness.policies.demonstrations``) spread over all 243
 configurations and, at a smaller share, the out-of-space harnesses. The demonstrator's
 mistakes depend on surface form (its habits: a call syntax used where another is asked for,
 a misread observation field, a step skipped under one workflow), so the base model's greedy
@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from harness.tokenizer import tokenizer
 from hscale.errors import HscaleError
-from train.embedded.model import ModelConfig, TinyGPT, load, save
-from train.embedded.sequences import Sequences, token_logprobs
-from train.embedded.sequences import build as build_sequences
+from hscale.harness.tokenizer import tokenizer
+from hscale.train.embedded.model import ModelConfig, TinyGPT, load, save
+from hscale.train.embedded.sequences import Sequences, token_logprobs
+from hscale.train.embedded.sequences import build as build_sequences
 
 # Presets a manifest's ``model`` may name. ``warm_start`` sets the demonstrations and SFT.
 PRESETS: dict[str, dict] = {
@@ -47,7 +47,7 @@ PRESETS: dict[str, dict] = {
                        "warmup": 10, "seed": 0},
     },
 }
-ARCH_VERSION = 2  # bump when train.embedded.model changes what a state dict means
+ARCH_VERSION = 2  # bump when hscale.train.embedded.model changes what a state dict means
 SHIPPED = Path(__file__).resolve().parent / "data"
 FINGERPRINT_EPISODES = 32
 
@@ -65,7 +65,7 @@ def cache_dir() -> Path:
 
 def demonstrations_fingerprint(seed: int) -> str:
     """A hash of the first demonstrations' texts: it changes when the demonstrator does."""
-    from harness.policies import demonstrations
+    from hscale.harness.policies import demonstrations
 
     h = hashlib.sha256()
     for episode in demonstrations(FINGERPRINT_EPISODES, seed=seed):
@@ -127,7 +127,7 @@ def build(name: str, progress: Callable[[int, int], None] | None = None,
 
 def warm_start(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:
     """Supervised learning on the demonstrations (token-mean cross-entropy on model turns)."""
-    from harness.policies import demonstrations
+    from hscale.harness.policies import demonstrations
 
     cfg, ws = preset(name)["model"], preset(name)["warm_start"]
     tok = tokenizer()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hscale.errors import HscaleError
-from train.lm.base import MAX_NEW_TOKENS, ChatModel
+from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel
 
 HINT = ("give an endpoint (http://HOST:PORT/v1), smollm2, a Hugging Face model folder "
         "(with config.json), an embedded checkpoint (.pt) or preset (hscale-tiny)")
@@ -21,31 +21,31 @@ HINT = ("give an endpoint (http://HOST:PORT/v1), smollm2, a Hugging Face model f
 def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
     """The chat model ``name`` names; ``served_name`` is an endpoint's model name."""
     if name.startswith(("http://", "https://")):
-        from train.lm.endpoint import EndpointChat
+        from hscale.train.lm.endpoint import EndpointChat
 
         return EndpointChat(name, served_name or "default")
     if name == "smollm2":
-        from train.lm.hf import HFChat
-        from train.lm.importer import import_smollm2
+        from hscale.train.lm.hf import HFChat
+        from hscale.train.lm.importer import import_smollm2
 
         return HFChat(import_smollm2())
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise HscaleError(f"model {name!r}: {path} holds no config.json", HINT)
-        from train.lm.hf import HFChat
+        from hscale.train.lm.hf import HFChat
 
         return HFChat(path)
     if path.suffix == ".pt":
         if not path.is_file():
             raise HscaleError(f"model {name!r}: no such file", HINT)
-        from train.lm.embedded import EmbeddedChat
+        from hscale.train.lm.embedded import EmbeddedChat
 
         return EmbeddedChat.load(path)
-    from train.embedded.warmstart import PRESETS
+    from hscale.train.embedded.warmstart import PRESETS
 
     if name in PRESETS:
-        from train.lm.embedded import EmbeddedChat
+        from hscale.train.lm.embedded import EmbeddedChat
 
         return EmbeddedChat.open(name)
     raise HscaleError(f"model {name!r}: not an endpoint, folder, checkpoint or preset", HINT)

@@ -1,7 +1,7 @@
 """What evaluation and serving need of a language model: generate the next turn of many
 conversations at once, as the model's own chat template renders them.
 
-Three kinds implement it (``train.lm.open_chat_model`` picks one from a name): an embedded
+Three kinds implement it (``hscale.train.lm.open_chat_model`` picks one from a name): an embedded
 checkpoint (the project's word-level policy), a Hugging Face model folder (transformers, its
 chat template, batched with a KV cache) and an OpenAI-compatible endpoint. The harness parses
 whatever text comes back; nothing here knows about harnesses or tasks.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from harness.engine import Generation
-from harness.types import Message
+from hscale.harness.engine import Generation
+from hscale.harness.types import Message
 
 # Tokens one turn may generate unless a caller says otherwise: room for a tool call or a short
 # answer, and a bound on the cost of a model that never stops.

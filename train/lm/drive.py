@@ -1,6 +1,6 @@
 """Many episodes through one chat model, in waves: every live episode's view goes to the
 model in one ``generate`` call (a batch, where the model batches), each reply goes through
-the harness's turn engine (harness.engine.TurnEngine: parse, workflow, tool, observation),
+the harness's turn engine (hscale.harness.engine.TurnEngine: parse, workflow, tool, observation),
 and the episodes still running make the next wave. The same engine the embedded sampler and
 the veRL agent loop drive, so a real model meets exactly the harness a trained one does.
 """
@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from harness.engine import EPISODE_TURNS, Episode, TurnEngine
-from harness.harness import Harness
-from harness.tasks import Task
-from train.lm.base import MAX_NEW_TOKENS, ChatModel
+from hscale.harness.engine import EPISODE_TURNS, Episode, TurnEngine
+from hscale.harness.harness import Harness
+from hscale.harness.tasks import Task
+from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel
 
 
 def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,

@@ -1,10 +1,10 @@
 """The embedded word-level policy as a ChatModel, so evaluation and ``hscale serve`` drive it
 like any other model.
 
-It sees what the in-process sampler (train.embedded.sampler) shows it: ``<role> content <eos>``
-per message, then ``<assistant>``, with the same banned ids. One difference: the sampler feeds a
-model turn as the ids it sampled, while here an assistant message is text and is re-encoded
-(lossless for the built-in world's vocabulary, so usually the same ids).
+It sees what the in-process sampler (hscale.train.embedded.sampler) shows it: ``<role> content
+<eos>`` per message, then ``<assistant>``, with the same banned ids. One difference: the
+sampler feeds a model turn as the ids it sampled, while here an assistant message is text and
+is re-encoded (lossless for the built-in world's vocabulary, so usually the same ids).
 
 Conversations run as one batch over the model's KV cache: right-padded prompts prefilled at
 once, then one token per row and step, each row at its own positions and seeing only its own
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from harness.engine import Generation
-from harness.tokenizer import WordTokenizer, tokenizer
-from harness.types import Message
 from hscale.errors import HscaleError
-from train.embedded.model import TinyGPT, load
-from train.embedded.sequences import banned
-from train.lm.base import MAX_NEW_TOKENS, flags
+from hscale.harness.engine import Generation
+from hscale.harness.tokenizer import WordTokenizer, tokenizer
+from hscale.harness.types import Message
+from hscale.train.embedded.model import TinyGPT, load
+from hscale.train.embedded.sequences import banned
+from hscale.train.lm.base import MAX_NEW_TOKENS, flags
 
 
 class EmbeddedChat:
@@ -38,7 +38,7 @@ class EmbeddedChat:
 
     @classmethod
     def load(cls, path: str | Path, name: str | None = None) -> EmbeddedChat:
-        """A checkpoint file (``train.embedded.model.save`` format)."""
+        """A checkpoint file (``hscale.train.embedded.model.save`` format)."""
         path = Path(path)
         if not path.is_file():
             raise HscaleError(f"no checkpoint at {path}", "give a .pt file written by hscale")
@@ -49,7 +49,7 @@ class EmbeddedChat:
     def preset(cls, name: str) -> EmbeddedChat:
         """The cached or shipped base model of a preset such as ``hscale-tiny``; never trains
         one (that takes minutes: ``hscale model build`` says so)."""
-        from train.embedded.warmstart import available, preset
+        from hscale.train.embedded.warmstart import available, preset
 
         preset(name)
         path = available(name)
@@ -61,7 +61,7 @@ class EmbeddedChat:
     @classmethod
     def open(cls, spec: str | Path) -> EmbeddedChat:
         """A preset name, or a path to a checkpoint."""
-        from train.embedded.warmstart import PRESETS
+        from hscale.train.embedded.warmstart import PRESETS
 
         if str(spec) in PRESETS:
             return cls.preset(str(spec))

@@ -1,16 +1,16 @@
 """A chat model behind an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, Ollama,
 ``hscale serve``): conversations go out concurrently, one request each, through hscale's own
-client (harness.http_policy.OpenAIChatPolicy)."""
+client (hscale.harness.http_policy.OpenAIChatPolicy)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.engine import Generation
-from harness.http_policy import OpenAIChatPolicy
-from harness.types import Message
-from train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
+from hscale.harness.engine import Generation
+from hscale.harness.http_policy import OpenAIChatPolicy
+from hscale.harness.types import Message
+from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
 
 
 class EndpointChat:

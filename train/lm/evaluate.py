@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness.benchmarks import open_benchmark
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
-from train.contracts import (
+from hscale.harness.benchmarks import open_benchmark
+from hscale.train.contracts import (
     EVAL,
     TRAIN,
     Manifest,
@@ -34,7 +34,7 @@ from train.contracts import (
     train_frame,
     write_status,
 )
-from train.lm.base import MAX_NEW_TOKENS
+from hscale.train.lm.base import MAX_NEW_TOKENS
 
 SETS = ("base", "in_space", "all", "out_of_space")
 PARTIAL = "episodes.partial.parquet"  # finished episodes of an evaluation under way
@@ -46,15 +46,15 @@ def harness_sets(text: str) -> dict[str, list[str]]:
     """Settings -> harness labels from ``--harnesses``: ``base``, ``in_space`` (the held-out
     18), ``all`` (every configuration but the base), ``out_of_space``, joined with ``+``; or
     a comma list of labels (``S0-T1-O0-C2-W1``, ``oos/shell``); or a design CSV."""
-    from design.recipes import eval_set, first_order, structured
-    from design.space import harness_space
-    from harness.out_of_space import OUT_OF_SPACE
+    from hscale.design.recipes import eval_set, first_order, structured
+    from hscale.design.space import harness_space
+    from hscale.harness.out_of_space import OUT_OF_SPACE
 
     space = harness_space()
     base = space.label(space.base)
     path = Path(text)
     if path.suffix == ".csv" or path.is_file():
-        from design.io import read_array
+        from hscale.design.io import read_array
 
         array, _ = read_array(path)
         return _split(space.labels(space.validate(array)), base, space)
@@ -81,7 +81,7 @@ def harness_sets(text: str) -> dict[str, list[str]]:
 
 
 def _split(labels: list[str], base: str, space: Any) -> dict[str, list[str]]:
-    from harness.components import registry
+    from hscale.harness.components import registry
 
     sets: dict[str, list[str]] = {}
     for label in labels:
@@ -126,7 +126,7 @@ def label_of(request: Request) -> str:
 
 def plan_evaluation(request: Request) -> Manifest:
     """The evaluation's manifest (checked before any model loads)."""
-    from design.space import harness_space
+    from hscale.design.space import harness_space
 
     if request.decoding not in ("greedy", "sampled", "both"):
         raise HscaleError(f"--decoding {request.decoding!r}", "use greedy, sampled or both")
@@ -161,9 +161,9 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
              progress: Callable[[int, int], None] | None = None) -> Path:
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
-    from train.lm import open_chat_model
-    from train.lm.drive import drive
-    from train.manifest import eval_jobs
+    from hscale.train.lm import open_chat_model
+    from hscale.train.lm.drive import drive
+    from hscale.train.manifest import eval_jobs
 
     manifest = plan_evaluation(request)
     run_dir = Path(out) / manifest.experiment / manifest.arm / "0"
@@ -184,7 +184,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     if progress is not None:
         progress(len(jobs) - len(todo), len(jobs))
     if todo:
-        from harness.harness import harness_named
+        from hscale.harness.harness import harness_named
 
         last_save = time.monotonic()
 

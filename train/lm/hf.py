@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.engine import Generation
-from harness.types import Message
 from hscale.errors import HscaleError
-from train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
+from hscale.harness.engine import Generation
+from hscale.harness.types import Message
+from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch

@@ -95,7 +95,7 @@ def import_smollm2(out: Path | None = None, force: bool = False,
     """The packaged SmolLM2-135M-Instruct as a Hugging Face folder: ``out``, or
     ``$HSCALE_CACHE/models/smollm2-135m-instruct-<sha256(gguf)[:12]>``. A second call finds
     it there; ``force`` rebuilds. Built in a temporary folder beside it, then renamed."""
-    from train.embedded.warmstart import cache_dir
+    from hscale.train.embedded.warmstart import cache_dir
 
     note = progress or (lambda _: None)
     gguf = find_gguf()

@@ -29,10 +29,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness.engine import Generation
-from harness.types import Message
 from hscale.errors import HscaleError
-from train.lm.base import MAX_NEW_TOKENS, ChatModel
+from hscale.harness.engine import Generation
+from hscale.harness.types import Message
+from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel
 
 MAX_BODY = 32 << 20  # bytes of one request
 MAX_TOKENS_LIMIT = 1 << 16

@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from harness.engine import Generation  # noqa: E402
-from harness.harness import Harness  # noqa: E402
-from harness.loop import run_episode  # noqa: E402
-from harness.policies import Oracle  # noqa: E402
-from harness.tokenizer import tokenizer  # noqa: E402
-from harness.world import generate  # noqa: E402
-from train.embedded.sequences import build, episode_sequences  # noqa: E402
+from hscale.harness.engine import Generation  # noqa: E402
+from hscale.harness.harness import Harness  # noqa: E402
+from hscale.harness.loop import run_episode  # noqa: E402
+from hscale.harness.policies import Oracle  # noqa: E402
+from hscale.harness.tokenizer import tokenizer  # noqa: E402
+from hscale.harness.world import generate  # noqa: E402
+from hscale.train.embedded.sequences import build, episode_sequences  # noqa: E402
 
 
 class Scripted:

@@ -14,9 +14,9 @@ import yaml
 pytest.importorskip("torch")
 pytest.importorskip("verl")
 
-from train.contracts import Manifest  # noqa: E402
-from train.embedded.trainer import Trainer  # noqa: E402
-from train.plan import plan  # noqa: E402
+from hscale.train.contracts import Manifest  # noqa: E402
+from hscale.train.embedded.trainer import Trainer  # noqa: E402
+from hscale.train.plan import plan  # noqa: E402
 
 BASE = {
     "name": "tiny", "model": "hscale-test",

@@ -34,7 +34,7 @@ RUN = Path("verl-cpu") / "structured-18" / "0"
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     pytest.importorskip("transformers")
-    from train.backends.verl.cpu.model import tiny_model as make
+    from hscale.train.backends.verl.cpu.model import tiny_model as make
 
     return make(tmp_path_factory.mktemp("verl-cpu") / "model")
 

@@ -1,6 +1,6 @@
 """veRL's rollout side on the CPU without its trainer (slow: a local Ray): the ``hscale_hf``
 replica launched by veRL's ``LLMServerManager`` and veRL's ``AgentLoopManager`` running
-hscale's agent loop (harness.verl_agent_loop) against it, two harnesses, two rollouts a
+hscale's agent loop (hscale.harness.verl_agent_loop) against it, two harnesses, two rollouts a
 row; then the worker-side adapter sends new weights to the replica's server, as the
 trainer's weight sync does. What a user runs to debug an agent loop on a laptop."""
 
@@ -18,9 +18,9 @@ import numpy as np  # noqa: E402
 import verl  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-import harness.verl_agent_loop as vl  # noqa: E402
-from harness.benchmarks import BuiltinWorld  # noqa: E402
-from train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
+import hscale.harness.verl_agent_loop as vl  # noqa: E402
+from hscale.harness.benchmarks import BuiltinWorld  # noqa: E402
+from hscale.train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ N = 2
 
 @pytest.fixture(scope="module")
 def local_ray():
-    import train.backends.verl.cpu.plugin  # noqa: F401 -- here veRL is imported already
+    import hscale.train.backends.verl.cpu.plugin  # noqa: F401 -- here veRL is imported already
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,

@@ -1,6 +1,6 @@
 """veRL's real ``main_ppo`` on the CPU through ``hscale run --backend verl`` (slow): 2 GRPO
 steps of 2 tasks x 2 rollouts, every task under two harnesses, a tiny random Qwen2 model, the
-CPU platform and the ``hscale_hf`` rollout (train.backends.verl.cpu). veRL writes its
+CPU platform and the ``hscale_hf`` rollout (hscale.train.backends.verl.cpu). veRL writes its
 checkpoints, validation dumps and file-logger metrics; hscale imports them into
 eval.parquet and train.parquet and ``hscale report`` renders them. Then the same killed
 after its first checkpoint and run again (veRL's ``resume_mode=auto``), and as a job on a

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("verl")
 pytest.importorskip("torch")
 
-from train.backends.verl.cpu import ENV  # noqa: E402
+from hscale.train.backends.verl.cpu import ENV  # noqa: E402
 
 PROBE = """
 import json, torch, verl
@@ -64,7 +64,7 @@ def test_verl_runs_on_the_cpu_platform_in_a_worker_process():
 
 
 def test_importing_the_plugin_does_not_take_over_verls_platform_choice():
-    probe = ("import train.backends.verl.cpu.plugin, verl.plugin.platform as p; "
+    probe = ("import hscale.train.backends.verl.cpu.plugin, verl.plugin.platform as p; "
              "print(p.get_platform().device_name)")
     env = {k: v for k, v in os.environ.items() if k not in ENV}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

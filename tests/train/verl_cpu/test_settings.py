@@ -11,15 +11,15 @@ import pytest
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
+from hscale.train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
+from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides  # noqa: E402
+from hscale.train.plan import plan  # noqa: E402
 from tests.train.verl_cpu.conftest import write_spec  # noqa: E402
-from train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
-from train.backends.verl.cpu.settings import overrides as cpu_overrides  # noqa: E402
-from train.plan import plan  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory, tiny_model):
-    from train.backends.verl import prepare_verl_run
+    from hscale.train.backends.verl import prepare_verl_run
 
     tmp = tmp_path_factory.mktemp("verl-cpu-inputs")
     (done,) = plan(write_spec(tmp, tiny_model), tmp / "runs")
@@ -39,7 +39,7 @@ def test_the_cpu_overrides_come_after_hscales_and_before_the_specs(prepared):
 
 
 def test_a_gpu_spec_gets_none_of_them(tmp_path):
-    from train.backends.verl.overrides import build_overrides
+    from hscale.train.backends.verl.overrides import build_overrides
 
     spec = write_spec(tmp_path, "Qwen/Qwen3-4B-Instruct-2507",
                       verl={"gpus_per_node": 8, "rollout": "vllm"})
@@ -51,8 +51,8 @@ def test_a_gpu_spec_gets_none_of_them(tmp_path):
 def test_launch_sh_exports_the_platform_and_sizes_a_ray_it_starts(prepared, tmp_path):
     _, info = prepared
     text = info["launch"].read_text()
-    assert "export VERL_USE_EXTERNAL_MODULES=train.backends.verl.cpu.plugin VERL_PLATFORM=cpu" \
-        in text
+    assert ("export VERL_USE_EXTERNAL_MODULES=hscale.train.backends.verl.cpu.plugin "
+            "VERL_PLATFORM=cpu") in text
     assert "nvidia-smi" not in text  # the spec names its device slots
     # a Ray that launch.sh starts itself gets logical CPUs and one device slot; a Ray job
     # (RAY_ADDRESS set) connects to its cluster, which refuses resource arguments
@@ -68,14 +68,14 @@ def test_launch_sh_exports_the_platform_and_sizes_a_ray_it_starts(prepared, tmp_
 
 
 def test_a_launch_on_the_cpu_needs_no_gpu_and_no_vllm():
-    from train.backends.verl.launch import launch_requirements
+    from hscale.train.backends.verl.launch import launch_requirements
 
     assert [r.what for r in launch_requirements(None, cpu=True)] == ["veRL"]
     assert len(launch_requirements(None)) == 3  # veRL, GPUs, vLLM
 
 
 def test_verls_config_checks_pass_with_the_cpu_rollout(prepared):
-    from train.backends.verl.check import validate_overrides
+    from hscale.train.backends.verl.check import validate_overrides
 
     config = validate_overrides(prepared[1]["overrides"])
     assert config.actor_rollout_ref.rollout.name == ROLLOUT

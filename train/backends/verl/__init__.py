@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from hscale.files import write_parquet
-from train.backends.base import Backend, Progress, StepProgress
-from train.backends.verl.check import validate_overrides
-from train.backends.verl.dumps import import_metrics, import_validation
-from train.backends.verl.inputs import prepare_verl_run
-from train.backends.verl.launch import (
+from hscale.train.backends.base import Backend, Progress, StepProgress
+from hscale.train.backends.verl.check import validate_overrides
+from hscale.train.backends.verl.dumps import import_metrics, import_validation
+from hscale.train.backends.verl.inputs import prepare_verl_run
+from hscale.train.backends.verl.launch import (
     LOG,
     POLL_SECONDS,
     check_launch,
@@ -24,11 +24,11 @@ from train.backends.verl.launch import (
     launch_ray,
     launch_requirements,
 )
-from train.backends.verl.overrides import VERL_DIR, build_overrides, settings
-from train.backends.verl.rescue import check_rescue
-from train.clean import drop_checkpoints
-from train.contracts import EVAL, TRAIN, Manifest, result_problems
-from train.environment import Requirement, require
+from hscale.train.backends.verl.overrides import VERL_DIR, build_overrides, settings
+from hscale.train.backends.verl.rescue import check_rescue
+from hscale.train.clean import drop_checkpoints
+from hscale.train.contracts import EVAL, TRAIN, Manifest, result_problems
+from hscale.train.environment import Requirement, require
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
            "prepare_verl_run", "validate_overrides"]

@@ -143,11 +143,11 @@ def _rollout(config: Any) -> None:
     from verl.utils.config import omega_conf_to_dataclass
     from verl.workers.rollout.base import _ROLLOUT_REGISTRY
 
-    from train.backends.verl.cpu.settings import is_cpu
+    from hscale.train.backends.verl.cpu.settings import is_cpu
 
     rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
     if is_cpu(rollout.name):  # registers itself through veRL's registries
-        import train.backends.verl.cpu.plugin  # noqa: F401
+        import hscale.train.backends.verl.cpu.plugin  # noqa: F401
     if (rollout.name, rollout.mode) not in _ROLLOUT_REGISTRY:
         known = sorted({name for name, _ in _ROLLOUT_REGISTRY})
         raise ValueError(f"no {rollout.mode} rollout named {rollout.name!r} (veRL has "
@@ -185,7 +185,7 @@ def _local(path: str) -> bool:
 def stand_in_model() -> Path:
     """A tiny Hugging Face model folder (config.json, a character tokenizer with a chat
     template, no weights): what veRL's model configs load when the real model is not here."""
-    from train.lm.tiny import char_chat_tokenizer
+    from hscale.train.lm.tiny import char_chat_tokenizer
 
     folder = Path(tempfile.mkdtemp(prefix="hscale-stand-in-"))
     atexit.register(shutil.rmtree, folder, True)

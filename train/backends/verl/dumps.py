@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 
 from hscale.errors import HscaleError
-from train.backends.verl.inputs import VAL_TAG
-from train.backends.verl.overrides import VERL_DIR
-from train.contracts import Manifest, eval_frame, train_frame
+from hscale.train.backends.verl.inputs import VAL_TAG
+from hscale.train.backends.verl.overrides import VERL_DIR
+from hscale.train.contracts import Manifest, eval_frame, train_frame
 
 
 def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
     then every per-episode reward_extra_info key (``reward``, and the agent loop's
     ``success``); the v1 trainer adds ``uid`` = ``<uid>_<session>_<segment>``, one line per
     trained segment. The row index comes from ``gts`` (see
-    :func:`train.backends.verl.inputs._tag_truth`); run, setting, harness and task_id from
+    :func:`hscale.train.backends.verl.inputs._tag_truth`); run, setting, harness and task_id from
     val.parquet's extra_info. A row dumped more than once at a step (a ``val_kwargs.n`` above
     1 set by hand) counts as further runs after the planned ones. ``turns`` is read from a
     ``turns`` key when the dump has one, else -1: veRL does not dump its turn counts.
@@ -124,7 +124,7 @@ def import_metrics(run_dir: str | Path) -> pd.DataFrame:
     counted from 0 as the embedded trainer does (veRL's global step 1 is step 0), veRL's
     metrics under their own names plus the embedded trainer's names where both measure the
     same thing. A later launch's line for a step replaces an earlier one (a resumed run)."""
-    from train.backends.verl.overrides import METRICS_DIR
+    from hscale.train.backends.verl.overrides import METRICS_DIR
 
     folder = Path(run_dir) / VERL_DIR / METRICS_DIR
     steps: dict[int, dict[str, Any]] = {}

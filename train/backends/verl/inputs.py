@@ -4,7 +4,7 @@
   step's harness label in ``extra_info``; with ``data.shuffle=False`` and
   ``data.train_batch_size=tasks_per_step`` each batch is exactly one scheduled step.
 - ``val.parquet``: one row per episode the embedded evaluator plays: a greedy pass over run
-  0's episodes, then every sampled run (:func:`train.manifest.eval_jobs`: run, setting,
+  0's episodes, then every sampled run (:func:`hscale.train.manifest.eval_jobs`: run, setting,
   harness, task), each row once (``val_kwargs.n=1``; the agent loop samples rows flagged
   greedy at temperature 0), so both backends evaluate the same episodes. The
   ``data_source`` is ``hscale/<setting>`` (``/greedy`` for the greedy pass) so veRL's
@@ -12,7 +12,7 @@
   keeps no ``extra_info``, only ``reward_model.ground_truth`` (as ``gts``), so a val row's
   ground truth is ``{"checker": <the checker spec>, "hscale_val_index": <row>}``: the dump
   import finds each episode's row by it.
-- ``agent_loop.yaml``: the hscale agent loop registration (harness.verl_agent_loop).
+- ``agent_loop.yaml``: the hscale agent loop registration (hscale.harness.verl_agent_loop).
 - ``launch.sh``: ``python -m verl.trainer.main_ppo`` with the Hydra overrides. It reads its
   inputs beside itself and writes outputs (checkpoints, validation dumps) to
   ``$HSCALE_VERL_OUT``, else beside itself too, so the folder can be copied to a GPU node.
@@ -27,15 +27,15 @@ from typing import Any
 
 import pandas as pd
 
-from harness.engine import EPISODE_TURNS
-from harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
-from train.backends.verl.check import validate_overrides
-from train.backends.verl.cpu.settings import is_cpu
-from train.backends.verl.cpu.settings import launch_args as cpu_launch_args
-from train.backends.verl.cpu.settings import launch_lines as cpu_launch_lines
-from train.backends.verl.overrides import (
+from hscale.harness.engine import EPISODE_TURNS
+from hscale.harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
+from hscale.train.backends.verl.check import validate_overrides
+from hscale.train.backends.verl.cpu.settings import is_cpu
+from hscale.train.backends.verl.cpu.settings import launch_args as cpu_launch_args
+from hscale.train.backends.verl.cpu.settings import launch_lines as cpu_launch_lines
+from hscale.train.backends.verl.overrides import (
     GPUS,
     METRICS_DIR,
     STAMP,
@@ -43,9 +43,9 @@ from train.backends.verl.overrides import (
     build_overrides,
     settings,
 )
-from train.contracts import REPLAN, Manifest
-from train.manifest import eval_jobs, eval_tasks, train_tasks
-from train.schedule import Schedule
+from hscale.train.contracts import REPLAN, Manifest
+from hscale.train.manifest import eval_jobs, eval_tasks, train_tasks
+from hscale.train.schedule import Schedule
 
 MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"
@@ -122,11 +122,11 @@ def _placeholder_batch(manifest: Manifest, task_ids: list[str]) -> pd.DataFrame:
 
 
 def _rescue_info(manifest: Manifest) -> dict[str, Any]:
-    """A rescue arm's rows say how to rescue their group (train.backends.verl.rescue)."""
+    """A rescue arm's rows say how to rescue their group (hscale.train.backends.verl.rescue)."""
     a = manifest.assignment
     if a.mode != "rescue":
         return {}
-    from train.backends.verl.rescue import RESCUE, rescue_info
+    from hscale.train.backends.verl.rescue import RESCUE, rescue_info
 
     return {RESCUE: rescue_info(manifest)}
 

@@ -24,12 +24,12 @@ from uuid import uuid4
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
-from train import environment
-from train.backends.verl.cpu.settings import is_cpu
-from train.backends.verl.inputs import OUT_ENV
-from train.backends.verl.overrides import VERL_DIR, settings
-from train.contracts import Manifest
-from train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
+from hscale.train import environment
+from hscale.train.backends.verl.cpu.settings import is_cpu
+from hscale.train.backends.verl.inputs import OUT_ENV
+from hscale.train.backends.verl.overrides import VERL_DIR, settings
+from hscale.train.contracts import Manifest
+from hscale.train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
 LOG = "train.log"
 JOB_RECORD = "ray_job.json"
@@ -59,7 +59,7 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None
     machine is not a node)."""
     require(launch_requirements(ray_address, cpu=all(_on_cpu(m) for m in manifests)))
     if ray_address:
-        from train.backends.ray_jobs import connect, dashboard_url
+        from hscale.train.backends.ray_jobs import connect, dashboard_url
 
         dashboard_url(ray_address)  # a malformed address first: it is the plainer mistake
         unsized = [m.arm for m in manifests if m.verl is None or m.verl.gpus_per_node is None]
@@ -143,7 +143,7 @@ def launch_ray(run_dir: str | Path, manifest: Manifest, address: str,
     """Run launch.sh as a Ray job, or re-attach to this run's job if it still runs; follow it
     to the end with its logs in verl/train.log (``on_poll`` hears the job's state at every
     look). The job is recorded in verl/ray_job.json before it is submitted. Returns its id."""
-    from train.backends import ray_jobs
+    from hscale.train.backends import ray_jobs
 
     run_dir = Path(run_dir).resolve()
     out = run_dir / VERL_DIR
@@ -168,7 +168,7 @@ def _job_to_follow(client: Any, out: Path, manifest: Manifest, address: str
                    ) -> tuple[str, bool]:
     """(job id, submit it?): the recorded job if it is pending, running or succeeded; the
     recorded id again if it never reached the cluster; else a fresh id."""
-    from train.backends.ray_jobs import job_state
+    from hscale.train.backends.ray_jobs import job_state
 
     try:
         record = json.loads((out / JOB_RECORD).read_text())

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.verl_agent_loop import AGENT_NAME
 from hscale.errors import HscaleError
-from train.backends.verl.cpu.settings import is_cpu
-from train.backends.verl.cpu.settings import overrides as cpu_overrides
-from train.contracts import Manifest, VerlRecord
-from train.models import resolve_model
+from hscale.harness.verl_agent_loop import AGENT_NAME
+from hscale.train.backends.verl.cpu.settings import is_cpu
+from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
+from hscale.train.contracts import Manifest, VerlRecord
+from hscale.train.models import resolve_model
 
 VERL_DIR = "verl"
 CONFIG_NAME = "ppo_trainer"
@@ -29,9 +29,9 @@ def settings(manifest: Manifest) -> VerlRecord:
     defaults with budgets measured over the run's own harnesses."""
     if manifest.verl is not None:
         return manifest.verl
-    from train.budget import verl_record
-    from train.manifest import harness_labels
-    from train.spec import VerlSettings
+    from hscale.train.budget import verl_record
+    from hscale.train.manifest import harness_labels
+    from hscale.train.spec import VerlSettings
 
     record, _ = verl_record(VerlSettings(), manifest.model, harness_labels([manifest]),
                             manifest.benchmark)
@@ -41,7 +41,7 @@ def settings(manifest: Manifest) -> VerlRecord:
 def node_gpus(manifest: Manifest) -> int:
     """GPUs a node of this run has: the spec's, else this machine's (at least 1, for checks
     on a machine without any)."""
-    from train.environment import cuda_gpus
+    from hscale.train.environment import cuda_gpus
 
     return settings(manifest).gpus_per_node or cuda_gpus() or 1
 
@@ -148,12 +148,12 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
     if name == "ppo":
         overrides.append("trainer.max_critic_ckpt_to_keep=1")
     if manifest.assignment.mode == "rescue":  # Harness-S: rescue groups, correct with w <= 2
-        from train.backends.verl.rescue import MANAGER_PATH
+        from hscale.train.backends.verl.rescue import MANAGER_PATH
 
         overrides += [f"+actor_rollout_ref.rollout.agent.agent_loop_manager_class={MANAGER_PATH}",
                       "algorithm.rollout_correction.rollout_is=token",
                       "algorithm.rollout_correction.rollout_is_threshold=2.0",
                       "algorithm.rollout_correction.bypass_mode=False"]
-    if is_cpu(verl.rollout):  # veRL on the CPU (train.backends.verl.cpu)
+    if is_cpu(verl.rollout):  # veRL on the CPU (hscale.train.backends.verl.cpu)
         overrides += cpu_overrides()
     return [*overrides, *verl.overrides]

@@ -41,7 +41,7 @@ MANAGER_PATH = f"{__name__}.RescueManager"
 
 def rescue_info(manifest: Any) -> dict[str, Any]:
     """What a rescue arm's rows carry for the worker to rescue their group."""
-    from train.manifest import ROUTER_TASKS
+    from hscale.train.manifest import ROUTER_TASKS
 
     a, bench = manifest.assignment, manifest.benchmark
     return {"router": a.router or "original", "pool": list(a.pool or ()),
@@ -64,11 +64,11 @@ def check_rescue(manifests: Sequence[Any]) -> None:
 
 
 def router_for(info: Mapping[str, Any], index: int) -> Any:
-    """The row's router (train.routers), its generator seeded by the run and the row."""
+    """The row's router (hscale.train.routers), its generator seeded by the run and the row."""
     import numpy as np
 
-    from design.space import Factor, FactorSpace
-    from train.routers import Router
+    from hscale.design.space import Factor, FactorSpace
+    from hscale.train.routers import Router
 
     space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info["factors"].items()))
     rng = np.random.default_rng([int(info["seed"]), zlib.crc32(f"rescue-{index}".encode())])
@@ -76,8 +76,8 @@ def router_for(info: Mapping[str, Any], index: int) -> Any:
 
 
 def measure_tasks(info: Mapping[str, Any]) -> list[Any]:
-    from train.contracts import BenchmarkRecord
-    from train.manifest import router_pool
+    from hscale.train.contracts import BenchmarkRecord
+    from hscale.train.manifest import router_pool
 
     on = info["measure_on"]
     return router_pool(BenchmarkRecord.model_validate(on["benchmark"]))[:int(on["count"])]
@@ -143,7 +143,7 @@ class _RescueWorker:
 
     async def _rescue(self, group: dict[str, Any]) -> dict[int, tuple[Any, dict]] | None:
         """One rollout under each routed sibling, from the task's initial state."""
-        from harness.tasks import task_from_row
+        from hscale.harness.tasks import task_from_row
 
         sampling_params, trajectory, agent_name = group["call"]
         sessions = sorted(group["done"].items())
@@ -180,7 +180,7 @@ class _RescueWorker:
         once; profile: again after every evaluation checkpoint), measured once per worker."""
         import numpy as np
 
-        from harness.verl_agent_loop import to_verl_rows
+        from hscale.harness.verl_agent_loop import to_verl_rows
 
         step = int(trajectory.get("step") or 0)
         epoch = 0 if router.kind.measure == "once" else step // max(int(info["every"]), 1)

@@ -1,11 +1,11 @@
 """veRL on a CPU, for tests and for debugging agent loops on a laptop: a CPU platform
-(device ``cpu``, ``gloo``; train.backends.verl.cpu.platform) and an in-process Hugging Face
-rollout replica (``hscale_hf``; train.backends.verl.cpu.rollout), registered through veRL
+(device ``cpu``, ``gloo``; hscale.train.backends.verl.cpu.platform) and an in-process Hugging Face
+rollout replica (``hscale_hf``; hscale.train.backends.verl.cpu.rollout), registered through veRL
 0.9.1's extension points by :data:`PLUGIN`, none of veRL's source copied or patched.
 
 veRL imports :data:`PLUGIN` in every process when ``VERL_USE_EXTERNAL_MODULES`` names it;
 :data:`ENV` is the environment a launch needs. This package itself imports nothing heavy:
-``tiny_model`` (train.backends.verl.cpu.model) builds a model folder veRL can train here.
+``tiny_model`` (hscale.train.backends.verl.cpu.model) builds a model folder veRL can train here.
 """
 
 from __future__ import annotations

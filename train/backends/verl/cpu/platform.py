@@ -4,7 +4,7 @@ runs without a GPU: device ``cpu``, collectives over ``gloo``, torch's default R
 veRL registers only nvidia, huawei and amd platforms and, with no accelerator, falls back to
 nvidia (device ``cuda``, backend ``nccl``); this module registers ``cpu`` through veRL's
 extension point (``PlatformRegistry.register``), loaded in every process that imports veRL
-by ``VERL_USE_EXTERNAL_MODULES=train.backends.verl.cpu.plugin`` and chosen by
+by ``VERL_USE_EXTERNAL_MODULES=hscale.train.backends.verl.cpu.plugin`` and chosen by
 ``VERL_PLATFORM=cpu`` (never by auto-detection).
 
 Ray resources: veRL asks Ray for its platform's resource and checks the cluster's ``GPU``
@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
-from train.backends.verl.cpu import PLATFORM as NAME
+from hscale.train.backends.verl.cpu import PLATFORM as NAME
 
 VISIBLE = "HSCALE_CPU_VISIBLE_DEVICES"
 

@@ -1,12 +1,12 @@
-"""What veRL imports (``VERL_USE_EXTERNAL_MODULES=train.backends.verl.cpu.plugin``) in every
+"""What veRL imports (``VERL_USE_EXTERNAL_MODULES=hscale.train.backends.verl.cpu.plugin``) in every
 process: registers the CPU platform, veRL's FSDP engines for it and the ``hscale_hf``
 rollout, and in a veRL worker process joins the gloo process group (see
-:func:`train.backends.verl.cpu.platform.join_worker_process_group`)."""
+:func:`hscale.train.backends.verl.cpu.platform.join_worker_process_group`)."""
 
 from __future__ import annotations
 
-from train.backends.verl.cpu.platform import join_worker_process_group, register_engines
-from train.backends.verl.cpu.rollout import register
+from hscale.train.backends.verl.cpu.platform import join_worker_process_group, register_engines
+from hscale.train.backends.verl.cpu.rollout import register
 
 register()
 register_engines()

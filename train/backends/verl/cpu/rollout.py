@@ -4,7 +4,7 @@ replicas, and the vllm wheel on the package index is a CUDA build). Registered t
 veRL's registries by :func:`register` (the CPU plugin calls it):
 
 - :class:`HFReplica` (``RolloutReplicaRegistry``): launches one model server
-  (train.backends.verl.cpu.server.HFServer) per replica, beside the replica's first trainer
+  (hscale.train.backends.verl.cpu.server.HFServer) per replica, beside the replica's first trainer
   worker (hybrid mode), or anywhere (standalone: no trainer, for driving agent loops alone).
 - :class:`HFServerAdapter` (the worker-side rollout, ``_ROLLOUT_REGISTRY``): in the trainer's
   worker, hands the trained weights to its replica's server at each weight sync (veRL's
@@ -22,8 +22,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.workers.rollout.base import _ROLLOUT_REGISTRY, BaseRollout
 from verl.workers.rollout.replica import RolloutMode, RolloutReplica, RolloutReplicaRegistry
 
-from train.backends.verl.cpu import ROLLOUT
-from train.backends.verl.cpu.server import HFServer
+from hscale.train.backends.verl.cpu import ROLLOUT
+from hscale.train.backends.verl.cpu.server import HFServer
 
 ADAPTER_PATH = f"{__name__}.HFServerAdapter"
 

@@ -1,4 +1,4 @@
-"""The model server behind the ``hscale_hf`` rollout (train.backends.verl.cpu.rollout): a
+"""The model server behind the ``hscale_hf`` rollout (hscale.train.backends.verl.cpu.rollout): a
 Hugging Face causal LM (``transformers``, float32 on the CPU) in a Ray actor, answering
 veRL's token-in, token-out ``generate`` with a ``TokenOutput`` (token ids, their log-probs,
 a stop reason), as veRL's ``LLMServerClient`` and agent loops expect of vLLM's server.
@@ -19,7 +19,7 @@ import math
 import threading
 from typing import Any
 
-from train.backends.verl.cpu import ROLLOUT
+from hscale.train.backends.verl.cpu import ROLLOUT
 
 
 class HFServer:

@@ -1,6 +1,6 @@
 """What a veRL run on the CPU adds to hscale's launch: a spec selects it with
-``verl: {rollout: hscale_hf}`` (train.backends.verl.overrides adds :func:`overrides`,
-train.backends.verl.inputs writes :func:`launch_lines` into launch.sh, and the launch needs
+``verl: {rollout: hscale_hf}`` (hscale.train.backends.verl.overrides adds :func:`overrides`,
+hscale.train.backends.verl.inputs writes :func:`launch_lines` into launch.sh, and the launch needs
 no GPU or vLLM). Importing this module is cheap (no veRL, no torch).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from train.backends.verl.cpu import ENV, ROLLOUT
+from hscale.train.backends.verl.cpu import ENV, ROLLOUT
 
 # Ray resources of a Ray that launch.sh starts itself: logical CPUs (veRL's placement bundles
 # ask for several per worker) and one logical GPU, veRL's device slot (see cpu.platform)
@@ -52,7 +52,7 @@ def launch_lines(slots: int) -> list[str]:
            f"+ray_kwargs.ray_init.num_gpus={int(slots)}",
            "+ray_kwargs.ray_init.include_dashboard=False"]
     return [
-        "# veRL on the CPU (train.backends.verl.cpu): its platform module, few threads",
+        "# veRL on the CPU (hscale.train.backends.verl.cpu): its platform module, few threads",
         "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in ENV.items()),
         'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-'
         'PASSIVE}" TOKENIZERS_PARALLELISM=false',
