@@ -25,8 +25,10 @@ class Policy(Protocol):
 
 def run_episode(policy: Policy, harness: Harness, task: Task,
                 max_turns: int = DEFAULT_MAX_TURNS,
-                workspace_root: str | Path | None = None) -> Episode:
-    """Run ``policy`` on ``task`` under ``harness`` until a final answer or ``max_turns``."""
+                workspace_root: str | Path | None = None, score: bool = True) -> Episode:
+    """Run ``policy`` on ``task`` under ``harness`` until a final answer or ``max_turns``;
+    ``score=False`` leaves the checker out (reward 0), for measuring episodes rather than
+    judging them."""
     engine = TurnEngine(harness, task, max_turns, workspace_root)
     try:
         while not engine.done:
@@ -39,4 +41,4 @@ def run_episode(policy: Policy, harness: Harness, task: Task,
     except BaseException:
         engine.env.close()
         raise
-    return engine.finish()
+    return engine.finish(None if score else 0.0)

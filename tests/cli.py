@@ -31,13 +31,17 @@ class Result:
 
 
 def hscale(*args: str | Path, cwd: str | Path | None = None,
-           env: dict[str, str] | None = None) -> Result:
-    """``hscale ARGS`` in this process, from ``cwd`` and with ``env`` added to the environment
-    (both restored after)."""
+           env: dict[str, str | None] | None = None) -> Result:
+    """``hscale ARGS`` in this process, from ``cwd``, with ``env`` set in the environment (a
+    None value unsets the variable); both are restored after."""
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     here, saved = os.getcwd(), {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
+    for key, value in (env or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     try:
         if cwd is not None:
             os.chdir(cwd)

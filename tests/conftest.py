@@ -1,5 +1,7 @@
-"""Shared test configuration: ``gpu`` tests are skipped unless CUDA is available; base models
-built by tests go to a per-session cache, never the user's."""
+"""Shared test configuration: ``slow`` tests run only when asked for (``--runslow``, or a
+``-m`` expression naming them, as ``-m slow`` in CI's second step); ``gpu`` tests are skipped
+unless CUDA is available; base models built by tests go to a per-session cache, never the
+user's."""
 
 from __future__ import annotations
 
@@ -22,7 +24,21 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true",
+                     help="also run the tests marked slow (CI runs them as a second step)")
+
+
+def _slow_wanted(config) -> bool:
+    return config.getoption("--runslow") or "slow" in (config.getoption("-m") or "")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not _slow_wanted(config):
+        slow = [item for item in items if "slow" in item.keywords]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if "slow" not in item.keywords]
     if any("gpu" in item.keywords for item in items) and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:

@@ -1,4 +1,5 @@
-"""End-to-end tests of the ``hscale`` command line, run as a user runs it: a subprocess."""
+"""End-to-end tests of the ``hscale`` command line: each command as a user runs it, in this
+process (tests.cli), and a few as real processes (the entry point, exit statuses, imports)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,22 @@ import pytest
 
 from hscale.design.io import read_array, write_array
 from hscale.design.verify import is_orthogonal
+from tests.cli import assert_user_error, hscale
 
 
-def hscale(*args: str, cwd=None) -> subprocess.CompletedProcess:
+def process(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hscale.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, timeout=120)
 
 
-def assert_user_error(result: subprocess.CompletedProcess, *words: str) -> None:
-    """Exit 2, exactly one line on stderr, a hint, no traceback."""
-    assert result.returncode == 2, result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and "hint" in lines[0], lines[0]
-    assert "Traceback" not in result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
+def test_a_real_process_writes_an_array_and_answers_a_user_error_in_one_line(tmp_path):
+    """The smoke test of ``python -m hscale.cli``: exit 0 with output, exit 2 with one line."""
+    out = tmp_path / "oa.csv"
+    done = process("design", "oa", "3^5", "--runs", "18", "--out", str(out))
+    assert done.returncode == 0 and "OA(18; 3^5; strength 2)" in done.stdout, done.stderr
+    assert is_orthogonal(read_array(out)[0], 2)
+    assert_user_error(process("design", "oa", "3^8", "--runs", "18"), "7")
+    assert process("design", "verify", str(out), "--strength", "3").returncode == 1
 
 
 def test_help_imports_neither_numpy_nor_torch():

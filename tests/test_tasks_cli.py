@@ -1,13 +1,11 @@
-"""``hscale tasks list|show|check`` end to end, as a user runs it (a subprocess): on the
-example task set, on broken copies of it, and on each task-list format whose kind it guesses."""
+"""``hscale tasks list|show|check`` end to end, as a user runs it (in process, tests.cli): on
+the example task set, on broken copies of it, and on each task-list format whose kind it
+guesses."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,19 +14,19 @@ import pytest
 
 from hscale.harness.benchmarks import content_hash
 from hscale.harness.tasks import load_tasks, write_tasks
+from tests.cli import Result
+from tests.cli import hscale as run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "experiments" / "examples" / "tasks"
 JUDGE_VARS = ("HSCALE_JUDGE_URL", "HSCALE_JUDGE_MODEL", "HSCALE_JUDGE_KEY")
 
 
-def hscale(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    return subprocess.run([sys.executable, "-m", "hscale.cli", "tasks", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, env=env)
+def hscale(*args: str) -> Result:
+    return run_cli("tasks", *args, env=dict.fromkeys(JUDGE_VARS))
 
 
-def assert_user_error(result: subprocess.CompletedProcess, *words: str) -> None:
+def assert_user_error(result: Result, *words: str) -> None:
     assert result.returncode == 2, result.stderr + result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -36,7 +34,7 @@ def assert_user_error(result: subprocess.CompletedProcess, *words: str) -> None:
         assert word in lines[0], lines[0]
 
 
-def problems(result: subprocess.CompletedProcess) -> list[str]:
+def problems(result: Result) -> list[str]:
     """The report's problem lines (its last line is the summary)."""
     assert "Traceback" not in result.stderr, result.stderr
     return [line for line in result.stdout.strip().splitlines()[:-1]
@@ -44,8 +42,7 @@ def problems(result: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_tasks_is_a_listed_command():
-    result = subprocess.run([sys.executable, "-m", "hscale.cli", "--help"], capture_output=True,
-                            text=True, timeout=60)
+    result = run_cli("--help")
     assert result.returncode == 0 and "tasks" in result.stdout
 
 

@@ -76,7 +76,8 @@ def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> Budget:
     for label in labels[::step]:
         harness = harness_named(label)
         for task in tasks:
-            episode = run_episode(Oracle(task, harness), harness, task, max_turns=EPISODE_TURNS)
+            episode = run_episode(Oracle(task, harness), harness, task, max_turns=EPISODE_TURNS,
+                                  score=False)
             episodes += 1
             segments = max(segments, len(episode.segments))
             for segment in episode.segments:

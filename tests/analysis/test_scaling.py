@@ -4,8 +4,6 @@ when N or K vary (skips them with a reason otherwise)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,8 @@ from hscale.analysis.plots import FIGURES, NoData, png_bytes
 from hscale.analysis.report import write_report
 from hscale.analysis.scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
 from hscale.analysis.synthetic import synthetic_episodes, write_runs
+from tests.cli import Result
+from tests.cli import hscale as run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (9, 18, 36, 72, 144)
@@ -120,9 +120,8 @@ def test_the_report_writes_the_scaling_table_and_figure(sized, tmp_path):
     assert png_bytes(FIGURES.get("scaling").draw(scaling_data(sized)), dpi=40)[:4] == b"\x89PNG"
 
 
-def hscale(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hscale.cli", *args], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
+def hscale(*args: str) -> Result:
+    return run_cli(*args, cwd=ROOT)
 
 
 @pytest.mark.slow

@@ -167,8 +167,7 @@ def test_an_exploding_enumeration_stops_within_seconds():
 @pytest.mark.parametrize("levels, runs", [("2^15", 16), ("9^1,3^3", 27), ("3^5", 27)])
 def test_the_cli_and_the_api_refuse_alike(levels, runs):
     """hscale design candidates refuses exactly what enumerate_oas and candidates refuse."""
-    import subprocess
-    import sys
+    from tests.cli import hscale
 
     if runs == 27 and levels == "3^5":
         _oapackage()  # hscale's own engine spends its whole budget, three times over
@@ -177,8 +176,7 @@ def test_the_cli_and_the_api_refuse_alike(levels, runs):
     with pytest.raises(HscaleError) as listed:
         candidates(levels, runs)
     assert listed.value.one_line() == api.value.one_line()
-    cli = subprocess.run([sys.executable, "-m", "hscale.cli", "design", "candidates", levels,
-                          "--runs", str(runs)], capture_output=True, text=True, timeout=120)
+    cli = hscale("design", "candidates", levels, "--runs", str(runs))
     assert cli.returncode == 2
     assert cli.stderr.strip() == f"error: {api.value.one_line()}"
 

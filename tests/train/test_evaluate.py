@@ -14,6 +14,7 @@ import hscale.train.lm as lm
 from hscale.errors import HscaleError
 from hscale.train.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.train.lm.evaluate import PARTIAL, Request, evaluate, harness_sets
+from tests.cli import hscale
 
 pytest.importorskip("torch")
 
@@ -104,10 +105,6 @@ def test_evaluate_writes_a_run_folder_and_resumes_without_loss(tmp_path, monkeyp
 
 
 def test_the_cli_evaluates_and_the_report_maps_the_model(tmp_path):
-    def hscale(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "hscale.cli", *args],
-                              capture_output=True, text=True, timeout=600)
-
     run = hscale("evaluate", "hscale-tiny", "--harnesses", "base+in_space", "--tasks", "2",
                  "--decoding", "both", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-2000:]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,15 +15,11 @@ import yaml
 from hscale.errors import HscaleError
 from hscale.train.contracts import Manifest
 from hscale.train.plan import plan_runs
+from tests.cli import hscale
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "experiments" / "examples"
 TASKS = EXAMPLES / "tasks"
-
-
-def hscale(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hscale.cli", *args], capture_output=True,
-                          text=True, timeout=900)
 
 
 def spec_file(tmp_path: Path, name: str = "spec.yaml", arms: list[str] | None = None,

@@ -166,14 +166,11 @@ def test_smollm2_imports_once_and_chats(tmp_path, monkeypatch):
 
 
 def test_model_import_checks_a_folder_and_prints_its_hash(chat, tmp_path):
-    import subprocess
-    import sys
-
     from hscale.train.lm.importer import content_hash
+    from tests.cli import hscale as run_cli
 
-    def hscale(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "hscale.cli", "model", "import", *args],
-                              capture_output=True, text=True, timeout=120)
+    def hscale(*args: str):
+        return run_cli("model", "import", *args)
 
     ok = hscale(str(chat.folder))
     assert ok.returncode == 0, ok.stderr

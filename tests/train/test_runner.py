@@ -19,6 +19,7 @@ import yaml
 
 from hscale.errors import HscaleError
 from hscale.train.runner import run_experiment, runner_lock
+from tests.cli import hscale
 
 SPEC = {
     "name": "small",
@@ -127,13 +128,12 @@ def test_verl_dry_run_writes_launch_scripts_and_real_runs_need_a_gpu(tmp_path):
     spec = write_spec(tmp_path, backend="verl", arms={"structured-18": {}},
                       model="Qwen/Qwen3-4B-Instruct-2507")
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend", "verl",
-           "--out", str(out)]
-    dry = subprocess.run([*cmd, "--dry-run"], capture_output=True, text=True, timeout=300)
+    cmd = ["run", str(spec), "--backend", "verl", "--out", str(out)]
+    dry = hscale(*cmd, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     launch = out / "small" / "structured-18" / "0" / "verl" / "launch.sh"
     assert launch.is_file() and "verl.trainer.main_ppo" in launch.read_text()
-    real = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    real = hscale(*cmd)
     assert real.returncode == 2 and "--dry-run" in real.stderr
     assert len(real.stderr.strip().splitlines()) == 1
 

@@ -4,8 +4,6 @@ plan and run all see them; what they sweep is read back from the manifests, not 
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from hscale.errors import HscaleWarning
 from hscale.train.plan import plan_runs
 from hscale.train.spec import ExperimentSpec, load_spec, quick
 from hscale.train.sweeps import MAX_SWEPT_ARMS
+from tests.cli import Result, hscale
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "experiments" / "sweep.yaml"
@@ -35,9 +34,8 @@ def write(tmp_path: Path, spec: dict) -> Path:
     return path
 
 
-def validate(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hscale.cli", "validate", str(path)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+def validate(path: Path) -> Result:
+    return hscale("validate", path, cwd=ROOT)
 
 
 def planned(path: Path) -> dict[str, tuple[int, int, str]]:

@@ -36,14 +36,14 @@ FAKE_MODULE = "fake_main_ppo"
 # times in a row as DataProto.repeat(interleave=True) does, at step 0 and the last step.
 FAKE_MAIN = '''
 import os, sys
-import pandas as pd
-from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 print("fake veRL:", " ".join(sys.argv[1:]), flush=True)
 if os.environ.get("FAKE_VERL_FAIL"):
     print("boom: CUDA out of memory", flush=True)
     sys.exit(3)
+import pandas as pd
+from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 val = pd.read_parquet(args["data.val_files"])
 n = int(args["actor_rollout_ref.rollout.val_kwargs.n"])
 for step in (0, int(args["trainer.total_training_steps"])):
