@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hscale.files import write_parquet
+from hscale.harness.space import OUT_OF_SPACE
 from hscale.train.contracts import (
     EVAL,
     EVAL_COLUMNS,
@@ -27,13 +28,12 @@ from hscale.train.contracts import (
 )
 
 Prob = Callable[[pd.DataFrame], np.ndarray] | Mapping[str, float] | float
-OUT_OF_SPACE = ("oos/shell", "oos/actions")
 
 
 @lru_cache(maxsize=1)
 def _paper_sets() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     from hscale.design.recipes import eval_set, first_order, structured
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     space = harness_space()
     train = structured(space)
@@ -108,7 +108,7 @@ def manifest_for(experiment: str, arm: str, seed: int, eval_sets: Mapping[str, l
                  train: Sequence[str], model: str, algorithm: str, steps: int,
                  runs: int) -> Manifest:
     """A manifest in the contract's shape, for a run of the synthetic "backend"."""
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     return Manifest.build(
         experiment=experiment, arm=arm, seed=int(seed),
@@ -168,7 +168,7 @@ DEMO_ARMS = {"single-harness": -0.6, "first-order-3": -0.1, "structured-18": 0.3
 def demo_train_sets() -> dict[str, list[str]]:
     """Training harnesses of the demo's arms (random-18 is one fixed draw)."""
     from hscale.design.recipes import first_order, full, random_n
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     space = harness_space()
     held_out = space.parse_labels(default_eval_sets()["in_space"])

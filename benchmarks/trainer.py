@@ -24,10 +24,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import torch  # noqa: E402
 
-from hscale.design.space import harness_space  # noqa: E402
 from hscale.harness.engine import Generation  # noqa: E402
 from hscale.harness.harness import Harness  # noqa: E402
 from hscale.harness.loop import run_episode  # noqa: E402
+from hscale.harness.space import harness_space  # noqa: E402
 from hscale.harness.tokenizer import tokenizer  # noqa: E402
 from hscale.harness.world import generate  # noqa: E402
 from hscale.train.embedded.rl import Hyper, update  # noqa: E402

@@ -49,7 +49,6 @@ _EXPORTS = {
     "Factor": "hscale.design.space",
     "FactorSpace": "hscale.design.space",
     "format_levels": "hscale.design.space",
-    "harness_space": "hscale.design.space",
     "parse_levels": "hscale.design.space",
     "balance_table": "hscale.design.verify",
     "check_strength": "hscale.design.verify",

@@ -359,17 +359,3 @@ def _generic_name(i: int) -> str:
         i, r = divmod(i - 1, 26)
         letters = chr(65 + r) + letters
     return letters
-
-
-HARNESS_FACTORS = (
-    Factor("S", ("terse", "sectioned", "persona"), "system prompt"),
-    Factor("T", ("json_call", "xml_call", "python_call"), "tool interface"),
-    Factor("O", ("plain", "json", "markdown"), "observation format"),
-    Factor("C", ("full", "window", "compact"), "context management"),
-    Factor("W", ("react", "plan_act", "act_verify"), "workflow"),
-)
-
-
-def harness_space() -> FactorSpace:
-    """The papers' space H = S x T O x C x W: 5 components, 3 realizations each, 243 configs."""
-    return FactorSpace(HARNESS_FACTORS, name="harness")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
 from hscale.harness.components import registry
 from hscale.harness.components.context import Context
@@ -20,19 +20,8 @@ from hscale.harness.components.observation import Observation
 from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
 from hscale.harness.components.tool_interface import Parsed, ToolInterface
 from hscale.harness.components.workflow import Action, Workflow
+from hscale.harness.space import BASE, COMPONENTS, FACTOR_COMPONENTS, PRESETS, harness_space
 from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
-
-COMPONENTS = registry.COMPONENTS
-# Factor name in a space -> component it sets.
-FACTOR_COMPONENTS = {
-    "S": "system_prompt", "T": "tool_interface", "O": "observation", "C": "context",
-    "W": "workflow",
-}
-# Realizations used for components a space or a spec leaves out (the base harness h0).
-BASE = {
-    "system_prompt": "terse", "tool_interface": "json_call", "observation": "plain",
-    "context": "full", "workflow": "react",
-}
 
 ComponentSpec = str | Mapping[str, Any]
 
@@ -95,7 +84,7 @@ class Harness:
         space = space or harness_space()
         if space.contains(name):
             return cls.from_label(name, space)
-        return registry.get(name if name.startswith("harness/") else f"harness/{name}")
+        return PRESETS.get(name)()
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Harness:

@@ -27,8 +27,6 @@ from hscale.harness.components.tool_interface import (
 from hscale.harness.harness import Harness
 from hscale.harness.types import ParseError, ToolCall, ToolResult
 
-OUT_OF_SPACE = ("oos/shell", "oos/actions")
-
 WORDS = (
     # manual prompt + shell
     "NAME TOOLS NOTES TASK",
@@ -287,8 +285,7 @@ class ActionLines(ToolInterface):
         return self.to_canonical(name, args)
 
 
-# --- the harnesses ----------------------------------------------------------------------------
-@register("harness", "oos/shell")
+# --- the harnesses (registered as presets in hscale.harness.space) ----------------------------
 def shell_harness() -> Harness:
     """Man-page prompt, shell commands, terminal observations."""
     return Harness.from_names({"system_prompt": "manual", "tool_interface": "shell",
@@ -296,7 +293,6 @@ def shell_harness() -> Harness:
                                "workflow": "react"}, name="oos/shell")
 
 
-@register("harness", "oos/actions")
 def actions_harness() -> Harness:
     """Question-and-answer prompt, ``action:`` lines, labelled observations, a 3-turn window."""
     return Harness.from_names({"system_prompt": "qa", "tool_interface": "action_lines",

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hscale.design.space import harness_space
 from hscale.errors import HscaleError
 from hscale.harness.components import registry
 from hscale.harness.components.tool_interface import ToolInterface
 from hscale.harness.engine import Episode, Generation
 from hscale.harness.harness import Harness
 from hscale.harness.loop import run_episode
-from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.space import OUT_OF_SPACE, harness_space
 from hscale.harness.tasks import Task
 from hscale.harness.types import Message, ToolCall
 

@@ -4,14 +4,16 @@ extend (harness-set recipes, assignment modes, routers, backends, benchmarks, fi
 A registry answers an unknown name with "did you mean ...? available: ...", and spec
 validation reads its names from the registry, so a user's new entry is accepted everywhere
 at once. An entry is the object itself, or ``"module:attribute"``, imported on first lookup so
-that listing names never imports a heavy module.
+that listing names never imports a heavy module; a registry whose entries register themselves
+on import (decorated classes) names those modules in ``load``, imported before its first
+lookup.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from hscale.errors import HscaleError
@@ -22,9 +24,22 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Named entries of one ``kind`` (a word for messages: "router", "backend", ...)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, load: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._entries: dict[str, T | str] = {}
+        self._load, self._loaded = load, not load
+
+    def _ensure_loaded(self) -> None:
+        """Import the ``load`` modules once (their imports register entries)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            for module in self._load:
+                importlib.import_module(module)
+        except BaseException:
+            self._loaded = False
+            raise
 
     def register(self, name: str, entry: T | str | None = None, *, replace: bool = False
                  ) -> Any:
@@ -49,27 +64,38 @@ class Registry(Generic[T]):
         self._entries.pop(name, None)
 
     def names(self) -> list[str]:
-        """Registered names, in registration order (nothing is imported)."""
+        """Registered names, in registration order (no entry is imported)."""
+        self._ensure_loaded()
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        self._ensure_loaded()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._entries))
+        return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.names())
 
-    def check(self, name: str) -> str:
-        """``name`` if registered, else an HscaleError with a did-you-mean (for validators)."""
-        if name in self._entries:
+    def check(self, name: str, among: Iterable[str] | None = None) -> str:
+        """``name`` if registered, else an HscaleError with a did-you-mean (for validators)
+        among ``among`` (default: every name); a name without ``/`` is also matched against
+        the last part of names that have one (``window`` -> ``context/window``)."""
+        if name in self:
             return name
-        known = self.names()
+        known = self.names() if among is None else list(among)
         close = difflib.get_close_matches(str(name), known, n=1)
+        if not close and "/" not in str(name):
+            close = [n for n in known if n.rsplit("/", 1)[-1] == name][:1]
         hint = (f"did you mean {close[0]!r}? " if close else "") + \
             f"available: {', '.join(known) or '(none)'}"
         raise HscaleError(f"unknown {self.kind} {name!r}", hint)
+
+    def registered(self, name: str) -> T | str | None:
+        """The entry under ``name`` as registered, or None; nothing is loaded or imported
+        (for a register step that must see what is there already)."""
+        return self._entries.get(name)
 
     def get(self, name: str) -> T:
         """The entry, importing it first if it was registered as ``"module:attribute"``."""

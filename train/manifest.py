@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from hscale.design.recipes import RECIPES, eval_set, first_order, structured
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.design.weights import by_name
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 from hscale.train.contracts import BASE_MODEL_ARM, BenchmarkRecord, Manifest, rng_for
 from hscale.train.spec import Arm, ExperimentSpec
 from hscale.train.weights import spec_weights

@@ -156,11 +156,11 @@ class Evaluation(_Strict):
     @field_validator("out_of_space")
     @classmethod
     def _known_harnesses(cls, names: list[str]) -> list[str]:
-        from hscale.harness.components import registry
+        from hscale.harness.space import PRESETS
 
         for name in names:
             try:
-                registry.factory(name if name.startswith("harness/") else f"harness/{name}")
+                PRESETS.check(name)
             except HscaleError as exc:
                 raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None
         return names

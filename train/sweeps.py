@@ -146,7 +146,8 @@ def _no_array(space: str, runs: int) -> str | None:
     """Why no OA(runs; space) of strength 2 is built, or None when one is (cached: a plan
     loads its spec more than once, and a failed construction takes seconds)."""
     from hscale.design.oa import orthogonal_array
-    from hscale.design.space import harness_space, parse_levels
+    from hscale.design.space import parse_levels
+    from hscale.harness.space import harness_space
 
     levels = harness_space().levels if space == "harness" else parse_levels(space)
     try:

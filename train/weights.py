@@ -12,16 +12,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.design.weights import resolve_weights
-
-
-def component_aliases(space: FactorSpace) -> dict[str, str]:
-    """Harness component name -> the factor of ``space`` that sets it (``context`` -> ``C``)."""
-    from hscale.harness.harness import FACTOR_COMPONENTS
-
-    return {component: factor for factor, component in FACTOR_COMPONENTS.items()
-            if factor in space.names}
+from hscale.harness.space import component_aliases, harness_space
 
 
 def spec_weights(weights: Mapping[str, float] | None, space: FactorSpace | str

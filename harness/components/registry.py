@@ -2,23 +2,23 @@
 
 A manifest names a harness by these strings, so a name must always rebuild the same object:
 ``get("context/window", k=3)``. Users add realizations with ``@register(component, name)``;
-the built-in ones are imported on first lookup, so importing this module stays cheap.
+the built-in ones are imported on first lookup, so importing this module stays cheap. The
+names live in one :class:`hscale.registry.Registry` (its did-you-mean answers a typo); what
+is particular to realizations is here: the name grammar, building with parameters, and the
+spec that rebuilds an instance.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from hscale.errors import HscaleError
+from hscale.registry import Registry
 
-COMPONENTS = ("system_prompt", "tool_interface", "observation", "context", "workflow")
-
-# Modules whose import registers the built-in realizations (and the out-of-space harnesses).
+# Modules whose import registers the built-in realizations (and the out-of-space ones).
 BUILTIN_MODULES = (
     "hscale.harness.components.system_prompt",
     "hscale.harness.components.tool_interface",
@@ -28,9 +28,8 @@ BUILTIN_MODULES = (
     "hscale.harness.out_of_space",
 )
 
+REALIZATIONS: Registry[Callable[..., Any]] = Registry("realization", load=BUILTIN_MODULES)
 _NAME = re.compile(r"[a-z][a-z0-9_]*(/[a-z0-9_]+)*")
-_REGISTRY: dict[str, Callable[..., Any]] = {}
-_loaded = False
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,7 +38,8 @@ def register(component: str, name: str, *, replace: bool = False) -> Callable[[F
     """Class (or factory) decorator: make it buildable as ``get("<component>/<name>")``.
 
     The decorated class gets ``registry_name``; registering another object under a taken
-    name is an error unless ``replace=True`` (re-registering the same class is allowed).
+    name is an error unless ``replace=True`` (the same class again, as a re-imported module
+    makes it, is allowed).
     """
     full = f"{component}/{name}"
     if not _NAME.fullmatch(full):
@@ -49,13 +49,9 @@ def register(component: str, name: str, *, replace: bool = False) -> Callable[[F
         )
 
     def deco(factory: F) -> F:
-        old = _REGISTRY.get(full)
-        if old is not None and not replace and _qualname(old) != _qualname(factory):
-            raise HscaleError(
-                f"{full} is already registered ({_qualname(old)})",
-                "pick another name or pass replace=True",
-            )
-        _REGISTRY[full] = factory
+        old = REALIZATIONS.registered(full)
+        same = old is not None and _qualname(old) == _qualname(factory)
+        REALIZATIONS.register(full, factory, replace=replace or same)
         if isinstance(factory, type):
             factory.registry_name = full  # type: ignore[attr-defined]
         return factory
@@ -65,7 +61,7 @@ def register(component: str, name: str, *, replace: bool = False) -> Callable[[F
 
 def unregister(name: str) -> None:
     """Remove a full name (for tests and for users replacing a realization)."""
-    _REGISTRY.pop(name, None)
+    REALIZATIONS.unregister(name)
 
 
 def _qualname(obj: Any) -> str:
@@ -74,43 +70,24 @@ def _qualname(obj: Any) -> str:
 
 def load_builtins() -> None:
     """Import the modules that register the built-in realizations (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    try:
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
-    except Exception:
-        _loaded = False
-        raise
+    REALIZATIONS.names()
 
 
 def available(component: str | None = None) -> list[str]:
     """Registered full names, sorted; only those of ``component`` when given."""
-    load_builtins()
-    names = sorted(_REGISTRY)
+    names = sorted(REALIZATIONS.names())
     if component is None:
         return names
     return [n for n in names if n.split("/", 1)[0] == component]
 
 
 def factory(name: str) -> Callable[..., Any]:
-    """The registered class or factory for a full name, with a did-you-mean error."""
-    load_builtins()
-    if name in _REGISTRY:
-        return _REGISTRY[name]
+    """The registered class or factory for a full name; a did-you-mean among the names of
+    its component (all names when it names no known component)."""
     component = name.split("/", 1)[0] if "/" in name else None
-    pool = available(component) if component in _components() else available()
-    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.5)
-    if not close and "/" not in name:
-        close = [n for n in pool if n.split("/", 1)[1] == name]
-    hint = (f"did you mean {', '.join(close)}? " if close else "") + f"available: {', '.join(pool)}"
-    raise HscaleError(f"no realization named {name!r}", hint)
-
-
-def _components() -> set[str]:
-    return {n.split("/", 1)[0] for n in _REGISTRY}
+    among = available(component) if component and available(component) else None
+    REALIZATIONS.check(name, among)
+    return REALIZATIONS.get(name)
 
 
 def get(name: str, **params: Any) -> Any:

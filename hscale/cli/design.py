@@ -201,7 +201,8 @@ def bounds_cmd(
 
 
 def _space(levels: str | None):
-    from hscale.design.space import FactorSpace, harness_space
+    from hscale.design.space import FactorSpace
+    from hscale.harness.space import harness_space
 
     return harness_space() if levels in (None, "harness") else FactorSpace.from_levels(levels)
 
@@ -289,7 +290,7 @@ def _weights(space, text: str | None):
     if text is None:
         return None
     from hscale.design.weights import parse_weights, resolve_weights
-    from hscale.train.weights import component_aliases
+    from hscale.harness.space import component_aliases
 
     return resolve_weights(space, parse_weights(text), component_aliases(space))
 
@@ -391,8 +392,8 @@ def paper_cmd(
     from hscale.design.hamming import distance_matrix
     from hscale.design.io import write_array
     from hscale.design.recipes import eval_set, first_order, structured
-    from hscale.design.space import harness_space
     from hscale.design.verify import check_strength
+    from hscale.harness.space import harness_space
 
     space = harness_space()
     train = structured(space, runs=18)

@@ -19,8 +19,7 @@ console = Console(highlight=False, soft_wrap=True, emoji=False)  # text printed 
 
 
 def _all_labels() -> list[str]:
-    from hscale.design.space import harness_space
-    from hscale.harness.out_of_space import OUT_OF_SPACE
+    from hscale.harness.space import OUT_OF_SPACE, harness_space
 
     space = harness_space()
     return space.labels(space.all_configs()) + list(OUT_OF_SPACE)
@@ -28,18 +27,17 @@ def _all_labels() -> list[str]:
 
 @app.command("list")
 def list_cmd() -> None:
-    """Registered realizations per component, and the out-of-space harnesses."""
-    from hscale.harness.components.registry import COMPONENTS, available, load_builtins
-    from hscale.harness.out_of_space import OUT_OF_SPACE
+    """Registered realizations per component, and the harness presets (out of space)."""
+    from hscale.harness.components.registry import available
+    from hscale.harness.space import COMPONENTS, PRESETS
 
-    load_builtins()
     table = Table(show_edge=False)
     table.add_column("component")
     table.add_column("registered realizations")
     for component in COMPONENTS:
         table.add_row(escape(component), escape(", ".join(available(component))))
     console.print(table)
-    console.print("out-of-space harnesses: " + ", ".join(OUT_OF_SPACE), markup=False)
+    console.print("out-of-space harnesses: " + ", ".join(PRESETS.names()), markup=False)
 
 
 def _task(task_id: str | None, seed: int):
@@ -57,13 +55,13 @@ def _task(task_id: str | None, seed: int):
 
 def _harness(label: str):
     from hscale.harness.harness import Harness
-    from hscale.harness.out_of_space import OUT_OF_SPACE
+    from hscale.harness.space import PRESETS
 
     try:
         return Harness.from_name(label)
     except HscaleError:
         raise HscaleError(f"unknown harness {label!r}", "give a label such as S0-T1-O2-C0-W1 "
-                          f"or one of {', '.join(OUT_OF_SPACE)}") from None
+                          f"or one of {', '.join(PRESETS.names())}") from None
 
 
 @app.command("render")

@@ -18,7 +18,7 @@ from hscale.analysis.effects import (
     with_levels,
 )
 from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes
-from hscale.design.space import harness_space
+from hscale.harness.space import harness_space
 
 SPACE = harness_space()
 ALL = SPACE.labels(SPACE.all_configs())

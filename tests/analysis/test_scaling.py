@@ -33,7 +33,7 @@ def sized(tmp_path_factory):
     """Runs of arms over N (random training sets of N configurations), Pass@1 linear in
     log2 N with a known slope; every other difference left out."""
     from hscale.design.recipes import random_n
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     space = harness_space()
     arms = [f"random-n{n}" for n in SIZES]
@@ -83,7 +83,7 @@ def test_weighted_least_squares_matches_numpy():
 
 def test_structured_and_random_sets_are_separate_lines(tmp_path):
     from hscale.design.oa import orthogonal_array
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     space = harness_space()
     arms = {"oa-18": 18, "oa-27": 27, "rand-18": 18, "rand-27": 27}

@@ -7,9 +7,9 @@ from hscale.design.choose import candidates, contains, normalize_to_contain, pla
 from hscale.design.criteria import gwlp, min_distance, rank_key
 from hscale.design.enumeration import enumerate_oas
 from hscale.design.isomorphism import are_isomorphic
-from hscale.design.space import harness_space
 from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 
 H0 = [0, 0, 0, 0, 0]
 

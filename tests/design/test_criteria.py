@@ -16,8 +16,9 @@ from hscale.design.criteria import (
     rank_key,
     summary,
 )
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 from tests.design.strategies import level_arrays
 
 

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.design.hamming import distance_matrix, hamming_graph, k_nearest, neighbours
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 
 
 def test_distance_matrix():

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hscale.design.bounds import feasibility, max_factors, rao_bound, smallest_runs
 from hscale.design.errors import InfeasibleError
 from hscale.design.oa import orthogonal_array
-from hscale.design.space import harness_space, parse_levels
+from hscale.design.space import parse_levels
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 
 
 def brute_strength_ok(arr, t, levels):

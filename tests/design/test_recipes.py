@@ -15,9 +15,10 @@ from hscale.design.recipes import (
     single,
     structured,
 )
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 
 SPACE = harness_space()
 

@@ -3,8 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.space import Factor, FactorSpace, format_levels, harness_space, parse_levels
+from hscale.design.space import Factor, FactorSpace, format_levels, parse_levels
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 
 level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
 

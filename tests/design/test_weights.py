@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.design.hamming import distance_matrix, k_nearest, neighbours, tie_key
-from hscale.design.space import FactorSpace, harness_space
+from hscale.design.space import FactorSpace
 from hscale.design.weights import (
     WeightError,
     by_name,
@@ -19,6 +19,7 @@ from hscale.design.weights import (
     resolve_weights,
 )
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 from tests.design.strategies import level_arrays
 
 positive = st.floats(0.05, 20, allow_nan=False, allow_infinity=False)

@@ -76,7 +76,7 @@ def test_registry_lists_and_builds_builtins():
 def test_registry_did_you_mean(typo, suggestion):
     with pytest.raises(HscaleError) as info:
         registry.get(typo)
-    assert f"did you mean {suggestion}" in info.value.hint
+    assert f"did you mean {suggestion!r}" in info.value.hint
     assert "available:" in info.value.hint
 
 

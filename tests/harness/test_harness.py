@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hscale.design.space import Factor, FactorSpace, harness_space
+from hscale.design.space import Factor, FactorSpace
 from hscale.errors import HscaleError
 from hscale.harness.components.context import Window
 from hscale.harness.components.workflow import Kind
 from hscale.harness.harness import Harness
-from hscale.harness.out_of_space import OUT_OF_SPACE
+from hscale.harness.space import OUT_OF_SPACE, harness_space
 from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
 from hscale.harness.vocab import tokenize
 from tests.harness.helpers import out_of_vocabulary
@@ -93,7 +93,7 @@ def test_from_label_errors():
     with pytest.raises(HscaleError):
         Harness.from_label("S3-T0-O0-C0-W0")
     odd = FactorSpace((Factor("S", ("terse", "loud")), Factor("T", ("json_call", "xml_call"))))
-    with pytest.raises(HscaleError, match="no realization named 'system_prompt/loud'") as info:
+    with pytest.raises(HscaleError, match="unknown realization 'system_prompt/loud'") as info:
         Harness.from_label("S1-T0", odd)
     assert "system_prompt/terse" in info.value.hint
     two = FactorSpace((Factor("S", ("terse", "persona")), Factor("T", ("json_call", "xml_call"))))
@@ -118,7 +118,7 @@ def test_from_names_and_specs():
         Harness.from_names({"memory": "full"})
     with pytest.raises(HscaleError) as info:
         Harness.from_names({"workflow": "plan_acts"})
-    assert "did you mean workflow/plan_act" in info.value.hint
+    assert "did you mean 'workflow/plan_act'" in info.value.hint
 
 
 def test_out_of_space_presets():
@@ -129,7 +129,7 @@ def test_out_of_space_presets():
         assert Harness.from_spec(h.to_spec()).render_system() == h.render_system()
     with pytest.raises(HscaleError) as info:
         Harness.from_name("oos/shel")
-    assert "did you mean harness/oos/shell" in info.value.hint
+    assert "did you mean 'oos/shell'" in info.value.hint
     assert Harness.from_name("S0-T0-O0-C0-W0").name == "S0-T0-O0-C0-W0"
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.design.space import harness_space
 from hscale.harness.engine import Episode, Generation
 from hscale.harness.harness import Harness
 from hscale.harness.loop import run_episode
-from hscale.harness.out_of_space import OUT_OF_SPACE
 from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
+from hscale.harness.space import OUT_OF_SPACE, harness_space
 from hscale.harness.types import Message
 from hscale.harness.world import CATEGORIES, generate
 from tests.harness.helpers import out_of_vocabulary

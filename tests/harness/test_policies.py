@@ -9,7 +9,6 @@ from hscale.harness.components.tool_interface import JsonCall
 from hscale.harness.engine import Episode
 from hscale.harness.harness import Harness
 from hscale.harness.loop import run_episode
-from hscale.harness.out_of_space import OUT_OF_SPACE
 from hscale.harness.policies import (
     HABITS,
     IDK,
@@ -21,6 +20,7 @@ from hscale.harness.policies import (
     WrongSyntax,
     demonstrations,
 )
+from hscale.harness.space import OUT_OF_SPACE
 from hscale.harness.types import ParseError, ToolCall
 from hscale.harness.world import generate
 from tests.harness.helpers import out_of_vocabulary, success_by_realization

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.design.space import harness_space
 from hscale.harness.harness import Harness
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import Demonstrator
+from hscale.harness.space import harness_space
 from hscale.harness.tokenizer import WordTokenizer, tokenizer
 from hscale.harness.types import Message
 from hscale.harness.vocab import vocabulary

@@ -42,6 +42,7 @@ from hscale.harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
 from hscale.harness.components.registry import register, unregister  # noqa: E402
 from hscale.harness.components.workflow import Action, Workflow, continue_  # noqa: E402
 from hscale.harness.engine import Generation  # noqa: E402
+from hscale.harness.space import PRESETS  # noqa: E402
 from hscale.harness.tasks import Task  # noqa: E402
 from hscale.harness.types import Message  # noqa: E402
 from hscale.harness.vocab import vocabulary  # noqa: E402
@@ -387,10 +388,10 @@ def nudge_harness() -> Harness:
 def nudge() -> Any:
     """Register the Nudge workflow and a harness preset using it, for one test only."""
     register("workflow", "test_nudge")(Nudge)
-    register("harness", "test_nudge")(nudge_harness)
+    PRESETS.register("test_nudge", nudge_harness)
     yield
     unregister("workflow/test_nudge")
-    unregister("harness/test_nudge")
+    PRESETS.unregister("test_nudge")
 
 
 def test_continue_without_new_messages_adds_only_a_generation_prompt(tokenizer, tasks,

@@ -179,7 +179,7 @@ PAPER = DEMO.parent / "paper"
 
 def test_harness_s_plans_rescue_arms_with_pool_router_and_group(tmp_path, capsys):
     from hscale.design.recipes import structured
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     out = tmp_path / "runs"
     code, stdout, _ = run_cli(["plan", str(PAPER / "harness-s-4b.yaml"), "--out", str(out)],

@@ -9,8 +9,8 @@ from scipy import stats
 
 from hscale.design.hamming import distance_matrix
 from hscale.design.recipes import first_order, structured
-from hscale.design.space import harness_space
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 from hscale.train.schedule import assign, build_schedule
 
 SPACE = harness_space()

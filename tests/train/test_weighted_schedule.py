@@ -10,9 +10,9 @@ import pytest
 
 from hscale.design.hamming import distance_matrix, tie_key
 from hscale.design.recipes import random_n, structured
-from hscale.design.space import harness_space
 from hscale.design.weights import resolve_weights
 from hscale.errors import HscaleError
+from hscale.harness.space import harness_space
 from hscale.train.schedule import adaptive_k, build_schedule
 
 SPACE = harness_space()

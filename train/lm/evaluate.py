@@ -47,8 +47,7 @@ def harness_sets(text: str) -> dict[str, list[str]]:
     18), ``all`` (every configuration but the base), ``out_of_space``, joined with ``+``; or
     a comma list of labels (``S0-T1-O0-C2-W1``, ``oos/shell``); or a design CSV."""
     from hscale.design.recipes import eval_set, first_order, structured
-    from hscale.design.space import harness_space
-    from hscale.harness.out_of_space import OUT_OF_SPACE
+    from hscale.harness.space import OUT_OF_SPACE, harness_space
 
     space = harness_space()
     base = space.label(space.base)
@@ -81,13 +80,13 @@ def harness_sets(text: str) -> dict[str, list[str]]:
 
 
 def _split(labels: list[str], base: str, space: Any) -> dict[str, list[str]]:
-    from hscale.harness.components import registry
+    from hscale.harness.space import PRESETS
 
     sets: dict[str, list[str]] = {}
     for label in labels:
         if label.startswith("oos/"):
             try:
-                registry.factory(f"harness/{label}")
+                PRESETS.check(label)
             except HscaleError as exc:
                 raise HscaleError(f"--harnesses: unknown harness {label!r}", exc.hint) from None
             setting = "out_of_space"
@@ -126,7 +125,7 @@ def label_of(request: Request) -> str:
 
 def plan_evaluation(request: Request) -> Manifest:
     """The evaluation's manifest (checked before any model loads)."""
-    from hscale.design.space import harness_space
+    from hscale.harness.space import harness_space
 
     if request.decoding not in ("greedy", "sampled", "both"):
         raise HscaleError(f"--decoding {request.decoding!r}", "use greedy, sampled or both")
