@@ -362,7 +362,7 @@ def design_from_spec(spec) -> tuple[Design, list[str], float]:
 
 def _cells(design: Design) -> tuple[np.ndarray, ...]:
     """(seed, run, harness, task) indices of every paired cell, the rotation of
-    hscale.train.manifest.eval_pairs when ``episodes`` is set."""
+    hscale.train.workload.eval_pairs when ``episodes`` is set."""
     s, r, h, t = np.meshgrid(*(np.arange(n) for n in (design.seeds, design.runs,
                                                        design.harnesses, design.tasks)),
                              indexing="ij")

@@ -37,7 +37,6 @@ from hscale.train.records import (
     BudgetRecord,
     EvaluationRecord,
     SpaceRecord,
-    VerlRecord,
 )
 
 if TYPE_CHECKING:
@@ -53,14 +52,18 @@ REPLAN = "re-plan the run (hscale plan --force)"
 
 # Fields added after schema 1: hashed only when set, so manifests that lack them keep
 # their hashes (a run planned before stays the same run).
-OPTIONAL_FIELDS = ("tracking", "verl")
+OPTIONAL_FIELDS = ("tracking",)
 
 
 class Manifest(BaseModel):
     """One resolved, content-hashed run: ``hash`` is the sha256 of the canonical JSON of every
     other field, so the same spec gives the same hash on any machine. Top-level fields beyond
     these are kept (and hashed): a newer writer may extend the contract. Frozen at the top
-    level; its dicts are not, and ``read`` refuses a manifest whose hash no longer matches."""
+    level; its dicts are not, and ``read`` refuses a manifest whose hash no longer matches.
+
+    A backend's own settings are an extension: a top-level key named for the backend (the
+    veRL backend's ``verl``), hashed with the rest, read and checked by that backend alone
+    (:meth:`extension`)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -79,7 +82,6 @@ class Manifest(BaseModel):
     evaluation: EvaluationRecord
     backend: str
     tracking: tuple[str, ...] | None = None
-    verl: VerlRecord | None = None
     hash: str = ""
 
     @classmethod
@@ -107,6 +109,11 @@ class Manifest(BaseModel):
             body["evaluation"] = {**body["evaluation"], "benchmarks": [
                 portable(b) for b in body["evaluation"]["benchmarks"]]}
         return body
+
+    def extension(self, key: str) -> Any:
+        """A top-level field this contract does not define (a backend's own record, as
+        planned), or None when the manifest has none."""
+        return (self.model_extra or {}).get(key)
 
     def to_json(self) -> str:
         return json.dumps({**self.body(), "hash": self.hash}, indent=2) + "\n"
@@ -204,6 +211,30 @@ def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, st
     types = {**columns, **{c: t for c, t in (optional or {}).items() if c in frame.columns}}
     order = [*columns, *[c for c in frame.columns if c not in columns]]
     return frame[order].astype(types)
+
+
+def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting: str,
+             harness: str, task_id: str, reward: float, success: bool, turns: int,
+             decoding: str = "sampled", category: str = "unknown", error: str = ""
+             ) -> dict[str, Any]:
+    """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed), typed as the
+    contract types it. Every writer builds its rows here, so no two can drift apart."""
+    return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
+            "run": int(run), "step": int(step), "benchmark": str(benchmark),
+            "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
+            "reward": float(reward), "success": bool(success), "turns": int(turns),
+            "decoding": str(decoding), "category": str(category), "error": str(error or "")}
+
+
+def episode_row(manifest: Manifest, job: Any, episode: Any, *, step: int,
+                decoding: str = "sampled") -> dict[str, Any]:
+    """:func:`eval_row` of an evaluated episode: ``job`` says what was played (``run``,
+    ``benchmark``, ``setting``, ``harness``, ``task``: an ``EvalJob``), ``episode`` how it
+    went (``reward``, ``success``, ``turns``, ``error``: an ``Episode``)."""
+    return eval_row(manifest, step=step, run=job.run, benchmark=job.benchmark,
+                    setting=job.setting, harness=job.harness, task_id=job.task.task_id,
+                    reward=episode.reward, success=episode.success, turns=episode.turns,
+                    decoding=decoding, category=job.task.category, error=episode.error)
 
 
 def eval_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:

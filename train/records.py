@@ -121,21 +121,5 @@ class EvaluationRecord(_Trimmed):
         return (trained.model_copy(update={"tasks": self.tasks}),)
 
 
-class VerlRecord(_Record):
-    """veRL settings as planned: budgets measured or given, the mini batch that keeps one
-    optimizer update a step (``max_segments`` trained sequences a rollout at most)."""
-
-    rollout: str
-    nnodes: int
-    gpus_per_node: int | None
-    tensor_parallel: int
-    prompt_length: int
-    response_length: int
-    max_segments: int
-    segment_mode: str
-    checkpoints: str
-    overrides: tuple[str, ...]
-
-
 __all__ = ["AlgorithmRecord", "AssignmentRecord", "BenchmarkRecord", "BudgetRecord",
-           "EvaluationRecord", "SpaceRecord", "VerlRecord"]
+           "EvaluationRecord", "SpaceRecord"]

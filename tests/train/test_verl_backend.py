@@ -186,7 +186,7 @@ def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
     """One val row per episode the embedded evaluator samples: every run, setting, harness
     and task, with the run recorded (so runs rotate over tasks on both backends)."""
     from hscale.train.backends.verl import prepare_verl_run
-    from hscale.train.manifest import eval_jobs, eval_tasks
+    from hscale.train.workload import eval_jobs, eval_tasks
 
     spec = tmp_path / "capped.yaml"
     spec.write_text(yaml.safe_dump({**SPEC, "seeds": [1], "evaluation": {

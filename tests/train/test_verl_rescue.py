@@ -21,8 +21,8 @@ from verl.trainer.ppo.rollout_corr_helper import (  # noqa: E402
 )
 from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
-from hscale.design.space import harness_space  # noqa: E402
 from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
+from hscale.harness.space import harness_space  # noqa: E402
 from hscale.train.backends.verl.rescue import RESCUE, _classes  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,

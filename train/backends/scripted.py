@@ -27,12 +27,13 @@ from hscale.train.contracts import (
     EVAL,
     TRAIN,
     Manifest,
+    episode_row,
     eval_frame,
     result_problems,
     train_frame,
 )
-from hscale.train.manifest import eval_jobs, train_tasks
 from hscale.train.schedule import Schedule
+from hscale.train.workload import eval_jobs, train_tasks
 
 RECORD = "scripted.json"
 
@@ -104,13 +105,7 @@ class ScriptedBackend(Backend):
         for job in eval_jobs(manifest):
             rng = rngs.setdefault(job.run, manifest.rng(f"eval-{job.run}"))
             episode = self._episode(job.task, job.harness, rng)
-            rows.append({"experiment": manifest.experiment, "arm": manifest.arm,
-                         "seed": manifest.seed, "run": job.run, "step": manifest.budget.steps,
-                         "benchmark": job.benchmark, "setting": job.setting,
-                         "harness": job.harness, "task_id": job.task.task_id,
-                         "reward": episode.reward, "success": episode.success,
-                         "turns": episode.turns, "decoding": "sampled",
-                         "category": job.task.category, "error": episode.error})
+            rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
         return eval_frame(rows)
 
 

@@ -13,9 +13,9 @@ import pandas as pd
 import torch
 
 from hscale.harness.harness import harness_named
-from hscale.train.contracts import Manifest, eval_frame
+from hscale.train.contracts import Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
-from hscale.train.manifest import eval_jobs, eval_tasks
+from hscale.train.workload import eval_jobs, eval_tasks
 
 
 def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
@@ -28,13 +28,5 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
     episodes = sampler.run([(harness_named(job.harness), job.task) for _, job in jobs],
                            greedy=[decoding == "greedy" for decoding, _ in jobs],
                            generator=torch.Generator().manual_seed(seed))
-    rows = []
-    for (decoding, job), ep in zip(jobs, episodes, strict=True):
-        rows.append({"experiment": manifest.experiment, "arm": manifest.arm,
-                     "seed": manifest.seed, "run": job.run, "step": step,
-                     "benchmark": job.benchmark, "setting": job.setting,
-                     "harness": job.harness, "task_id": job.task.task_id,
-                     "reward": float(ep.reward), "success": bool(ep.success),
-                     "turns": int(ep.turns), "decoding": decoding,
-                     "category": job.task.category, "error": ep.error})
-    return eval_frame(rows)
+    return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)
+                       for (decoding, job), ep in zip(jobs, episodes, strict=True)])

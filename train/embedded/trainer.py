@@ -35,9 +35,9 @@ from hscale.train.embedded.evaluate import evaluate
 from hscale.train.embedded.rl import Hyper, update
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.embedded.warmstart import base_model
-from hscale.train.manifest import router_tasks, train_tasks
 from hscale.train.routers import Router
 from hscale.train.schedule import Schedule
+from hscale.train.workload import router_tasks, train_tasks
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",

@@ -28,6 +28,7 @@ from hscale.train.contracts import (
     TRAIN,
     Manifest,
     RunState,
+    episode_row,
     eval_frame,
     read_status,
     result_problems,
@@ -162,7 +163,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     manifest is not repeated; one of another manifest is refused unless ``force``."""
     from hscale.train.lm import open_chat_model
     from hscale.train.lm.drive import drive
-    from hscale.train.manifest import eval_jobs
+    from hscale.train.workload import eval_jobs
 
     manifest = plan_evaluation(request)
     run_dir = Path(out) / manifest.experiment / manifest.arm / "0"
@@ -190,7 +191,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
         def done(index: int, episode: Any) -> None:
             nonlocal last_save
             decoding, job = todo[index]
-            rows.append(_row(manifest, decoding, job, episode))
+            rows.append(episode_row(manifest, job, episode, step=0, decoding=decoding))
             if time.monotonic() - last_save > _SAVE_EVERY_S:
                 write_parquet(run_dir / PARTIAL, pd.DataFrame(rows))
                 last_save = time.monotonic()
@@ -209,15 +210,6 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     (run_dir / PARTIAL).unlink(missing_ok=True)
     write_status(run_dir, RunState.COMPLETED, manifest.hash)
     return run_dir
-
-
-def _row(manifest: Manifest, decoding: str, job: Any, episode: Any) -> dict[str, Any]:
-    return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": 0, "run": job.run,
-            "step": 0, "benchmark": job.benchmark, "setting": job.setting,
-            "harness": job.harness, "task_id": job.task.task_id,
-            "reward": float(episode.reward), "success": bool(episode.success),
-            "turns": int(episode.turns), "decoding": decoding,
-            "category": job.task.category, "error": episode.error}
 
 
 def _saved(run_dir: Path) -> list[dict[str, Any]]:

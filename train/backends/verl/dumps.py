@@ -11,7 +11,7 @@ import pandas as pd
 from hscale.errors import HscaleError
 from hscale.train.backends.verl.inputs import VAL_TAG
 from hscale.train.backends.verl.overrides import VERL_DIR
-from hscale.train.contracts import Manifest, eval_frame, train_frame
+from hscale.train.contracts import Manifest, eval_frame, eval_row, train_frame
 
 
 def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
@@ -58,18 +58,15 @@ def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, 
         raise HscaleError(f"{where}: no numeric score and step",
                           "not a veRL 0.9.1 validation dump; check veRL's version")
     success, turns = rec.get("success"), rec.get("turns")
-    return {"experiment": manifest.experiment, "arm": manifest.arm,
-            "seed": manifest.seed, "run": run, "step": int(rec["step"]),
-            "benchmark": str(row.get("benchmark", manifest.benchmark.column)),
-            "setting": str(row["setting"]),
-            "harness": str(row["harness"]), "task_id": str(row["task_id"]),
-            "reward": float(reward),
-            "success": float(success) >= 0.5 if success is not None else reward >= 1.0,
-            "turns": int(turns) if turns is not None else -1,
-            "decoding": str(row.get("decoding", "sampled")),
-            "category": str(row.get("category", "unknown")),
-            "error": "checker: failed (see the rollout worker's log)"
-            if rec.get("checker_error") else ""}
+    return eval_row(
+        manifest, step=int(rec["step"]), run=run,
+        benchmark=row.get("benchmark", manifest.benchmark.column), setting=row["setting"],
+        harness=row["harness"], task_id=row["task_id"], reward=reward,
+        success=float(success) >= 0.5 if success is not None else reward >= 1.0,
+        turns=int(turns) if turns is not None else -1,
+        decoding=row.get("decoding", "sampled"), category=row.get("category", "unknown"),
+        error="checker: failed (see the rollout worker's log)" if rec.get("checker_error")
+        else "")
 
 
 def _episodes(path: Path):

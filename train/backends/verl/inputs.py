@@ -4,7 +4,7 @@
   step's harness label in ``extra_info``; with ``data.shuffle=False`` and
   ``data.train_batch_size=tasks_per_step`` each batch is exactly one scheduled step.
 - ``val.parquet``: one row per episode the embedded evaluator plays: a greedy pass over run
-  0's episodes, then every sampled run (:func:`hscale.train.manifest.eval_jobs`: run, setting,
+  0's episodes, then every sampled run (:func:`hscale.train.workload.eval_jobs`: run, setting,
   harness, task), each row once (``val_kwargs.n=1``; the agent loop samples rows flagged
   greedy at temperature 0), so both backends evaluate the same episodes. The
   ``data_source`` is ``hscale/<setting>`` (``/greedy`` for the greedy pass) so veRL's
@@ -44,8 +44,8 @@ from hscale.train.backends.verl.overrides import (
     settings,
 )
 from hscale.train.contracts import REPLAN, Manifest
-from hscale.train.manifest import eval_jobs, eval_tasks, train_tasks
 from hscale.train.schedule import Schedule
+from hscale.train.workload import eval_jobs, eval_tasks, train_tasks
 
 MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"

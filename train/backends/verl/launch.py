@@ -28,6 +28,7 @@ from hscale.train import environment
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.inputs import OUT_ENV
 from hscale.train.backends.verl.overrides import VERL_DIR, settings
+from hscale.train.backends.verl.record import verl_record_of
 from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
@@ -62,7 +63,8 @@ def check_launch(manifests: Sequence[Manifest], ray_address: str | None) -> None
         from hscale.train.backends.ray_jobs import connect, dashboard_url
 
         dashboard_url(ray_address)  # a malformed address first: it is the plainer mistake
-        unsized = [m.arm for m in manifests if m.verl is None or m.verl.gpus_per_node is None]
+        unsized = [m.arm for m in manifests
+                   if (verl_record_of(m) or settings(m)).gpus_per_node is None]
         if unsized:
             raise HscaleError(f"arm {unsized[0]}: on a Ray cluster veRL needs the GPUs per node",
                               "set verl: {nnodes: N, gpus_per_node: G} in the spec")

@@ -13,7 +13,8 @@ from hscale.errors import HscaleError
 from hscale.harness.verl_agent_loop import AGENT_NAME
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
-from hscale.train.contracts import Manifest, VerlRecord
+from hscale.train.backends.verl.record import VerlRecord, verl_record_of
+from hscale.train.contracts import Manifest
 from hscale.train.models import resolve_model
 
 VERL_DIR = "verl"
@@ -27,11 +28,12 @@ GPUS = "@GPUS@"  # launch.sh replaces it with the node's GPU count when the spec
 def settings(manifest: Manifest) -> VerlRecord:
     """The run's veRL settings: the manifest's, or (a spec planned for another backend) the
     defaults with budgets measured over the run's own harnesses."""
-    if manifest.verl is not None:
-        return manifest.verl
+    planned = verl_record_of(manifest)
+    if planned is not None:
+        return planned
     from hscale.train.budget import verl_record
-    from hscale.train.manifest import harness_labels
     from hscale.train.spec import VerlSettings
+    from hscale.train.workload import harness_labels
 
     record, _ = verl_record(VerlSettings(), manifest.model, harness_labels([manifest]),
                             manifest.benchmark)
@@ -117,7 +119,7 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
                       "critic.use_dynamic_bsz=True",
                       f"critic.ppo_max_token_len_per_gpu={tokens}",
                       f"critic.ppo_micro_batch_size_per_gpu={MICRO_BATCH}"]
-    # evaluation: val.parquet holds one row per episode of every run (train.manifest.eval_jobs)
+    # evaluation: val.parquet holds one row per episode of every run (train.workload.eval_jobs)
     # plus run 0's episodes again for the greedy pass (rows flagged "greedy": the agent loop
     # samples those at temperature 0); every row once, sampled at temperature 1
     overrides += ["actor_rollout_ref.rollout.val_kwargs.n=1",

@@ -41,7 +41,7 @@ MANAGER_PATH = f"{__name__}.RescueManager"
 
 def rescue_info(manifest: Any) -> dict[str, Any]:
     """What a rescue arm's rows carry for the worker to rescue their group."""
-    from hscale.train.manifest import ROUTER_TASKS
+    from hscale.train.workload import ROUTER_TASKS
 
     a, bench = manifest.assignment, manifest.benchmark
     return {"router": a.router or "original", "pool": list(a.pool or ()),
@@ -77,7 +77,7 @@ def router_for(info: Mapping[str, Any], index: int) -> Any:
 
 def measure_tasks(info: Mapping[str, Any]) -> list[Any]:
     from hscale.train.contracts import BenchmarkRecord
-    from hscale.train.manifest import router_pool
+    from hscale.train.workload import router_pool
 
     on = info["measure_on"]
     return router_pool(BenchmarkRecord.model_validate(on["benchmark"]))[:int(on["count"])]
