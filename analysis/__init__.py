@@ -40,7 +40,7 @@ _EXPORTS = {
     "logit_effects": "hscale.analysis.effects",
     "distance_to_training": "hscale.analysis.effects",
     "success_by_distance": "hscale.analysis.effects",
-    "estimate_weights": "hscale.analysis.weights",
+    "estimate_weights": "hscale.analysis.weight_estimates",
     "FIGURES": "hscale.analysis.plots",
     "write_report": "hscale.analysis.report",
     "demo_like": "hscale.analysis.synthetic",

@@ -3,7 +3,7 @@
 Two CSV shapes are accepted. Episode rows (eval.parquet's columns; at least ``arm``,
 ``benchmark``, ``setting``, ``harness``, ``task_id``, ``success``) join the measured episodes
 and go through every statistic. Summary rows (``method``, ``metric``, ``value``; the shape of
-experiments/paper/reported.csv) only appear beside measured numbers in the tables.
+hscale.analysis's data/reported.csv) only appear beside measured numbers in the tables.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ EPISODE_DEFAULTS = {"seed": 0, "run": 0, "step": 0, "turns": 0, "model": "unknow
 
 
 def reported_csv() -> Path:
-    """experiments/paper/reported.csv of this checkout (absent from a wheel install)."""
-    return Path(__file__).resolve().parents[1] / "experiments" / "paper" / "reported.csv"
+    """The papers' reported numbers, shipped with the package (analysis/data/reported.csv)."""
+    return Path(__file__).resolve().parent / "data" / "reported.csv"
 
 
 def empty_summary() -> pd.DataFrame:

@@ -29,6 +29,7 @@ from hscale.train.contracts import (
     Manifest,
     RunState,
     check_eval,
+    inspect_status,
 )
 
 RUN_FILES = (MANIFEST, EVAL, TRAIN, STATUS, SCHEDULE)
@@ -114,7 +115,9 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
     where = _where(path, root)
     here: list[str] = []
     manifest = _read_json(path / MANIFEST, f"{where}/{MANIFEST}", here)
-    status = _read_json(path / STATUS, f"{where}/{STATUS}", here)
+    status, damaged = inspect_status(path)
+    if damaged is not None:
+        here.append(f"{where}/{STATUS}: {damaged}")
     if manifest is None and not (path / MANIFEST).is_file():
         here.append(f"{where}/{MANIFEST}: missing")
     elif manifest is not None:
@@ -122,15 +125,15 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
             Manifest.parse(manifest, f"{where}/{MANIFEST}")
         except HscaleError as exc:
             here.append(exc.message)
-    state = (status or {}).get("state", "UNKNOWN" if (path / STATUS).exists()
-                               else RunState.PLANNED.value)
+    state = status.state.value if status is not None else \
+        "UNKNOWN" if damaged is not None else RunState.PLANNED.value
     if state not in (RunState.COMPLETED.value, "UNKNOWN"):
-        detail = f": {status['error']}" if status and status.get("error") else ""
-        unfinished = state in RunState.__members__ and not RunState(state).is_terminal
+        detail = f": {status.error}" if status is not None and status.error else ""
+        unfinished = not RunState(state).is_terminal
         here.append(f"{where}: run is {state}{detail}"
                     + (" (unfinished: `hscale run` resumes it)" if unfinished else ""))
-    if (status and manifest and status.get("manifest_hash")
-            and manifest.get("hash") and status["manifest_hash"] != manifest["hash"]):
+    if (status is not None and manifest and status.manifest_hash
+            and manifest.get("hash") and status.manifest_hash != manifest["hash"]):
         here.append(f"{where}/{STATUS}: manifest hash differs from {MANIFEST} "
                     "(results may be stale)")
     episodes = _read_parquet(path / EVAL, f"{where}/{EVAL}", here)
@@ -241,7 +244,7 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
     """Every run under ``root`` plus external CSVs and the papers' reported numbers.
 
     External CSVs are read from ``root/external/*.csv`` and from ``external``; the papers'
-    numbers from experiments/paper/reported.csv (``reported=False`` leaves them out).
+    numbers from analysis/data/reported.csv (``reported=False`` leaves them out).
     Raises HscaleError only when nothing usable is found; otherwise see ``problems``.
     """
     root = Path(root)

@@ -51,7 +51,7 @@ FOLD = ("run", "seed_task")
 
 
 @dataclass(frozen=True)
-class Design:
+class StudySize:
     """Sizes of one comparison: per arm ``seeds``; ``episodes`` paired per seed and run
     (None: every task x harness)."""
 
@@ -213,7 +213,7 @@ def estimate(diffs: pd.DataFrame, value: str = "diff") -> Components:
     return estimate_arrays(diffs[value].to_numpy(dtype=np.float64), _codes(diffs))
 
 
-def pilot_design(diffs: pd.DataFrame) -> Design:
+def pilot_design(diffs: pd.DataFrame) -> StudySize:
     """The nominal sizes of a pilot's paired cells."""
     task = ["benchmark", "task_id"] if "benchmark" in diffs.columns else ["task_id"]
     s = int(diffs["seed"].nunique())
@@ -221,7 +221,7 @@ def pilot_design(diffs: pd.DataFrame) -> Design:
     h = int(diffs["harness"].astype(str).nunique())
     r = max(1, int(round(diffs.groupby("seed", observed=True)["run"].nunique().median())))
     e = max(1, int(round(len(diffs) / (s * r))))
-    return Design(s, t, h, r, None if e >= t * h else e)
+    return StudySize(s, t, h, r, None if e >= t * h else e)
 
 
 def pooled(parts: Sequence[Components]) -> Components:
@@ -291,14 +291,14 @@ class Costs:
     greedy: bool = False
 
 
-def cost(design: Design, costs: Costs | float) -> float:
+def cost(design: StudySize, costs: Costs | float) -> float:
     """Rollouts a design costs per arm: training runs plus every evaluation episode."""
     costs = costs if isinstance(costs, Costs) else Costs(float(costs))
     passes = design.runs + int(costs.greedy)
     return design.seeds * (costs.train + passes * design.per_run() * costs.settings)
 
 
-def _row(change: str, d: Design, values: Mapping[str, float], effect: float, m: int,
+def _row(change: str, d: StudySize, values: Mapping[str, float], effect: float, m: int,
          alpha: float, power: float, costs: Costs | float) -> dict:
     se = math.sqrt(variance(values, d.counts()))
     return {"change": change, "seeds": d.seeds, "tasks": d.tasks, "runs": d.runs,
@@ -307,7 +307,7 @@ def _row(change: str, d: Design, values: Mapping[str, float], effect: float, m: 
             "power": power_at(effect, se, m, alpha)}
 
 
-def options(values: Mapping[str, float], current: Design, effect_pp: float, m: int = 1,
+def options(values: Mapping[str, float], current: StudySize, effect_pp: float, m: int = 1,
             alpha: float = 0.05, power: float = 0.8, train: Costs | float = 1024.0,
             cheapest: int = 3) -> pd.DataFrame:
     """Designs reaching ``power`` for ``effect_pp``: more seeds alone, more tasks alone,
@@ -327,7 +327,7 @@ def options(values: Mapping[str, float], current: Design, effect_pp: float, m: i
             if row["power"] >= power:
                 rows.append(row)
                 break
-    grid = [_row("cheapest", Design(s, t, current.harnesses, r, current.episodes), *args)
+    grid = [_row("cheapest", StudySize(s, t, current.harnesses, r, current.episodes), *args)
             for s in range(2, 21) for t in tasks for r in range(1, 11)]
     ok = sorted((g for g in grid if g["power"] >= power), key=lambda g: (g["cost"], g["seeds"]))
     seen = {(r["seeds"], r["tasks"], r["runs"]) for r in rows}
@@ -340,13 +340,13 @@ def options(values: Mapping[str, float], current: Design, effect_pp: float, m: i
     return pd.DataFrame(rows)
 
 
-def floor_se(values: Mapping[str, float], design: Design) -> float:
+def floor_se(values: Mapping[str, float], design: StudySize) -> float:
     """SE left with unlimited seeds and runs: the task and harness parts of this design."""
     return math.sqrt(values.get("task", 0.0) / design.tasks
                      + values.get("harness", 0.0) / design.harnesses)
 
 
-def design_from_spec(spec) -> tuple[Design, list[str], float]:
+def design_from_spec(spec) -> tuple[StudySize, list[str], float]:
     """(in-space design, arm names, training rollouts a run) of an ExperimentSpec."""
     ev = spec.evaluation
     benches = len(ev.benchmarks or [None])
@@ -355,12 +355,12 @@ def design_from_spec(spec) -> tuple[Design, list[str], float]:
     per = min(max(1, math.ceil(ev.episodes / h)), int(ev.tasks)) if ev.episodes else ev.tasks
     episodes = None if per >= ev.tasks else per * h * benches
     train = float(spec.steps * spec.algorithm.tasks_per_step * spec.algorithm.rollouts)
-    return Design(len(spec.seeds), tasks, h, int(ev.runs), episodes), list(spec.arms), train
+    return StudySize(len(spec.seeds), tasks, h, int(ev.runs), episodes), list(spec.arms), train
 
 
 # -- simulation ----------------------------------------------------------------------------
 
-def _cells(design: Design) -> tuple[np.ndarray, ...]:
+def _cells(design: StudySize) -> tuple[np.ndarray, ...]:
     """(seed, run, harness, task) indices of every paired cell, the rotation of
     hscale.train.workload.eval_pairs when ``episodes`` is set."""
     s, r, h, t = np.meshgrid(*(np.arange(n) for n in (design.seeds, design.runs,
@@ -380,7 +380,7 @@ def _cells(design: Design) -> tuple[np.ndarray, ...]:
     return tuple(np.array(c) for c in zip(*out, strict=True))
 
 
-def simulate(components: Mapping[str, float], design: Design, effect: float = 0.0,
+def simulate(components: Mapping[str, float], design: StudySize, effect: float = 0.0,
              n_sims: int = 200, seed: int = 0, m: int = 1, alpha: float = 0.05,
              shared: float = 0.005) -> dict:
     """Draw binary outcomes of two arms with known components (linear probability, clipped

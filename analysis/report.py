@@ -30,7 +30,7 @@ from hscale.analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_mark
 from hscale.analysis.scaling import scaling_table
 from hscale.analysis.stats import GROUP
 from hscale.analysis.tables import all_tables, measured_ordering
-from hscale.analysis.weights import add_weights
+from hscale.analysis.weight_estimates import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
 

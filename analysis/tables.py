@@ -2,7 +2,7 @@
 
 Every table is built from long "cells" (one number per row group x benchmark x setting),
 so a measured Pass@1 and a paper's figure for the same cell sit in the same column. Reported
-rows are the papers' numbers as printed (experiments/paper/reported.csv), never recomputed.
+rows are the papers' numbers as printed (analysis/data/reported.csv), never recomputed.
 """
 
 from __future__ import annotations

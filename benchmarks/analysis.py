@@ -15,9 +15,6 @@ import tempfile
 import time
 from pathlib import Path
 
-# benchmarks/design.py would shadow the design package: keep this folder off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 from hscale.analysis.effect_tables import distance_table, effects_table, tests_table  # noqa: E402
 from hscale.analysis.load import load_results  # noqa: E402
 from hscale.analysis.synthetic import synthetic_episodes, write_runs  # noqa: E402

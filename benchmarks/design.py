@@ -24,10 +24,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-# This file is called design.py: keep its folder off the path so `design` is the package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402

@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
-
-# Keep this folder off the path (benchmarks/harness.py would shadow the harness package).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 TARGET = 3.0
 
 
 def prompts(n: int, label: str) -> list:
     """The first turn of ``n`` eval tasks under harness ``label``."""
-    from hscale.harness.benchmarks import BuiltinWorld
     from hscale.harness.harness import harness_named
+    from hscale.harness.task_sources import BuiltinWorld
 
     return [harness_named(label).fresh().start(t.user_query)
             for t in BuiltinWorld().tasks(n, 0, "eval")]

@@ -14,13 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-# This file is called harness.py: keep its folder off the path so `harness` is the package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from hscale.harness import Harness, Oracle, run_episode  # noqa: E402
 from hscale.harness.env import Env  # noqa: E402

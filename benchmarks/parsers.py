@@ -20,10 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# Keep this folder off the path (benchmarks/harness.py would shadow the package); the root on.
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [str(ROOT)] + [p for p in sys.path
-                             if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))  # for tests.harness.helpers
 
 from hscale.harness.components.context import summarize  # noqa: E402
 from hscale.harness.components.registry import available, get  # noqa: E402

@@ -11,9 +11,6 @@ import tempfile
 import time
 from pathlib import Path
 
-# benchmarks/design.py would shadow the design package: keep this folder off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 from hscale.train.plan import plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1] / "experiments" / "paper"

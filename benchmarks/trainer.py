@@ -17,10 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
-
-# benchmarks/design.py would shadow the design package: keep this folder off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import torch  # noqa: E402
 

@@ -18,9 +18,9 @@ from math import prod
 import numpy as np
 
 from hscale.design.bounds import feasibility
-from hscale.design.budget import Budget, OutOfSteps
 from hscale.design.isomorphism import _Classes, _sort_rows
 from hscale.design.numbers import shown
+from hscale.design.search_budget import OutOfSteps, StepBudget
 from hscale.design.space import format_levels, parse_levels
 from hscale.design.verify import is_orthogonal
 from hscale.errors import HscaleError
@@ -50,7 +50,7 @@ _SLOTS_PER_STEP = 50
 
 
 def _extension_columns(prev: np.ndarray, prev_levels: Sequence[int], size: int,
-                       strength: int, budget: Budget) -> list[np.ndarray]:
+                       strength: int, budget: StepBudget) -> list[np.ndarray]:
     """Every new column (up to the symmetries below) that keeps ``prev`` of strength t.
 
     Each (t-1)-subset of the previous columns with the new column must hold every level
@@ -200,7 +200,7 @@ def enumerate_oas(levels: Sequence[int] | str, runs: int, strength: int = 2,
     ordered = tuple(lv[i] for i in order)
     if _root(ordered[:strength], runs) is None:
         return []
-    budget = Budget(steps)
+    budget = StepBudget(steps)
     run = _enumerate_oapackage if use == "oapackage" else _enumerate
     try:
         reps = run(ordered, runs, strength, progress, budget)
@@ -237,7 +237,7 @@ def _check_engine_output(arrays: list[np.ndarray], lv: tuple[int, ...], t: int) 
 
 
 def _enumerate_oapackage(lv: tuple[int, ...], runs: int, t: int, progress: Progress | None,
-                         budget: Budget) -> list[np.ndarray]:
+                         budget: StepBudget) -> list[np.ndarray]:
     """OApackage's LMC extension of the root, column by column (levels non-increasing)."""
     import oapackage
 
@@ -268,7 +268,7 @@ def _enumerate_oapackage(lv: tuple[int, ...], runs: int, t: int, progress: Progr
 
 
 def _enumerate(lv: tuple[int, ...], runs: int, t: int, progress: Progress | None,
-               budget: Budget) -> list[np.ndarray]:
+               budget: StepBudget) -> list[np.ndarray]:
     """hscale's own enumerator: column search plus canonical forms, in pure numpy."""
     root = _root(lv[:t], runs)
     if root is None:

@@ -20,9 +20,9 @@ from itertools import permutations
 import networkx as nx
 import numpy as np
 
-from hscale.design.budget import Budget, OutOfSteps
 from hscale.design.criteria import distance_distribution, gwlp
 from hscale.design.hamming import distance_matrix
+from hscale.design.search_budget import OutOfSteps, StepBudget
 from hscale.design.verify import as_array
 from hscale.errors import HscaleError
 
@@ -94,14 +94,14 @@ def canonical_form(array: np.ndarray | Sequence, levels: Sequence[int] | None = 
     """
     arr, lv = as_array(array, levels)
     try:
-        return _canonical(arr, lv, Budget(steps))
+        return _canonical(arr, lv, StepBudget(steps))
     except OutOfSteps:
         raise HscaleError(f"the canonical form of this {arr.shape[0]}-run array takes more "
                           f"than {steps} steps: it has very many symmetries",
                           "compare invariant() values, or pass a larger steps") from None
 
 
-def _canonical(arr: np.ndarray, lv: tuple[int, ...], budget: Budget) -> np.ndarray:
+def _canonical(arr: np.ndarray, lv: tuple[int, ...], budget: StepBudget) -> np.ndarray:
     """:func:`canonical_form` of a validated array, spending from ``budget``."""
     n, k = arr.shape
     lv_arr = np.asarray(lv)
@@ -146,7 +146,7 @@ def _canonical(arr: np.ndarray, lv: tuple[int, ...], budget: Budget) -> np.ndarr
 
 
 def canonical_key(array: np.ndarray | Sequence, levels: Sequence[int] | None = None,
-                  budget: Budget | None = None) -> tuple:
+                  budget: StepBudget | None = None) -> tuple:
     """A hashable certificate: equal exactly for isomorphic arrays."""
     arr, lv = as_array(array, levels)
     canon = canonical_form(arr, lv) if budget is None else _canonical(arr, lv, budget)
@@ -177,7 +177,7 @@ def are_isomorphic(a: np.ndarray | Sequence, b: np.ndarray | Sequence,
 class _Classes:
     """Representatives keyed by canonical form; adding an array keeps it only if it is new."""
 
-    def __init__(self, budget: Budget | None = None) -> None:
+    def __init__(self, budget: StepBudget | None = None) -> None:
         self.seen: set[tuple] = set()
         self.reps: list[np.ndarray] = []
         self.budget = budget

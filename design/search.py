@@ -1,7 +1,8 @@
 """Backtracking searches, the fallback where algebra has no construction: difference
 schemes D(r, c; s) and OA(N; levels; t), filled one column at a time, and for levels
 (L0, L, ..., L) a clique search over a pool of columns. They may not finish, so each runs
-under a budget of steps (:mod:`hscale.design.budget`), never of seconds, and callers try them last.
+under a budget of steps (:mod:`hscale.design.search_budget`), never of seconds, and callers
+try them last.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import numpy as np
 
 from hscale.design.algebraic import _algebraic_scheme, _field_or_error
 from hscale.design.arrays import _frozen, _positive
-from hscale.design.budget import Budget, OutOfSteps
 from hscale.design.errors import InfeasibleError
 from hscale.design.gf import GF, field
+from hscale.design.search_budget import OutOfSteps, StepBudget
 from hscale.errors import HscaleError
 
 # Default budgets, in steps (about 10 us each): a difference scheme, an OA search, and the
@@ -49,7 +50,7 @@ def _previous_same(columns: list[np.ndarray], runs: int) -> list[int]:
     return prev
 
 
-def _column_solutions(keys: np.ndarray, caps: np.ndarray, prev: list[int], budget: Budget,
+def _column_solutions(keys: np.ndarray, caps: np.ndarray, prev: list[int], budget: StepBudget,
                       rng: np.random.Generator | None) -> Iterator[np.ndarray]:
     """Every canonical new column in which each bucket is filled exactly to its cap.
 
@@ -127,7 +128,7 @@ def _backtrack(n_columns: int, start: list[np.ndarray],
 # --- difference schemes -------------------------------------------------------------------
 
 
-def _scheme_solutions(gf: GF, budget: Budget, rng: np.random.Generator | None
+def _scheme_solutions(gf: GF, budget: StepBudget, rng: np.random.Generator | None
                       ) -> Callable[[list[np.ndarray]], Iterator[np.ndarray]]:
     def solutions(cols: list[np.ndarray]) -> Iterator[np.ndarray]:
         r = len(cols[0])
@@ -143,7 +144,7 @@ def _searched_scheme(r: int, c: int, s: int, seed: int | None,
                      steps: int) -> np.ndarray | None:
     gf = field(s)
     rng = None if seed is None else np.random.default_rng(seed)
-    solutions = _scheme_solutions(gf, Budget(steps), rng)
+    solutions = _scheme_solutions(gf, StepBudget(steps), rng)
     try:
         cols = _backtrack(c, [np.zeros(r, dtype=np.int64)], solutions)
     except OutOfSteps:
@@ -181,7 +182,7 @@ def difference_scheme(r: int, c: int, s: int, seed: int | None = None,
 # --- orthogonal arrays --------------------------------------------------------------------
 
 
-def _oa_solutions(levels: list[int], runs: int, strength: int, budget: Budget,
+def _oa_solutions(levels: list[int], runs: int, strength: int, budget: StepBudget,
                   rng: np.random.Generator | None
                   ) -> Callable[[list[np.ndarray]], Iterator[np.ndarray]]:
     def solutions(cols: list[np.ndarray]) -> Iterator[np.ndarray]:
@@ -202,7 +203,7 @@ def _oa_solutions(levels: list[int], runs: int, strength: int, budget: Budget,
     return solutions
 
 
-def _pool(first: np.ndarray, n_levels: int, limit: int, budget: Budget) -> np.ndarray | None:
+def _pool(first: np.ndarray, n_levels: int, limit: int, budget: StepBudget) -> np.ndarray | None:
     """Every n_levels column orthogonal to ``first`` with row 0 at 0; None if over ``limit``."""
     runs = len(first)
     keys = (first[:, None] * n_levels + np.arange(n_levels)[None, :])[None]
@@ -224,7 +225,7 @@ def _orthogonal_pairs(pool: np.ndarray, n_levels: int) -> np.ndarray:
     return adj
 
 
-def _clique(adj: np.ndarray, size: int, budget: Budget) -> list[int] | None:
+def _clique(adj: np.ndarray, size: int, budget: StepBudget) -> list[int] | None:
     """``size`` pairwise adjacent vertices (bitset branch and bound), or None if none exist."""
     packed = np.packbits(adj, axis=1, bitorder="little")
     neighbours = [int.from_bytes(row.tobytes(), "little") for row in packed]
@@ -244,7 +245,7 @@ def _clique(adj: np.ndarray, size: int, budget: Budget) -> list[int] | None:
     return grow((1 << len(neighbours)) - 1, [])
 
 
-def _pool_search(levels: list[int], runs: int, budget: Budget,
+def _pool_search(levels: list[int], runs: int, budget: StepBudget,
                  rng: np.random.Generator) -> list[np.ndarray] | None:
     """Strength 2 with levels (L0, L, ..., L): fix the first column, then pick k - 1 columns
     from the pool of all columns orthogonal to it as a clique of mutually orthogonal ones.
@@ -264,7 +265,7 @@ def _search(levels: list[int], runs: int, strength: int, steps: int,
     """Column backtracking restarted with new value orders in doubling slices of the steps,
     and the pool search when it applies. None when a complete search proves there is no
     array."""
-    total = Budget(steps)
+    total = StepBudget(steps)
     rngs = np.random.default_rng(seed if seed is not None else 0).spawn(64)
     pooled = strength == 2 and len(levels) >= 3 and len(set(levels[1:])) == 1
     for attempt, rng in enumerate(rngs):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hscale.lazy import lazy_exports
 
 _EXPORTS = {
-    "BENCHMARKS": "hscale.harness.benchmarks",
+    "BENCHMARKS": "hscale.harness.task_sources",
     "Episode": "hscale.harness.engine",
     "Generation": "hscale.harness.engine",
     "Termination": "hscale.harness.engine",

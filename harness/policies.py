@@ -350,7 +350,7 @@ def demonstrations(n_episodes: int, seed: int, harnesses: Sequence[str] | None =
     if n_episodes < 0:
         raise HscaleError(f"need n_episodes >= 0, got {n_episodes}")
     if tasks is None:
-        from hscale.harness.benchmarks import BuiltinWorld
+        from hscale.harness.task_sources import BuiltinWorld
         tasks = BuiltinWorld().tasks(n_episodes, seed, split="train")
     if n_episodes and not tasks:
         raise HscaleError("no tasks to demonstrate", "pass train-split tasks or tasks=None")

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from hscale.cli import main
+from hscale.cli.tasks_check import check_tasks
 from hscale.harness.env import Env, Limits
 from hscale.harness.harness import harness_named
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import Oracle
 from hscale.harness.tasks import MAX_INPUT_FILE_BYTES, load_task_folder
-from hscale.harness.tasks.check import check_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = ROOT / "experiments" / "examples" / "tasks" / "task_0001"

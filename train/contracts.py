@@ -377,16 +377,33 @@ class Status(BaseModel):
         return dict(self.model_extra or {})
 
 
-def read_status(run_dir: str | Path) -> Status:
-    """The run's status; PLANNED when there is none, INTERRUPTED when it is unreadable."""
+def inspect_status(run_dir: str | Path) -> tuple[Status | None, str | None]:
+    """The run's status.json as this contract reads it: ``(status, None)``; ``(None, None)``
+    when there is none; ``(None, why)`` when it is damaged (the runner then treats the run
+    as INTERRUPTED, a report names it)."""
     path = Path(run_dir) / STATUS
     if not path.is_file():
-        return Status()
+        return None, None
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return Status.model_validate(raw)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"corrupt ({type(exc).__name__}: {exc})"
+    if not isinstance(raw, dict):
+        return None, "corrupt (expected a JSON object)"
+    try:
+        return Status.model_validate(raw), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        return None, f"corrupt ({field}: {err['msg']})"
+
+
+def read_status(run_dir: str | Path) -> Status:
+    """The run's status; PLANNED when there is none, INTERRUPTED when it is unreadable."""
+    status, problem = inspect_status(run_dir)
+    if problem is not None:
         return Status(state=RunState.INTERRUPTED)
+    return status or Status()
 
 
 def write_status(run_dir: str | Path, state: RunState, manifest_hash: str, *,

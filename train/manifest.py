@@ -16,7 +16,7 @@ from hscale.errors import HscaleError
 from hscale.harness.space import harness_space
 from hscale.train.contracts import BASE_MODEL_ARM, Manifest, rng_for
 from hscale.train.spec import Arm, ExperimentSpec
-from hscale.train.weights import spec_weights
+from hscale.train.spec_weights import spec_weights
 
 if TYPE_CHECKING:
     from hscale.train.sources import Sources
@@ -153,9 +153,9 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
     trains under the same budgets); and the notes that measuring raised."""
     if spec.backend != "verl" and spec.verl is None:
         return manifests, []
-    from hscale.train.budget import verl_record
     from hscale.train.models import resolve_model
     from hscale.train.spec import VerlSettings
+    from hscale.train.token_budget import verl_record
     from hscale.train.workload import harness_labels
 
     resolve_model(spec.model)

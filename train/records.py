@@ -82,7 +82,7 @@ class BudgetRecord(_Record):
 
 
 class BenchmarkRecord(_Trimmed):
-    """Where a run's tasks come from (hscale.harness.benchmarks.benchmark_of reads it): for a data
+    """Where a run's tasks come from (hscale.harness.task_sources.benchmark_of reads it): for a data
     benchmark its ``path``, ``split`` rule, report ``label`` and the ``content`` hash of its
     files at planning (checked again when the run reads them)."""
 

@@ -1,11 +1,12 @@
-"""``hscale run``: plan, then run every arm x seed, resuming whatever is unfinished.
+"""``hscale run``: plan, then run every arm x seed, resuming whatever is unfinished; and
+``hscale run --dry-run``: plan, then export each run's inputs (no run, no state).
 
 One runner per runs folder at a time (a lock file); each run's state is in its status.json,
 so a crash or Ctrl-C loses nothing: completed runs are skipped, a partial run resumes.
-With ``workers > 1`` runs go to that many worker processes (one torch thread each), which
-end themselves if the runner dies, so a killed runner never leaves writers behind. A backend
-whose runs only follow work done elsewhere (``in_threads``: Ray tasks) runs them in threads
-of the runner instead, as many as its ``max_workers``.
+Runs execute here or on a Ray cluster (an executor, hscale.train.ray_cluster). Here, with
+``workers > 1``, runs go to that many worker processes (one torch thread each), which end
+themselves if the runner dies, so a killed runner never leaves writers behind. On Ray, runs
+are followed from threads of the runner, as many at once as the cluster takes.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from pathlib import Path
 
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.train.backends import Backend, get_backend
-from hscale.train.backends.base import Progress
+from hscale.train.backends.base import Progress, StepProgress
 from hscale.train.contracts import Manifest, RunState, read_status, write_status
 from hscale.train.plan import Planned, plan_runs, write_plan
+from hscale.train.ray_cluster import RayExecutor
 
 
 @contextmanager
@@ -53,43 +55,48 @@ def run_name(run_dir: Path) -> str:
 
 
 def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
-            progress: Progress | None = None) -> str:
-    """Run one planned run to a final state; the only writer of its status.json.
+            progress: Progress | None = None, executor: RayExecutor | None = None) -> str:
+    """Run one planned run to a final state, here or on the ``executor``'s cluster; the only
+    writer of its status.json.
 
-    Each progress report from the backend also refreshes status.json when the backend's
-    ``status_fields`` changed (e.g. a Ray job id the moment the job exists)."""
+    Each progress report also refreshes status.json when the executor's ``status_fields``
+    changed (e.g. a Ray job id the moment the job exists)."""
     name = run_name(run_dir)
-
-    def forward(done: int, total: int) -> None:
-        if progress is not None:
-            progress(name, done, total)
-
-    if backend.dry_run:  # inputs only: no state to record, and errors are the user's
-        backend.run(run_dir, manifest, forward)
-        return read_status(run_dir).state.value
     fields: dict = {}
+
+    def where() -> dict:
+        return executor.status_fields(run_dir) if executor is not None else {}
 
     def record(state: RunState, error: str = "") -> str:
         nonlocal fields
-        fields = backend.status_fields(run_dir)
+        fields = where()
         write_status(run_dir, state, manifest.hash, error=error, backend=backend.name,
                      **fields)
         return state.value
 
     def report(done: int, total: int) -> None:
-        if backend.status_fields(run_dir) != fields:
+        if where() != fields:
             record(RunState.RUNNING)
-        forward(done, total)
+        if progress is not None:
+            progress(name, done, total)
 
     record(RunState.RUNNING)
     try:
-        backend.run(run_dir, manifest, report)
+        _work(run_dir, manifest, backend, executor, report)
     except KeyboardInterrupt:
         record(RunState.INTERRUPTED)
         raise
     except Exception as exc:  # one failing run must not stop the others
         return record(RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
     return record(RunState.COMPLETED)
+
+
+def _work(run_dir: Path, manifest: Manifest, backend: Backend, executor: RayExecutor | None,
+          report: StepProgress) -> None:
+    if executor is None:
+        backend.run(run_dir, manifest, report)
+    else:
+        executor.run(backend, run_dir, manifest, report)
 
 
 def _finished(run: Planned, backend: Backend, warn: bool = True) -> bool:
@@ -99,12 +106,10 @@ def _finished(run: Planned, backend: Backend, warn: bool = True) -> bool:
     status = read_status(run.path)
     if not status.is_done(run.manifest):
         return False
-    if status.backend and status.backend != backend.name and not backend.dry_run:
+    if status.backend and status.backend != backend.name:
         raise HscaleError(f"{run.path} was completed by the {status.backend} backend, not "
                           f"{backend.name}", "run into another --out folder, or delete the "
                           "run folder to redo it")
-    if backend.dry_run:
-        return True
     problems = backend.verify(run.path, run.manifest)
     if problems and warn:
         warnings.warn(f"{run.path}: marked COMPLETED, but {problems[0]}: running it again",
@@ -115,15 +120,22 @@ def _finished(run: Planned, backend: Backend, warn: bool = True) -> bool:
 def run_experiment(spec_path: str | Path, out: str | Path = "runs",
                    backend: str | Backend = "local", progress: Progress | None = None,
                    workers: int = 1, quick: bool = False,
-                   on_start: Callable[[Path], None] | None = None, force: bool = False
-                   ) -> dict[str, str]:
-    """Run every planned run; returns run folder -> final state (a dry run's runs keep the
-    state they had). ``backend`` is a name or a configured backend; with ``workers > 1`` runs
-    go to that many worker processes; ``on_start`` hears of each run as it starts."""
+                   on_start: Callable[[Path], None] | None = None, force: bool = False,
+                   ray_address: str | None = None) -> dict[str, str]:
+    """Run every planned run; returns run folder -> final state. ``backend`` is a name or a
+    configured backend; with ``workers > 1`` runs go to that many worker processes; with
+    ``ray_address`` they go to that Ray cluster instead; ``on_start`` hears of each run as
+    it starts."""
     backend = get_backend(backend) if isinstance(backend, str) else backend
+    executor = RayExecutor(ray_address) if ray_address is not None else None
+    if executor is not None:
+        executor.check(backend)  # a bad address or a backend Ray cannot run: the plainest
     planned = plan_runs(spec_path, out, force=force, quick=quick)
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
-    backend.prepare([run.manifest for run in todo], progress)  # before anything is written
+    manifests = [run.manifest for run in todo]
+    backend.check(manifests)  # before anything is written
+    backend.prepare(manifests, progress, on_ray=executor is not None)
+    slots = executor.start(backend, manifests) if executor is not None else None
     with runner_lock(planned[0].path.parent.parent):
         # another runner may have finished runs while this one prepared
         todo = [run for run in todo
@@ -132,10 +144,12 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
         states = {str(run.path): RunState.COMPLETED.value for run in planned
                   if run.path not in pending}
         write_plan(planned)
+        if executor is not None:
+            states.update(_run_threads(todo, backend, executor, slots or workers, progress,
+                                       on_start))
+            return states
         workers = min(workers, backend.max_workers or workers)
-        if backend.in_threads:
-            states.update(_run_threads(todo, backend, progress, on_start))
-        elif workers <= 1 or len(todo) <= 1:
+        if workers <= 1 or len(todo) <= 1:
             for run in todo:
                 if on_start is not None:
                     on_start(run.path)
@@ -143,6 +157,29 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
         else:
             states.update(_run_parallel(todo, backend, progress, workers, on_start))
     return states
+
+
+def export_experiment(spec_path: str | Path, out: str | Path = "runs",
+                      backend: str | Backend = "verl", quick: bool = False,
+                      force: bool = False, on_export: Callable[[Path], None] | None = None
+                      ) -> list[Path]:
+    """Plan, then write each run's inputs to run elsewhere (``Backend.export``); the files
+    that start them. Nothing runs and no state changes, so an error is the user's as it is
+    (nothing failed); exporting again writes the same inputs."""
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    if type(backend).export is Backend.export:  # refused before anything is planned
+        raise HscaleError(f"the {backend.name} backend has nothing to export",
+                          "drop --dry-run (the verl backend exports veRL inputs)")
+    planned = plan_runs(spec_path, out, force=force, quick=quick)
+    backend.check([run.manifest for run in planned])  # before anything is written
+    written = []
+    with runner_lock(planned[0].path.parent.parent):
+        write_plan(planned)
+        for run in planned:
+            written.append(backend.export(run.path, run.manifest))
+            if on_export is not None:
+                on_export(written[-1])
+    return written
 
 
 def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | None,
@@ -173,12 +210,13 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
     return states
 
 
-def _run_threads(todo: list[Planned], backend: Backend, progress: Progress | None,
-                 on_start: Callable[[Path], None] | None) -> dict[str, str]:
-    """Runs in threads, ``backend.max_workers`` at once (all of them if None). On Ctrl-C the
-    next progress report of each started run raises KeyboardInterrupt in its thread (such a
-    backend reports at least every second), so the backend stops its work and the run is
-    recorded INTERRUPTED, as in a serial run; runs not started stay as they were."""
+def _run_threads(todo: list[Planned], backend: Backend, executor: RayExecutor, slots: int,
+                 progress: Progress | None, on_start: Callable[[Path], None] | None
+                 ) -> dict[str, str]:
+    """Runs on the executor's cluster, followed from ``slots`` threads. On Ctrl-C the next
+    progress report of each started run raises KeyboardInterrupt in its thread (the executor
+    reports at least every few seconds), so its work is stopped and the run is recorded
+    INTERRUPTED, as in a serial run; runs not started stay as they were."""
     stop = threading.Event()
 
     def one(run: Planned) -> str | None:
@@ -193,13 +231,12 @@ def _run_threads(todo: list[Planned], backend: Backend, progress: Progress | Non
             if progress is not None:
                 progress(name, done, total)
 
-        return run_one(run.path, run.manifest, backend, report)
+        return run_one(run.path, run.manifest, backend, report, executor)
 
     states: dict[str, str] = {}
     if not todo:
         return states
-    slots = min(len(todo), backend.max_workers or len(todo))
-    pool = ThreadPoolExecutor(slots, thread_name_prefix="hscale-run")
+    pool = ThreadPoolExecutor(min(len(todo), max(1, slots)), thread_name_prefix="hscale-run")
     try:
         pending = {pool.submit(one, run): str(run.path) for run in todo}
         while pending:

@@ -183,7 +183,7 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
 @cache
 def _task_ids(record: Any) -> tuple[str, ...]:
     """The training task ids of a benchmark record (frozen, so a cache key)."""
-    from hscale.harness.benchmarks import benchmark_of
+    from hscale.harness.task_sources import benchmark_of
 
     return tuple(benchmark_of(record).task_ids(record.tasks, record.seed))
 

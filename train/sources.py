@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from hscale.errors import HscaleError
-from hscale.harness.benchmarks import Benchmark as Source
-from hscale.harness.benchmarks import open_benchmark, overlap
+from hscale.harness.task_sources import Benchmark as Source
+from hscale.harness.task_sources import open_benchmark, overlap
 from hscale.train.spec import BUILTIN_TASKS, Benchmark, ExperimentSpec
 
 _SHOWN = 3  # task ids an overlap error names

@@ -29,14 +29,14 @@ from pydantic import (
 from hscale.design.recipes import RECIPES
 from hscale.design.weights import WeightError
 from hscale.errors import HscaleError, HscaleWarning
-from hscale.harness.benchmarks import BENCHMARKS
+from hscale.harness.task_sources import BENCHMARKS
 from hscale.registry import Registry, UnknownName
 from hscale.train.backends import BACKENDS
 from hscale.train.contracts import BASE_MODEL_ARM
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
+from hscale.train.spec_weights import spec_weights
 from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
-from hscale.train.weights import spec_weights
 from hscale.yamlio import read_yaml
 
 
@@ -63,7 +63,7 @@ BUILTIN_TASKS = 200  # training tasks of the builtin world when a spec names non
 
 
 class Benchmark(_Strict):
-    """Where tasks come from (harness.benchmarks): ``name`` is a registered kind, ``path`` the
+    """Where tasks come from (harness.task_sources): ``name`` is a registered kind, ``path`` the
     files of a data kind (relative to the spec's folder), ``tasks`` how many of the split to
     use (all of a data benchmark's when left out), ``split`` how its tasks divide into train
     and eval, ``label`` its column in the report (default: the name, or the path's stem)."""
@@ -78,7 +78,7 @@ class Benchmark(_Strict):
 
     @model_validator(mode="after")
     def _path_for_data(self) -> Benchmark:
-        from hscale.harness.benchmarks import FILE_KINDS
+        from hscale.harness.task_sources import FILE_KINDS
 
         if self.name in FILE_KINDS and not self.path:
             raise ValueError(f"a {self.name} benchmark reads files: give its path")
@@ -230,7 +230,7 @@ class Arm(_Strict):
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
     space: str = "harness"
-    # component -> weight of the weighted Hamming distance (hscale.train.weights); missing ones 1
+    # component -> weight of the weighted Hamming distance (train.spec_weights); missing ones 1
     weights: dict[str, Annotated[float, Field(gt=0, strict=True)]] | None = None
     benchmark: Benchmark = Benchmark()
     model: str = "hscale-tiny"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
     """The held-out tasks every evaluation of the run draws from, by benchmark column (each
     benchmark's eval split, checked disjoint from training at planning)."""
-    from hscale.harness.benchmarks import benchmark_of
+    from hscale.harness.task_sources import benchmark_of
 
     return {b.column: benchmark_of(b).tasks(b.tasks, b.seed, "eval")
             for b in manifest.evaluation.sources(manifest.benchmark)}
@@ -27,7 +27,7 @@ def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
 
 def train_tasks(manifest: Manifest) -> dict[str, Task]:
     """The tasks a run trains on, by id."""
-    from hscale.harness.benchmarks import benchmark_of
+    from hscale.harness.task_sources import benchmark_of
 
     bench = manifest.benchmark
     return {t.task_id: t for t in benchmark_of(bench).tasks(bench.tasks, bench.seed)}
@@ -45,7 +45,7 @@ def router_tasks(manifest: Manifest) -> list[Task]:
 
 def router_pool(bench: BenchmarkRecord) -> list[Task]:
     """:func:`router_tasks` of a run whose benchmark record is ``bench``."""
-    from hscale.harness.benchmarks import benchmark_of
+    from hscale.harness.task_sources import benchmark_of
 
     source = benchmark_of(bench)
     available = source.available("train")

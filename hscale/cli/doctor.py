@@ -20,8 +20,9 @@ def doctor_cmd() -> None:
     """What is installed, and what each backend still needs here, with the fix."""
     from hscale.train.backends.local import LocalBackend
     from hscale.train.backends.scripted import ScriptedBackend
-    from hscale.train.backends.verl import VerlBackend
+    from hscale.train.backends.verl.launch import launch_requirements
     from hscale.train.environment import cuda_gpus, has_module, version
+    from hscale.train.ray_cluster import RayExecutor
 
     gpus = cuda_gpus()
     torch = version("torch")
@@ -39,11 +40,15 @@ def doctor_cmd() -> None:
     backends.add_column("backend")
     backends.add_column("status")
     backends.add_column("fix")
-    for label, backend in (("scripted", ScriptedBackend()), ("local", LocalBackend()),
-                           ("verl --dry-run", VerlBackend(dry_run=True)),
-                           ("verl (this machine)", VerlBackend()),
-                           ("verl --ray-address", VerlBackend(ray_address="http://HEAD:8265"))):
-        missing = [need for need in backend.requirements() if not need.ok]
+    ray = RayExecutor("HEAD:6379").requirements()
+    needs = (("scripted", ScriptedBackend().requirements()),
+             ("local", LocalBackend().requirements()),
+             ("local --ray-address", [*LocalBackend().requirements(), *ray]),
+             ("verl --dry-run", launch_requirements(False)[:1]),
+             ("verl (this machine)", launch_requirements(False)),
+             ("verl --ray-address", launch_requirements(True)))
+    for label, requirements in needs:
+        missing = [need for need in requirements if not need.ok]
         status = "[green]ready[/green]" if not missing else "[red]" + escape("; ".join(
             need.problem for need in missing)) + "[/red]"
         backends.add_row(label, status,

@@ -50,7 +50,7 @@ def evaluate_cmd(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from hscale.train.lm.evaluate import Request, evaluate, plan_evaluation
+    from hscale.train.lm.model_eval import Request, evaluate, plan_evaluation
 
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,
                       tasks=tasks, runs=runs, decoding=decoding, experiment=experiment,

@@ -70,15 +70,16 @@ def run_cmd(
         help="local (embedded CPU trainer), verl (GPUs) or scripted (no model); default: "
              "the spec's backend.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Runs folder.")] = Path("runs"),
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="verl: write each run's data, "
-                                                            "config and launch.sh only.")
-                       ] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Export instead of running: write each run's inputs and its "
+                          "launch script (verl: veRL's data, config and launch.sh); nothing "
+                          "runs and no run's state changes.")] = False,
     ray_address: Annotated[str | None, typer.Option(
-        "--ray-address", help="verl: submit each run as a job to the Ray cluster whose "
-                              "dashboard is at ADDR (http://HEAD:8265). local: run each run "
-                              "as a Ray task on the cluster at ADDR (HEAD:6379 on one of its "
-                              "nodes, ray://HEAD:10001, auto, or the dashboard's URL), as many "
-                              "at once as it has CPUs (--workers does not apply).")] = None,
+        "--ray-address", help="Run on the Ray cluster at ADDR: its dashboard "
+                              "(http://HEAD:8265), its GCS (HEAD:6379 on one of its nodes), "
+                              "ray://HEAD:10001, or auto. local: each run a one-CPU Ray task, "
+                              "as many at once as the cluster has CPUs; verl: each run a Ray "
+                              "job (--workers at once).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The same arms at smoke-test scale, "
                                                         "under <name>-quick.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Re-plan runs whose manifest the spec "
@@ -93,14 +94,23 @@ def run_cmd(
                                  "launches on this machine run one at a time).")] = None,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
+    from hscale.errors import HscaleError
     from hscale.train.backends import get_backend
-    from hscale.train.runner import run_experiment
+    from hscale.train.runner import export_experiment, run_experiment
     from hscale.train.spec import load_spec
     from hscale.train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
-    chosen = get_backend(backend or spec.backend, dry_run=dry_run, ray_address=ray_address,
-                         overrides=override or None)
+    chosen = get_backend(backend or spec.backend, overrides=override or None)
+    if dry_run:
+        if ray_address is not None:
+            raise HscaleError("--dry-run exports inputs and runs nothing, here or on Ray",
+                              "drop --ray-address, or drop --dry-run to run on the cluster")
+        written = export_experiment(experiment, out, backend=chosen, quick=quick,
+                                    force=force, on_export=lambda path: print(
+                                        f"{path}: {chosen.name} inputs and launch script"))
+        print(f"wrote {chosen.name} inputs for {len(written)} runs under {out}")
+        return
     runs = quick_spec(spec) if quick else spec
     with _progress() as progress:
         overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
@@ -118,20 +128,15 @@ def run_cmd(
                 progress.advance(overall)
                 progress.remove_task(bars.pop(name))
 
-        started: list[Path] = []
-
         def announce(run_dir: Path) -> None:
-            started.append(run_dir)
-            line = chosen.announce(run_dir)
+            line = f"{run_dir}: Ray cluster at {ray_address}" if ray_address else \
+                chosen.announce(run_dir)
             if line is not None:
                 progress.console.print(line, markup=False, highlight=False)
 
         states = run_experiment(experiment, out, backend=chosen, progress=report,
                                 workers=workers or _default_workers(), quick=quick,
-                                on_start=announce, force=force)
-    if chosen.dry_run:
-        print(f"wrote {chosen.name} inputs for {len(started)} runs under {out}")
-        return
+                                on_start=announce, force=force, ray_address=ray_address)
     _summary(states, out)
 
 

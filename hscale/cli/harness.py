@@ -41,7 +41,7 @@ def list_cmd() -> None:
 
 
 def _task(task_id: str | None, seed: int):
-    from hscale.harness.benchmarks import BuiltinWorld
+    from hscale.harness.task_sources import BuiltinWorld
 
     tasks = BuiltinWorld().tasks(20, seed)
     if task_id is None:

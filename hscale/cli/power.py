@@ -228,10 +228,10 @@ def _show_options(result: dict) -> None:
         console.print(f"more {' / '.join(missing)} alone: not enough within 20 seeds, 6x the "
                       "tasks, 10 runs")
     if "cheapest" not in changes:
-        from hscale.analysis.power import Design, floor_se
+        from hscale.analysis.power import StudySize, floor_se
 
-        d = Design(**result["design"])
-        floor = 100 * floor_se(result["components"], Design(d.seeds, 6 * d.tasks, d.harnesses,
+        d = StudySize(**result["design"])
+        floor = 100 * floor_se(result["components"], StudySize(d.seeds, 6 * d.tasks, d.harnesses,
                                                             d.runs, d.episodes))
         console.print(f"no design in that range reaches it: with 6x the tasks, the task and "
                       f"harness parts alone leave SE >= {floor:.2f} pp however many seeds and "
@@ -239,9 +239,9 @@ def _show_options(result: dict) -> None:
 
 
 def _counts(design: dict) -> list[float]:
-    from hscale.analysis.power import Design
+    from hscale.analysis.power import StudySize
 
-    return list(Design(**design).counts().values())
+    return list(StudySize(**design).counts().values())
 
 
 def _num(value: float) -> str:

@@ -33,8 +33,8 @@ BASE = "S0-T0-O0-C0-W0"
 
 def _open(path: Path, kind: str | None, split: str):
     """The task set as a benchmark, every task loaded; a bad one ends here in one line."""
-    from hscale.harness.benchmarks import open_benchmark
-    from hscale.harness.tasks.check import parse_split, resolve_kind
+    from hscale.cli.tasks_check import parse_split, resolve_kind
+    from hscale.harness.task_sources import open_benchmark
 
     if not path.exists():
         raise HscaleError(f"{path}: no such file or folder", "check the task set's path")
@@ -151,7 +151,7 @@ def check_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
     checkers that fail or score the oracle's answer below 1. Exit 2 when there is any."""
     from rich.progress import Progress
 
-    from hscale.harness.tasks.check import check_tasks
+    from hscale.cli.tasks_check import check_tasks
 
     _harness(harness)
     with Progress(console=Console(file=sys.stderr), transient=True) as progress:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from hscale.analysis import power
-from hscale.analysis.power import COMPONENTS, Design, estimate, mde, simulate, variance
+from hscale.analysis.power import COMPONENTS, StudySize, estimate, mde, simulate, variance
 from hscale.analysis.stats import compare_arms, paired_differences
 from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes, write_runs
 from hscale.analysis.tables import comparisons_table
@@ -63,7 +63,7 @@ def test_components_are_recovered_from_synthetic_data():
         assert comp.values[name] == pytest.approx(realized[name], rel=0.5, abs=0.003), name
     assert comp.values["residual"] == pytest.approx(realized["residual"], rel=0.04)
     # the parts that decide the SE at this design agree closely
-    design = Design(12, 40, 6, 3)
+    design = StudySize(12, 40, 6, 3)
     assert math.sqrt(comp.variance(design.counts())) == pytest.approx(
         math.sqrt(variance(realized, design.counts())), rel=0.2)
     assert comp.counts == pytest.approx(design.counts())
@@ -84,7 +84,7 @@ SMALL = {"seed": 0.0008, "task": 0.004, "harness": 0.0005, "seed_task": 0.004, "
          "residual": 0.42}
 
 
-@pytest.mark.parametrize("design", [Design(3, 30, 6, 2), Design(4, 36, 18, 3, episodes=36)])
+@pytest.mark.parametrize("design", [StudySize(3, 30, 6, 2), StudySize(4, 36, 18, 3, episodes=36)])
 def test_predicted_se_matches_simulation(design):
     sim = simulate(SIM, design, n_sims=300, seed=1)
     assert sim["se_pred"] == pytest.approx(sim["se_sim"], rel=0.2)
@@ -97,11 +97,11 @@ def test_predicted_se_matches_simulation(design):
 
 def test_simulate_refuses_a_residual_no_binary_outcome_has():
     with pytest.raises(ValueError, match="residual"):
-        simulate({"residual": 0.6}, Design(2, 5, 2, 1), n_sims=2)
+        simulate({"residual": 0.6}, StudySize(2, 5, 2, 1), n_sims=2)
 
 
 def test_options_reach_the_power_and_the_cheapest_come_first():
-    current = Design(3, 30, 6, 2)
+    current = StudySize(3, 30, 6, 2)
     table = power.options(SMALL, current, effect_pp=4, m=3, train=1000)
     assert table["change"].iloc[0] == "current"
     rest = table.iloc[1:]
@@ -112,13 +112,13 @@ def test_options_reach_the_power_and_the_cheapest_come_first():
 
 
 def test_costs_count_every_setting_and_the_greedy_pass():
-    design = Design(seeds=2, tasks=72, harnesses=18, runs=3, episodes=36)
+    design = StudySize(seeds=2, tasks=72, harnesses=18, runs=3, episodes=36)
     assert power.cost(design, 1000) == 2 * (1000 + 3 * 36)
     assert power.cost(design, power.Costs(1000, settings=3, greedy=True)) == \
         2 * (1000 + 4 * 36 * 3)
     # expensive evaluation moves the cheapest design from more runs toward more seeds
-    plain = power.options(SMALL, Design(3, 30, 6, 2), 4, m=3, train=1000)
-    real = power.options(SMALL, Design(3, 30, 6, 2), 4, m=3,
+    plain = power.options(SMALL, StudySize(3, 30, 6, 2), 4, m=3, train=1000)
+    real = power.options(SMALL, StudySize(3, 30, 6, 2), 4, m=3,
                          train=power.Costs(1000, settings=3, greedy=True))
     first = [t[t["change"] == "cheapest"].iloc[0] for t in (plain, real)]
     assert first[1]["runs"] <= first[0]["runs"]
@@ -163,7 +163,7 @@ def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
               "seed=0.002,task=0.01,harness=0.003,seed×task=0.01,run=0.001,residual=0.42"])
     assert done.value.code == 0
     result = json.loads(capsys.readouterr().out)
-    design = Design(3, 36, 18, 3, episodes=36)
+    design = StudySize(3, 36, 18, 3, episodes=36)
     assert result["design"] == design.__dict__
     assert result["comparisons"] == 8 and result["reference"] == "structured-18"
     stated = {"seed": 0.002, "task": 0.01, "harness": 0.003, "seed_task": 0.01, "run": 0.001,

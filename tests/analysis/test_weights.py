@@ -11,10 +11,10 @@ import pytest
 
 from hscale.analysis.report import Report, write_report
 from hscale.analysis.synthetic import synthetic_episodes
-from hscale.analysis.weights import FLOOR, add_weights, estimate_weights, weights_yaml
+from hscale.analysis.weight_estimates import FLOOR, add_weights, estimate_weights, weights_yaml
 from hscale.design.weights import parse_weights
 from hscale.harness.space import harness_space
-from hscale.train.weights import spec_weights
+from hscale.train.spec_weights import spec_weights
 from tests.analysis.helpers import write_hand_runs
 
 

@@ -316,7 +316,7 @@ def test_a_checker_raising_without_a_message_has_no_dangling_colon(tmp_path):
 # ------------------------------------------------------------------ the render command
 def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
     from hscale.cli import harness as cli_harness
-    from hscale.harness.benchmarks import BuiltinWorld
+    from hscale.harness.task_sources import BuiltinWorld
 
     text = "[cut : output too long] [/x] [bold]b[/bold] :smile: [red]"
     original = BuiltinWorld.tasks

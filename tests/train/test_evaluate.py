@@ -13,7 +13,7 @@ import pytest
 import hscale.train.lm as lm
 from hscale.errors import HscaleError
 from hscale.train.contracts import Manifest, check_eval, read_status, result_problems
-from hscale.train.lm.evaluate import PARTIAL, Request, evaluate, harness_sets
+from hscale.train.lm.model_eval import PARTIAL, Request, evaluate, harness_sets
 from tests.cli import hscale
 
 pytest.importorskip("torch")
@@ -146,8 +146,8 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     assert sorted(set(evals.harness)) == sorted(labels.split(","))
     assert len(evals) == 6 and (evals.turns >= 1).all()
     # what the model was shown: the harness's view inside SmolLM2's ChatML template
-    from hscale.harness.benchmarks import BuiltinWorld
     from hscale.harness.harness import harness_named
+    from hscale.harness.task_sources import BuiltinWorld
 
     model = lm.open_chat_model("smollm2")
     task = BuiltinWorld().tasks(1, 0, "eval")[0]

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.backends import ray_tasks
+from hscale.train.ray_cluster import tasks as ray_tasks
 from tests.ray_head import RAY_ENV, local_ray_head
 from tests.train.test_runner import results, write_spec
 
@@ -89,6 +89,7 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
     what the driver's folder holds and ends with the rows of an uninterrupted run."""
     pytest.importorskip("torch")
     pytest.importorskip("verl")
+    from hscale.train.backends.local import LocalBackend
     from hscale.train.embedded.warmstart import available
     from hscale.train.plan import plan
     from hscale.train.runner import run_experiment
@@ -99,8 +100,10 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
     (planned,) = plan(spec, tmp_path / "far")
     run_dir, manifest = planned.path, planned.manifest
 
-    def model() -> bytes:
-        return available(manifest.model).read_bytes()
+    def models() -> dict[str, bytes]:
+        return {manifest.model: available(manifest.model).read_bytes()}
+
+    work = LocalBackend().ray_work(run_dir, manifest)
 
     class NodeDied(Exception):
         pass
@@ -112,13 +115,13 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
                 raise NodeDied
 
     with pytest.raises(NodeDied):
-        ray_tasks.execute(str(run_dir), manifest, "token", lambda: ray_tasks.folder_files(
-            run_dir), model, dies_after_step_1)
+        ray_tasks.execute(str(run_dir), manifest, "token", work, lambda: ray_tasks.folder_files(
+            run_dir), models, dies_after_step_1)
     assert pd.read_parquet(run_dir / "train.parquet").step.tolist() == [0]
     heard: list[dict] = []
-    files = ray_tasks.execute(str(run_dir), manifest, "token",
-                              lambda: ray_tasks.folder_files(run_dir), model, heard.append)
-    assert heard[0]["folder"] == "copied" and heard[0]["step"] == 1
+    files = ray_tasks.execute(str(run_dir), manifest, "token", work,
+                              lambda: ray_tasks.folder_files(run_dir), models, heard.append)
+    assert heard[0] == {"folder": "copied"} and heard[1]["step"] == 1  # resumed at step 1
     assert files is not None and set(files) >= {"train.parquet", "eval.parquet"}
     ray_tasks.write_back(run_dir, files)
     clean = tmp_path / "clean" / "small" / "structured-18" / "0"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.backends import ray_jobs
+from hscale.train.ray_cluster import jobs as ray_jobs
 from tests.ray_head import local_ray_head
 
 pytest.importorskip("ray")
@@ -45,17 +45,20 @@ class StandInClient:
 @pytest.mark.parametrize("address, url", [
     ("http://head:8265", "http://head:8265"), ("head:8265", "http://head:8265"),
     (" https://ray.example.org ", "https://ray.example.org"),
+    # the addresses a task run takes mean the same head's dashboard
+    ("head:6379", "http://head:8265"), ("ray://head:10001", "http://head:8265"),
+    ("ray://head", "http://head:8265"),
 ])
 def test_dashboard_url(address, url):
     assert ray_jobs.dashboard_url(address) == url
 
 
-def test_client_addresses_and_empty_ones_are_refused():
-    with pytest.raises(HscaleError, match="Ray client address") as err:
-        ray_jobs.dashboard_url("ray://head:10001")
+@pytest.mark.parametrize("address, needle", [("  ", "empty"), ("auto", "dashboard"),
+                                             ("ray://", "not a Ray address")])
+def test_addresses_jobs_cannot_use_are_refused(address, needle):
+    with pytest.raises(HscaleError, match=needle) as err:
+        ray_jobs.dashboard_url(address)
     assert "8265" in (err.value.hint or "")
-    with pytest.raises(HscaleError, match="empty"):
-        ray_jobs.dashboard_url("  ")
 
 
 def test_no_cluster_is_one_clear_error():
@@ -115,14 +118,16 @@ def test_job_state_of_an_unknown_job_is_none():
     ({"job_id": "j1", "address": "http://elsewhere:8265"}, "RUNNING", "new"),
 ])
 def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
-    from hscale.train.backends.verl.launch import JOB_RECORD, _job_to_follow
+    from hscale.train.backends.base import RayJob
 
     manifest = SimpleNamespace(experiment="e", arm="a b", seed=0, hash="h")
+    work = RayJob("true", tmp_path, tmp_path / "job.log", tmp_path / "ray_job.json")
     if recorded:
         record = {"address": "http://head:8265", "manifest_hash": "h", **recorded}
-        (tmp_path / JOB_RECORD).write_text(json.dumps(record))
-    client = StandInClient([state or "RUNNING"], [""])
-    job_id, submit = _job_to_follow(client, tmp_path, manifest, "http://head:8265")
+        work.record.write_text(json.dumps(record))
+    jobs = ray_jobs.RayJobs("http://head:8265")
+    jobs.client = StandInClient([state or "RUNNING"], [""])
+    job_id, submit = jobs._job_to_follow(work, manifest)
     if expect == "attach":
         assert (job_id, submit) == ("j1", False)
     elif expect == "resubmit":
@@ -154,8 +159,9 @@ def test_a_job_runs_an_hscale_entry_point(ray_head, tmp_path):
     work.mkdir()
     shutil.copy(ROOT / "experiments" / "demo.yaml", work / "demo.yaml")
     marker = tmp_path / "marker.txt"
-    entry = ("python -m hscale.cli validate demo.yaml && python -c \"import sys, train; "
-             f"open(sys.argv[1], 'w').write(train.__file__)\" {marker}")
+    entry = ("python -m hscale.cli validate demo.yaml && python -c \"import sys, "
+             "hscale.train as train; open(sys.argv[1], 'w').write(train.__file__)\" "
+             f"{marker}")
     job_id, state = run_job(ray_head, entry, work, tmp_path / "job.log",
                             py_modules=ray_jobs.hscale_py_modules())
     log = (tmp_path / "job.log").read_text()
@@ -184,7 +190,6 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     """hscale run --backend verl --ray-address: submit, lose the runner (Ctrl-C) while the
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
-    import hscale.train.backends.verl as verl_backend
     from hscale.train.contracts import Manifest
     from hscale.train.plan import plan
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
@@ -194,7 +199,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     (planned,) = plan(spec, out)
     run_dir = planned.path
     install_fake_main(run_dir, monkeypatch)
-    monkeypatch.setattr(verl_backend, "POLL_SECONDS", 0.5)
+    monkeypatch.setattr(ray_jobs, "POLL_SECONDS", 0.5)
     real_follow = ray_jobs.follow
 
     def interrupted(*args, **kwargs):

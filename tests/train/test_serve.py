@@ -19,11 +19,11 @@ import pytest
 pytest.importorskip("torch")
 
 from hscale.errors import HscaleError  # noqa: E402
-from hscale.harness.benchmarks import BuiltinWorld  # noqa: E402
 from hscale.harness.engine import EPISODE_TURNS, Generation  # noqa: E402
 from hscale.harness.harness import harness_named  # noqa: E402
 from hscale.harness.http_policy import OpenAIChatPolicy  # noqa: E402
 from hscale.harness.loop import run_episode  # noqa: E402
+from hscale.harness.task_sources import BuiltinWorld  # noqa: E402
 from hscale.harness.types import Message  # noqa: E402
 from hscale.train.lm.embedded import EmbeddedChat  # noqa: E402
 from hscale.train.lm.serve import serve  # noqa: E402

@@ -220,7 +220,9 @@ def test_unreachable_ray_cluster(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, needle", [
     (["--backend", "local", "--ray-address", "http://127.0.0.1:8265"], "is a dashboard"),
-    (["--backend", "verl", "--ray-address", "ray://head:10001"], "Ray client address"),
+    (["--backend", "verl", "--ray-address", "auto"], "dashboard"),
+    (["--backend", "scripted", "--ray-address", "auto"], "does not run on a Ray cluster"),
+    (["--backend", "verl", "--dry-run", "--ray-address", "auto"], "runs nothing"),
     (["--backend", "verl", "--ray-address", " "], "empty"),
 ])
 def test_bad_ray_arguments(tmp_path, capsys, args, needle):

@@ -31,7 +31,7 @@ from hscale.harness.harness import harness_named
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.backends.base import StepProgress
 from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
-from hscale.train.embedded.evaluate import evaluate
+from hscale.train.embedded.checkpoint_eval import evaluate
 from hscale.train.embedded.rl import Hyper, update
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.embedded.warmstart import base_model
@@ -258,6 +258,17 @@ class Trainer:
                "rescue_success": len(rescued_groups) / len(failed) if failed else float("nan"),
                "extra_rollouts": len(jobs) / max(len(episodes), 1)}
         return [e for e, _ in keep], [g for _, g in keep], out
+
+
+def train_run(run_dir: str | Path, manifest: Manifest, progress: StepProgress | None = None
+              ) -> None:
+    """Train one planned run in its folder, resuming from what the folder holds; ``progress``
+    hears the step it resumed at, then every step (the local backend's run, here or as a Ray
+    task)."""
+    trainer = Trainer(Path(run_dir), manifest)
+    if progress is not None and trainer.step < manifest.budget.steps:
+        progress(trainer.step, manifest.budget.steps)
+    trainer.run(progress)
 
 
 def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, float]:

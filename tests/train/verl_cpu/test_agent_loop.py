@@ -19,7 +19,7 @@ import verl  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 import hscale.harness.verl_agent_loop as vl  # noqa: E402
-from hscale.harness.benchmarks import BuiltinWorld  # noqa: E402
+from hscale.harness.task_sources import BuiltinWorld  # noqa: E402
 from hscale.train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
 
 pytestmark = pytest.mark.slow

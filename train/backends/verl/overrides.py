@@ -31,8 +31,8 @@ def settings(manifest: Manifest) -> VerlRecord:
     planned = verl_record_of(manifest)
     if planned is not None:
         return planned
-    from hscale.train.budget import verl_record
     from hscale.train.spec import VerlSettings
+    from hscale.train.token_budget import verl_record
     from hscale.train.workload import harness_labels
 
     record, _ = verl_record(VerlSettings(), manifest.model, harness_labels([manifest]),

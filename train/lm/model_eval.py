@@ -22,7 +22,7 @@ import pandas as pd
 
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
-from hscale.harness.benchmarks import open_benchmark
+from hscale.harness.task_sources import open_benchmark
 from hscale.train.contracts import (
     EVAL,
     TRAIN,

@@ -32,7 +32,7 @@ CHARS_PER_TOKEN = 3  # the estimate without a tokenizer (conservative for BPE vo
 
 
 @dataclass(frozen=True)
-class Budget:
+class TokenBudget:
     """The longest prompt, response and segment count rendered, and where they came from."""
 
     prompt: int
@@ -51,7 +51,7 @@ def _round(value: float) -> int:
     return max(ROUND, int(math.ceil(value / ROUND)) * ROUND)
 
 
-def measure(model: str, labels: Sequence[str], benchmark: Any = None) -> Budget:
+def measure(model: str, labels: Sequence[str], benchmark: Any = None) -> TokenBudget:
     """Render oracle episodes under ``labels`` (a spread sample of them) and measure them, on
     the training tasks of ``benchmark`` (a manifest's record; default the builtin world's)
     that carry an oracle's solution."""
@@ -59,11 +59,11 @@ def measure(model: str, labels: Sequence[str], benchmark: Any = None) -> Budget:
 
 
 @cache
-def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> Budget:
-    from hscale.harness.benchmarks import BuiltinWorld, benchmark_of
+def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> TokenBudget:
     from hscale.harness.harness import harness_named
     from hscale.harness.loop import run_episode
     from hscale.harness.policies import Oracle
+    from hscale.harness.task_sources import BuiltinWorld, benchmark_of
 
     count = _counter(model)
     step = max(1, math.ceil(len(labels) / HARNESS_SAMPLE))
@@ -88,7 +88,7 @@ def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> Budget:
                 head = count(shown[:first], True)
                 prompt = max(prompt, head)
                 response = max(response, count(shown, False) - head)
-    return Budget(prompt, response, max(segments, 1), episodes,
+    return TokenBudget(prompt, response, max(segments, 1), episodes,
                   getattr(count, "source", "estimate"))
 
 

@@ -1,12 +1,14 @@
-"""Embedded runs as Ray tasks: the local backend's ``--ray-address`` mode.
+"""Runs as Ray tasks: how a backend whose ``ray`` is ``"task"`` (the local backend's embedded
+trainer) runs on a cluster.
 
 The runner stays the driver: it decides what runs and writes every status.json; each run is
-one Ray task (one CPU) that runs the embedded trainer on its run folder. The folder is used in
-place when the task's node sees it (a marker file the driver writes there holds a token the
-task must read back: a shared filesystem, or the driver's own node); otherwise the task trains
-in a temporary copy, sends the result files after every step (so the driver's folder stays
-resumable if the task dies) and returns them at the end; the driver writes them atomically.
-Tasks report through a small actor (the mailbox), because Ray Client has no streaming tasks.
+one Ray task (one CPU) that calls the backend's function (a :class:`RayTask`) on its run
+folder. The folder is used in place when the task's node sees it (a marker file the driver
+writes there holds a token the task must read back: a shared filesystem, or the driver's own
+node); otherwise the task works in a temporary copy, sends the result files after every step
+(so the driver's folder stays resumable if the task dies) and returns them at the end; the
+driver writes them atomically. Tasks report through a small actor (the mailbox), because Ray
+Client has no streaming tasks.
 
 A task that dies is not retried by Ray: its run fails, and the next ``hscale run`` resumes it
 from the checkpoint and rows the folder holds, like a run whose local process was killed.
@@ -17,10 +19,12 @@ Ray is imported lazily: ``hscale --help`` must not pay for it.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -30,7 +34,7 @@ from uuid import uuid4
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
-from hscale.train.backends.base import StepProgress
+from hscale.train.backends.base import RayTask, StepProgress
 from hscale.train.contracts import EVAL, STATUS, TRAIN, Manifest
 
 MARKER = ".hscale-ray"  # in a run folder while its task runs: the token the task must see
@@ -133,7 +137,7 @@ def connect(address: str) -> None:
     target = driver_address(address)
     import ray
 
-    from hscale.train.backends.ray_jobs import DEFAULT_EXCLUDES, hscale_py_modules
+    from hscale.train.ray_cluster.jobs import DEFAULT_EXCLUDES, hscale_py_modules
 
     if ray.is_initialized():
         if _connected == target:
@@ -152,41 +156,45 @@ def connect(address: str) -> None:
 # ------------------------------------------------------------------------------ the task
 
 
-def execute(run_dir: str, manifest: Manifest, token: str, fetch_inputs: Callable[[], dict],
-            fetch_model: Callable[[], bytes], report: Report) -> dict[str, bytes] | None:
-    """A task's work: the base model installed on this node if it lacks it; then training in
-    the run folder when this node sees it (None is returned: the files are in place), else in
-    a temporary copy of ``fetch_inputs()``, whose result files are returned (and sent with
-    every step's report). ``report`` hears ``{step, total, folder}`` once the trainer has
-    resumed, then ``{step, total[, files]}`` after every step."""
-    from hscale.train.embedded.warmstart import available, base_model_path
+def execute(run_dir: str, manifest: Manifest, token: str, work: RayTask,
+            fetch_inputs: Callable[[], dict], fetch_models: Callable[[], dict[str, bytes]],
+            report: Report) -> dict[str, bytes] | None:
+    """A task's work: the base models installed on this node if it lacks them; then the
+    work's function on the run folder when this node sees it (None is returned: the files
+    are in place), else on a temporary copy of ``fetch_inputs()``, whose result files are
+    returned (and sent with every step's report). ``report`` hears ``{folder}`` as the work
+    starts, then ``{step, total[, files]}`` at every step the function reports."""
+    if work.models:
+        from hscale.train.embedded.warmstart import available, base_model_path
 
-    if available(manifest.model) is None:
-        atomic_write_bytes(base_model_path(manifest.model), fetch_model())
+        missing = [name for name in work.models if available(name) is None]
+        if missing:
+            models = fetch_models()
+            for name in missing:
+                atomic_write_bytes(base_model_path(name), models[name])
     folder = Path(run_dir)
     if sees(folder, token):
-        _train(folder, manifest, report, copied=False)
+        _call(work, folder, manifest, report, copied=False)
         return None
     with tempfile.TemporaryDirectory(prefix="hscale-run-") as tmp:
-        work = Path(tmp)
+        copy = Path(tmp)
         for name, data in fetch_inputs().items():
-            (work / name).write_bytes(data)
-        _train(work, manifest, report, copied=True)
-        return result_files(work)
+            (copy / name).write_bytes(data)
+        _call(work, copy, manifest, report, copied=True)
+        return result_files(copy)
 
 
-def _train(folder: Path, manifest: Manifest, report: Report, copied: bool) -> None:
-    from hscale.train.embedded.trainer import Trainer
-
-    trainer = Trainer(folder, manifest)
-    report({"step": trainer.step, "total": manifest.budget.steps,
-            "folder": "copied" if copied else "shared"})
+def _call(work: RayTask, folder: Path, manifest: Manifest, report: Report, copied: bool
+          ) -> None:
+    module, _, attribute = work.function.partition(":")
+    function = getattr(importlib.import_module(module), attribute)
+    report({"folder": "copied" if copied else "shared"})
 
     def progress(done: int, total: int) -> None:
         report({"step": done, "total": total, **({"files": result_files(folder)} if copied
                                                  else {})})
 
-    trainer.run(progress)
+    function(folder, manifest, progress)
 
 
 def sees(folder: Path, token: str) -> bool:
@@ -234,8 +242,8 @@ class Mailbox:
         return self.boxes.pop(key, [])
 
 
-def _task(run_dir: str, manifest: Manifest, token: str, refs: dict, mailbox: Any, key: str
-          ) -> dict[str, bytes] | None:
+def _task(run_dir: str, manifest: Manifest, token: str, work: RayTask, refs: dict,
+          mailbox: Any, key: str) -> dict[str, bytes] | None:
     """The Ray task: ``execute`` with its inputs and base model fetched only if needed, and
     its reports (the first one saying where it runs) put in the mailbox."""
     import ray
@@ -250,8 +258,9 @@ def _task(run_dir: str, manifest: Manifest, token: str, refs: dict, mailbox: Any
         with contextlib.suppress(Exception):  # reports inform; the result is the return value
             ray.get(mailbox.put.remote(key, message))
 
-    return execute(run_dir, manifest, token, lambda: ray.get(refs["inputs"]),
-                   lambda: ray.get(refs["model"]), report)
+    return execute(run_dir, manifest, token, work, lambda: ray.get(refs["inputs"]),
+                   lambda: {name: ray.get(ref) for name, ref in refs["models"].items()},
+                   report)
 
 
 @cache
@@ -266,35 +275,46 @@ def _remote() -> tuple[Any, Any]:
 # ---------------------------------------------------------------------------- the driver
 
 
-class RayRuns:
-    """The driver's side: one connection, one mailbox, the base models in the object store;
-    ``run`` follows one run's task to its end (threads may run several at once)."""
+class RayTasks:
+    """The driver's side: one connection, one mailbox, base models in the object store
+    (each put once, when a task first needs it); ``run`` follows one run's task to its end
+    (threads may run several at once)."""
 
     def __init__(self, address: str) -> None:
         self.address = address
         self.models: dict[str, Any] = {}
         self.mailbox: Any = None
         self.fields: dict[Path, dict[str, Any]] = {}
+        self._lock = threading.Lock()
 
-    def start(self, models: Iterable[str]) -> int:
-        """Connect, start the mailbox, share the base models; the cluster's CPUs."""
+    def start(self) -> int:
+        """Connect and start the mailbox; the cluster's CPUs."""
         connect(self.address)
         import ray
-
-        from hscale.train.embedded.warmstart import available
 
         resources = ray.cluster_resources()
         head = {HEAD_RESOURCE: 0.001} if HEAD_RESOURCE in resources else {}
         self.mailbox = _remote()[1].options(resources=head).remote()
-        self.models = {name: ray.put(Path(available(name)).read_bytes()) for name in models}
         return max(1, int(resources.get("CPU", 1)))
+
+    def _shared(self, names: Iterable[str]) -> dict[str, Any]:
+        """Object refs of the base models ``names`` (put on first use)."""
+        import ray
+
+        from hscale.train.embedded.warmstart import available
+
+        with self._lock:
+            for name in names:
+                if name not in self.models:
+                    self.models[name] = ray.put(Path(available(name)).read_bytes())
+            return {name: self.models[name] for name in names}
 
     def status_fields(self, run_dir: Path) -> dict[str, Any]:
         return dict(self.fields.get(Path(run_dir).resolve(), {}))
 
-    def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
-            ) -> None:
-        """Run the trainer as a task and follow it; ``progress`` is called at every look, so
+    def run(self, run_dir: Path, manifest: Manifest, work: RayTask,
+            progress: StepProgress | None = None) -> None:
+        """Run ``work`` as a task and follow it; ``progress`` is called at every look, so
         an exception it raises (a stop) cancels the task. A task that died or was stopped
         leaves the folder resumable."""
         import ray
@@ -308,8 +328,9 @@ class RayRuns:
         try:
             atomic_write_text(run_dir / MARKER, token)
             refs = {"inputs": ray.put(folder_files(run_dir)),
-                    "model": self.models[manifest.model]}
-            ref = _remote()[0].remote(str(run_dir), manifest, token, refs, self.mailbox, key)
+                    "models": self._shared(work.models)}
+            ref = _remote()[0].remote(str(run_dir), manifest, token, work, refs, self.mailbox,
+                                      key)
             while not ray.wait([ref], timeout=POLL_SECONDS)[0]:
                 self._take(key, seen, fields)
                 _flush(run_dir, seen)

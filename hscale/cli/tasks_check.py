@@ -378,7 +378,7 @@ def _duplicates(units: list[_Unit], report: Report) -> None:
 def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
              report: Report) -> None:
     """Eval tasks whose query and files are a train task's (a plan would refuse them)."""
-    from hscale.harness.benchmarks import TaskFiles, fingerprint
+    from hscale.harness.task_sources import TaskFiles, fingerprint
 
     if not units:
         return

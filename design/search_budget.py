@@ -12,20 +12,20 @@ class OutOfSteps(Exception):
     """A budget ran out: searches answer None, enumerations raise a user error."""
 
 
-class Budget:
+class StepBudget:
     """Steps left to a piece of work; a share of it also counts against the whole."""
 
-    def __init__(self, steps: int, parent: Budget | None = None) -> None:
+    def __init__(self, steps: int, parent: StepBudget | None = None) -> None:
         self.left = int(steps)
         self._parent = parent
 
-    def share(self, steps: int) -> Budget:
+    def share(self, steps: int) -> StepBudget:
         """A budget of at most ``steps`` (and at most what is left here) spent from this one."""
-        return Budget(min(int(steps), self.left), self)
+        return StepBudget(min(int(steps), self.left), self)
 
     def spend(self, steps: int = 1) -> None:
         """Take ``steps``; raise :class:`OutOfSteps` when that overdraws this budget."""
-        budget: Budget | None = self
+        budget: StepBudget | None = self
         while budget is not None:
             budget.left -= steps
             budget = budget._parent
