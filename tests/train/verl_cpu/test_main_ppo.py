@@ -2,9 +2,9 @@
 steps of 2 tasks x 2 rollouts, every task under two harnesses, a tiny random Qwen2 model, the
 CPU platform and the ``hscale_hf`` rollout (hscale.train.backends.verl.cpu). veRL writes its
 checkpoints, validation dumps and file-logger metrics; hscale imports them into
-eval.parquet and train.parquet and ``hscale report`` renders them. Then the same killed
-after its first checkpoint and run again (veRL's ``resume_mode=auto``), and as a job on a
-local Ray head (``--ray-address``).
+eval.parquet and train.parquet and ``hscale report`` renders them; the runner is killed
+after the first checkpoint and run again (veRL's ``resume_mode=auto``). Then the same as a
+job on a local Ray head (``--ray-address``).
 
 Timings on a shared 2-core machine: about 2 minutes a run (Ray and veRL start-up is most of
 it; a training step takes about 10 s)."""
@@ -69,39 +69,16 @@ def report(runs: Path) -> str:
     return (runs / "verl-cpu" / "report" / "tables.md").read_text()
 
 
-def test_main_ppo_trains_two_steps_on_the_cpu_and_hscale_imports_them(tiny_model, tmp_path):
-    # with the base model's reference run: veRL validates the starting model and stops
+def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp_path):
+    """The runner is killed (kill -9) after the trained run's first checkpoint; the re-run
+    resumes it from there (veRL's resume_mode=auto), then evaluates the base model's
+    reference run (veRL validates the starting model and stops); hscale imports both and
+    reports them."""
     spec = write_spec(tmp_path, tiny_model,
                       evaluation={**SPEC["evaluation"], "base_model": True})
-    start = time.monotonic()
-    done = hscale("run", str(spec), "--backend", "verl", "--out", str(tmp_path / "runs"))
-    took = time.monotonic() - start
-    log = tmp_path / "runs" / RUN / "verl" / "train.log"
-    assert done.returncode == 0, done.stderr[-3000:] + (log.read_text()[-6000:]
-                                                         if log.exists() else "")
-    run = tmp_path / "runs" / RUN
-    assert_trained(run)
-    text = log.read_text()
-    assert "Platform override from VERL_PLATFORM: cpu" in text
-    assert "LLMServerManager: ['hscale_hf-0']" in text
-    reference = tmp_path / "runs" / "verl-cpu" / "base-model" / "0"
-    assert "trainer.val_only=True" in (reference / "verl" / "launch.sh").read_text()
-    assert pd.read_parquet(reference / "train.parquet").empty
-    base = pd.read_parquet(reference / "eval.parquet")
-    trained = pd.read_parquet(run / "eval.parquet")
-    keys = ["setting", "harness", "task_id", "run", "decoding"]
-    assert set(base.step) == {0}
-    assert (base[keys].sort_values(keys).to_numpy().tolist()
-            == trained[trained.step == 2][keys].sort_values(keys).to_numpy().tolist())
-    tables = report(tmp_path / "runs")
-    assert "structured-18" in tables and "base model (no RL)" in tables
-    print(f"\nhscale run (veRL main_ppo on CPU, 2 steps, and the base model): {took:.0f} s")
-
-
-def test_a_run_killed_after_its_first_checkpoint_resumes_from_it(tiny_model, tmp_path):
-    spec = write_spec(tmp_path, tiny_model)
     runs, run = tmp_path / "runs", tmp_path / "runs" / RUN
     latest = run / "verl" / "checkpoints" / "latest_checkpointed_iteration.txt"
+    start = time.monotonic()
     first = subprocess.Popen([sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend",
                               "verl", "--out", str(runs)], env=launch_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -121,15 +98,30 @@ def test_a_run_killed_after_its_first_checkpoint_resumes_from_it(tiny_model, tmp
     assert not (run / "verl" / "validation" / "2.jsonl").exists()
 
     done = hscale("run", str(spec), "--backend", "verl", "--out", str(runs))
+    took = time.monotonic() - start
     log = (run / "verl" / "train.log").read_text()
     assert done.returncode == 0, done.stderr[-3000:] + log[-6000:]
     assert "Resuming from" in log.split("# hscale: launch.sh")[-1]  # veRL resumed
     assert "global_step_1, setting global step to 1" in log
+    assert "Platform override from VERL_PLATFORM: cpu" in log
+    assert "LLMServerManager: ['hscale_hf-0']" in log
     assert_trained(run, launches=2, validated=(0, 1, 2))
     steps = [json.loads(line)["step"] for p in sorted((run / "verl" / "metrics").glob("*"))
              for line in p.read_text().splitlines() if line.strip()]
     assert 2 in steps and steps.count(1) >= 1  # step 1 from the first launch, 2 from the rerun
-    assert "structured-18" in report(runs)
+    reference = runs / "verl-cpu" / "base-model" / "0"
+    assert "trainer.val_only=True" in (reference / "verl" / "launch.sh").read_text()
+    assert pd.read_parquet(reference / "train.parquet").empty
+    base = pd.read_parquet(reference / "eval.parquet")
+    trained = pd.read_parquet(run / "eval.parquet")
+    keys = ["setting", "harness", "task_id", "run", "decoding"]
+    assert set(base.step) == {0}
+    assert (base[keys].sort_values(keys).to_numpy().tolist()
+            == trained[trained.step == 2][keys].sort_values(keys).to_numpy().tolist())
+    tables = report(runs)
+    assert "structured-18" in tables and "base model (no RL)" in tables
+    print(f"\nhscale run (veRL main_ppo on CPU, 2 steps killed and resumed, and the base "
+          f"model): {took:.0f} s")
 
 
 def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0) -> None:
