@@ -16,6 +16,7 @@ hash of the task id (``split: 0.3``): disjoint by construction, and stable as ta
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Sequence
@@ -74,9 +75,7 @@ class BuiltinWorld(Benchmark):
         return task_ids(_count(n, None, split, "builtin"), seed=seed, split=split)
 
     def tasks(self, n: int | None, seed: int, split: str = "train") -> list[Task]:
-        from hscale.harness.world import generate
-
-        return generate(_count(n, None, split, "builtin"), seed=seed, split=split)
+        return list(_generated(_count(n, None, split, "builtin"), seed, split))
 
     def available(self, split: str) -> int | None:
         return None
@@ -85,6 +84,16 @@ class BuiltinWorld(Benchmark):
         from hscale.harness.world import CATEGORIES
 
         return list(CATEGORIES)
+
+
+@functools.lru_cache(maxsize=8)
+def _generated(n: int, seed: int, split: str) -> tuple[Task, ...]:
+    """The world's tasks, generated once a process for each (n, seed, split): planning, the
+    trainer, the evaluator and veRL's inputs all ask for the same ones (nobody changes a
+    task once made)."""
+    from hscale.harness.world import generate
+
+    return tuple(generate(n, seed=seed, split=split))
 
 
 class TaskFiles(Benchmark):

@@ -96,6 +96,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
         raise HscaleError(f"harness_labels must be a list of labels, got {harness_labels!r}",
                           f"write [{harness_labels!r}]")
     rows: list[dict[str, Any]] = []
+    fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
     for task in tasks:
         labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
                   else harness_labels)
@@ -104,7 +105,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                               "map every task id to at least one harness label")
         task_json = json.dumps(task_to_row(task), sort_keys=True)
         for label in labels:
-            h = harness_named(label).fresh()
+            h = fresh.get(label) or fresh.setdefault(label, harness_named(label).fresh())
             rows.append({
                 "data_source": data_source,
                 "prompt": _dicts(h.start(task.user_query)),

@@ -67,3 +67,15 @@ def hash_files(files: Iterable[tuple[str, Path]], max_bytes: int | None = None) 
             while chunk := handle.read(1 << 22):
                 digest.update(chunk)
     return digest.hexdigest()
+
+
+def last_line(path: str | Path, most: int = 300) -> str:
+    """A log's last non-empty line, read from its tail (``(no log)``, ``(empty log)``)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8192))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "(empty log)")[:most]

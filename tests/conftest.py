@@ -13,7 +13,13 @@ import pytest
 
 @pytest.fixture(scope="session", autouse=True)
 def _model_cache(tmp_path_factory):
-    os.environ["HSCALE_CACHE"] = str(tmp_path_factory.mktemp("hscale-cache"))
+    """One cache a test run, shared by its xdist workers (models are written atomically, so
+    two workers building the same one at once waste time, never corrupt it)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = root / "hscale-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["HSCALE_CACHE"] = str(cache)
 
 
 def _cuda_available() -> bool:

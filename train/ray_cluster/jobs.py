@@ -23,7 +23,7 @@ from typing import Any
 from uuid import uuid4
 
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_text
+from hscale.files import atomic_write_text, last_line
 from hscale.train.backends.base import RayJob
 
 POLL_SECONDS = 10.0  # between two looks at a job
@@ -276,7 +276,7 @@ class RayJobs:
         state = follow(self.client, job_id, work.log, interval=self.interval,
                        on_poll=(lambda _: progress(0, steps)) if progress else None)
         if state != "SUCCEEDED":
-            why = job_message(self.client, job_id) or _last_line(work.log)
+            why = job_message(self.client, job_id) or last_line(work.log)
             raise RuntimeError(f"Ray job {job_id} ended {state}: {why} (see {work.log})")
         return job_id
 
@@ -318,14 +318,3 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _last_line(path: Path) -> str:
-    """The log's last non-empty line (read from its tail)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 8192))
-            lines = handle.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return "(no log)"
-    text = next((ln.strip() for ln in reversed(lines) if ln.strip()), "(empty log)")
-    return text[:300]

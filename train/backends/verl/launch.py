@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hscale.errors import HscaleError
+from hscale.files import last_line
 from hscale.train import environment
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.inputs import OUT_ENV
@@ -84,7 +85,7 @@ def launch_local(run_dir: str | Path, extra: Sequence[str] = ()) -> None:
             _stop(proc)
             raise
     if code:
-        raise RuntimeError(f"veRL exited with status {code}: {_last_line(log_path)} "
+        raise RuntimeError(f"veRL exited with status {code}: {last_line(log_path)} "
                            f"(see {log_path})")
 
 
@@ -121,13 +122,3 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _last_line(path: Path) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 8192))
-            lines = handle.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return "(no log)"
-    text = next((ln.strip() for ln in reversed(lines) if ln.strip()), "(empty log)")
-    return text[:300]
