@@ -29,11 +29,11 @@ whose path leaves the workspace.
 
 This package states the public API; the code lives in its modules: ``specs`` (checker specs,
 path rule), ``timeout`` (wall-clock limit for calls), ``checkers`` (running checkers),
-``sandbox`` (limits and clean-up for reward scripts), ``judge`` (the LLM judge of rubric
-checkers), ``task`` (the Task type), ``rows`` (Task <-> row dict), ``clawgym`` (task folders),
-``task_lists`` (JSONL/parquet lists), ``pinchbench`` and ``jobbench`` (public benchmark formats)
-and ``check`` (the task-set checker behind ``hscale tasks check``: every problem of a task set
-at once, one line each, each checker run once).
+``sandbox`` (limits and clean-up for reward scripts), ``jail`` (their containment: own
+namespaces, no capabilities, as ``hscale doctor`` reports it), ``judge`` (the LLM judge of
+rubric checkers), ``task`` (the Task type), ``rows`` (Task <-> row dict), ``clawgym`` (task
+folders), ``task_lists`` (JSONL/parquet lists), and ``pinchbench`` and ``jobbench`` (public
+benchmark formats).
 """
 
 from __future__ import annotations

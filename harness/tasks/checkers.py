@@ -10,8 +10,9 @@ variables, secrets included, never reach it) and under the limits of
 :mod:`hscale.harness.tasks.sandbox`: argument 1 and ``WORKSPACE`` are the workspace;
 ``FINAL_ANSWER_FILE`` names a file holding the final answer (UTF-8, exact); ``FINAL_ANSWER``
 holds the answer itself only when it is under ``ANSWER_ENV_MAX_BYTES`` and has no NUL (else it
-is empty), kept for older scripts; ``HOME`` is an empty private folder, ``PATH`` is the
-runner's, ``LANG``/``LC_ALL`` are ``C.UTF-8``. The last line of its stdout is the reward.
+is empty), kept for older scripts; ``HOME`` is an empty private folder, ``TMPDIR`` another,
+``PATH`` is the runner's, ``LANG``/``LC_ALL`` are ``C.UTF-8``. The last line of its stdout is
+the reward.
 
 A "rubric" spec asks the LLM judge of :mod:`hscale.harness.tasks.judge` (configured by environment);
 with no judge configured it raises CheckerError, so such episodes score 0 with a counted error.
@@ -144,8 +145,10 @@ def script_env(workspace: Path, answer: str, scratch: Path) -> dict[str, str]:
     answer_file = scratch / "final_answer"
     answer_file.write_bytes(data)
     (scratch / "home").mkdir()
+    (scratch / "tmp").mkdir()
     inline = len(data) <= ANSWER_ENV_MAX_BYTES and b"\0" not in data
     return {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
+            "TMPDIR": str(scratch / "tmp"),
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "WORKSPACE": str(workspace),
             "FINAL_ANSWER_FILE": str(answer_file),
             "FINAL_ANSWER": data.decode("utf-8", "surrogateescape") if inline else ""}
@@ -161,7 +164,7 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
         env = script_env(workspace, answer, Path(tmp))
         try:
             done = run_limited([*cmd, str(workspace)], script.parent, env, Path(tmp), timeout,
-                               limits)
+                               limits, writable=[workspace])
         except (OSError, subprocess.SubprocessError) as exc:
             raise CheckerError(f"{script}: reward script could not start ({exc})",
                                "check that it exists and its interpreter runs",

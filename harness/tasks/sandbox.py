@@ -1,17 +1,19 @@
-"""Running an untrusted reward script: resource limits, its own session, nothing left behind.
+"""Running an untrusted reward script: contained, limited, watched, nothing left behind.
 
-A reward script is task data, so it is treated like model output: it runs in a new session
-(its own process group) under ``setrlimit`` limits set in ``preexec_fn`` (address space, CPU
-time, file size, open files, core dumps and, for non-root users, processes), with stdout and
-stderr in files (so ``RLIMIT_FSIZE`` also caps what it prints and a background child holding
-them cannot stall the wait). Where the kernel lets this process create a ``pids`` cgroup
-(root on cgroup v1, or a delegated v2 tree) the script also runs in one of its own: that caps
-processes even for root, whom ``RLIMIT_NPROC`` does not bind, and finds children that left the
-session. Where ``unshare`` can make one, the script runs in a network namespace of its own: no
-network, not even the host's loopback. When the script ends or runs past its time, the whole
-group and cgroup are SIGKILLed. The file system is not hidden: a reward script is the task
-author's code and reads what its folder holds; what the agent wrote reaches it only as files
-in the workspace and the answer file.
+A reward script is task data, so it is treated like model output. It runs contained
+(:mod:`hscale.harness.tasks.jail`: its own PID, network and mount namespaces, no
+capabilities, the system read-only but for its writable folders) in a new session under
+``setrlimit`` limits set in ``preexec_fn`` (address space, CPU time, file size, open files,
+core dumps and, for non-root users, processes), with stdout and stderr in files (so
+``RLIMIT_FSIZE`` also caps what it prints and a background child holding them cannot stall
+the wait). Where the kernel lets this process create a ``pids`` cgroup (root on cgroup v1, or
+a delegated v2 tree) the script also runs in one of its own: that caps processes even for
+root, whom ``RLIMIT_NPROC`` does not bind. The runner is the watchdog: when the script ends
+or runs past its time, its whole sandbox, process group and cgroup are SIGKILLed; nothing in
+the sandbox can see or signal the runner. Where no containment works (``jail.containment``
+says why), the script still runs in a network namespace of its own where ``unshare`` makes
+one. A reward script reads what its own folder holds (read-only); what the agent wrote
+reaches it only as files in the workspace and the answer file.
 
 ``preexec_fn`` only makes system calls prepared by the parent (no imports, no allocation of
 note), which keeps the documented fork-with-threads hazard small.
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from hscale.harness.tasks.jail import containment
 
 OUTPUT_TAIL_BYTES = 65536  # of stdout/stderr read back: the reward is the last line
 
@@ -59,11 +63,15 @@ class Finished:
 
 
 def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Path,
-                timeout: float, limits: ScriptLimits | None = None) -> Finished:
-    """Run ``cmd`` with exactly ``env``, limited; ``scratch`` (a private folder) takes its
-    output files. Everything it started is killed before this returns."""
+                timeout: float, limits: ScriptLimits | None = None,
+                writable: Sequence[Path] = ()) -> Finished:
+    """Run ``cmd`` with exactly ``env``, contained and limited, from ``cwd``; ``scratch`` (a
+    private folder) takes its output files and stays writable to it, as do ``writable``.
+    Everything it started is killed before this returns."""
     limits = limits or ScriptLimits()
-    cmd = [*no_network_prefix(), *cmd]
+    jail = containment()
+    cmd = jail.wrap(cmd, [scratch, *writable], cwd) if jail.strong else \
+        [*no_network_prefix(), *cmd]
     group = _new_cgroup(limits.processes)
     try:
         procs_fd = None if group is None else os.open(group / "cgroup.procs", os.O_WRONLY)
@@ -84,7 +92,7 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
             _settle(proc.pid)
     finally:
         _remove_cgroup(group)
-    return Finished(None if timed_out else proc.returncode,
+    return Finished(None if timed_out else jail.returncode(proc.returncode),
                     _tail(scratch / "stdout"), _tail(scratch / "stderr"))
 
 

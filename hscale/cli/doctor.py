@@ -18,6 +18,7 @@ PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray
 
 def doctor_cmd() -> None:
     """What is installed, and what each backend still needs here, with the fix."""
+    from hscale.harness.tasks.jail import containment
     from hscale.train.backends.local import LocalBackend
     from hscale.train.backends.scripted import ScriptedBackend
     from hscale.train.backends.verl.launch import launch_requirements
@@ -36,6 +37,9 @@ def doctor_cmd() -> None:
     for name, dist in PACKAGES:
         packages.add_row(dist, version(dist) if has_module(name) else "[dim]-[/dim]")
     console.print(packages)
+    jail = containment()
+    console.print(("reward scripts: " if jail.strong else "[yellow]reward scripts:[/yellow] ")
+                  + escape(jail.line))
     backends = Table(show_edge=False, box=None, pad_edge=False)
     backends.add_column("backend")
     backends.add_column("status")

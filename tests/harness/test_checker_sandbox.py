@@ -18,6 +18,7 @@ from hscale.harness.harness import Harness
 from hscale.harness.loop import run_episode
 from hscale.harness.tasks import CheckerError, ScriptLimits, Task, run_checker
 from hscale.harness.tasks.checkers import ANSWER_ENV_MAX_BYTES
+from hscale.harness.tasks.jail import containment
 from hscale.harness.tasks.sandbox import (
     _cgroup_parents,
     cgroup_available,
@@ -27,13 +28,13 @@ from hscale.harness.tasks.sandbox import (
 from hscale.harness.types import Message
 
 SECRET = "hunter2-do-not-leak"
-ALLOWED_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",
+ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",
                "FINAL_ANSWER"}
 BOMB = 400  # forks the hostile script tries
 
 HOSTILE = '''
 import json, os, subprocess, sys, time
-EVIDENCE, BOMB = sys.argv[0].rsplit("/", 1)[0] + "/evidence", {bomb}
+EVIDENCE, BOMB = os.environ["WORKSPACE"], {bomb}
 found = {{"secret": os.environ.get("HSCALE_TEST_SECRET"), "env": sorted(os.environ)}}
 found["child"] = subprocess.Popen(["sleep", "60"]).pid          # a background child
 if os.fork() == 0:                                                # a daemon leaving the session
@@ -83,6 +84,10 @@ def _script_task(folder: Path, source: str, name: str = "reward.py") -> Task:
                 checker={"kind": "script", "path": str(folder / name)})
 
 
+def contained() -> bool:
+    return containment().strong
+
+
 def _dead(pid: int) -> bool:
     """Gone, or a zombie waiting for init."""
     try:
@@ -97,32 +102,37 @@ def test_a_hostile_reward_script_gets_nothing_and_costs_only_its_episode(tmp_pat
     monkeypatch.setenv("HSCALE_TEST_SECRET", SECRET)
     bomb = BOMB if processes_limited() else 0  # never set off an unbounded bomb
     task = _script_task(tmp_path / "reward", HOSTILE.format(bomb=bomb))
-    (tmp_path / "reward" / "evidence").mkdir()
-    start = time.monotonic()
-    episode = run_episode(Says("plum"), Harness.from_names(), task, workspace_root=tmp_path)
-    assert time.monotonic() - start < 9  # well inside the 10 s checker limit
-    assert episode.reward == 0.0 and episode.final_answer == "plum"
-    assert episode.error.startswith("checker: exited with 1") and "MemoryError" in episode.error
+    with Env(task, root=tmp_path) as env:  # the evidence is in the workspace, read before close
+        start = time.monotonic()
+        assert env.score("plum") == 0.0
+        assert time.monotonic() - start < 9  # well inside the 10 s checker limit
+        assert env.checker_error.startswith("checker: exited with 1")
+        assert "MemoryError" in env.checker_error
 
-    evidence = tmp_path / "reward" / "evidence"
-    found = json.loads((evidence / "found.json").read_text())
-    assert found["secret"] is None and set(found["env"]) <= ALLOWED_ENV
-    assert found["memory"] == "refused"
-    assert _dead(found["child"])  # right after the check
-    assert all(_dead(pid) for pid in found["kids"])
-    if bomb:
-        assert found["fork_error"] == "BlockingIOError" and len(found["kids"]) < 100
-    if cgroup_available():  # a child that left the session is found through the cgroup
-        daemon = int((evidence / "daemon.pid").read_text())
-        assert _dead(daemon)
-        time.sleep(1.5)
-        assert not (evidence / "daemon-was-here").exists()
+        evidence = env.workspace
+        found = json.loads((evidence / "found.json").read_text())
+        assert found["secret"] is None and set(found["env"]) <= ALLOWED_ENV
+        assert found["memory"] == "refused"
+        if bomb:
+            assert found["fork_error"] == "BlockingIOError" and len(found["kids"]) < 100
+        if contained() or cgroup_available():  # a child that left the session dies too
+            time.sleep(1.5)
+            assert not (evidence / "daemon-was-here").exists()
+        if not contained():  # its PIDs are this machine's: they must be gone
+            assert _dead(found["child"]) and all(_dead(pid) for pid in found["kids"])
 
     # the process goes on: the next episode is scored as usual
     good = _script_task(tmp_path / "good", 'import os\nprint(1.0 if open(os.environ['
                                            '"FINAL_ANSWER_FILE"]).read() == "plum" else 0.0)\n')
     after = run_episode(Says("plum"), Harness.from_names(), good, workspace_root=tmp_path)
     assert (after.reward, after.error) == (1.0, "")
+
+
+def test_a_failing_reward_script_costs_its_episode_reward_zero(tmp_path):
+    task = _script_task(tmp_path / "reward", "import sys\nsys.exit(3)\n")
+    episode = run_episode(Says("plum"), Harness.from_names(), task, workspace_root=tmp_path)
+    assert (episode.reward, episode.final_answer) == (0.0, "plum")
+    assert episode.error == "checker: exited with 3"
 
 
 @pytest.mark.parametrize("answer", ["plum", "a\x00b", "x" * 200_000, "é\udcff" * 10])
