@@ -234,11 +234,20 @@ class Env:
             new = 1 + sum(1 for parent in path.parents if not parent.exists())
             if len(self._entries()) + new > self.limits.max_entries:
                 raise ToolError("too many files")
-        if path.exists() and os.stat(path, follow_symlinks=False).st_nlink > 1:
-            raise ToolError("file has other links")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        # non-blocking and not yet truncated: a FIFO or device is refused, never waited on
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as exc:  # e.g. ENXIO: a FIFO nobody reads
+            raise ToolError("not a plain file" if path.exists() else
+                            f"cannot write {rel} ({exc.strerror})") from None
         with os.fdopen(fd, "wb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError("not a plain file")
+            if info.st_nlink > 1:  # a hard link may share its data with a file outside
+                raise ToolError("file has other links")
+            handle.truncate(0)
             handle.write(data)
         return path
 

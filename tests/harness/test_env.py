@@ -267,3 +267,29 @@ def test_workspaces_go_where_hscale_workspaces_says_else_to_memory(tmp_path, mon
         assert env_module.default_root() == expected
     finally:
         env_module.default_root.cache_clear()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "fifo-with-reader", "socket"])
+def test_a_write_into_a_special_file_is_refused_at_once(env, kind):
+    """A FIFO nobody reads (or one a reader holds), a socket: the built-in write never waits
+    on one and never writes into it."""
+    target = env.workspace / "pipe"
+    reader = None
+    if kind == "socket":
+        import socket
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    else:
+        os.mkfifo(target)
+        if kind == "fifo-with-reader":
+            reader = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    done = threading.Event()
+    results = []
+    worker = threading.Thread(target=lambda: (results.append(
+        _call(env, "write", path="pipe", text="x" * 1000)), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(5), "the write blocked"
+    assert not results[0].ok and results[0].error == "not a plain file"
+    if reader is not None:
+        assert os.read(reader, 10) == b""  # nothing was written into it
+        os.close(reader)
