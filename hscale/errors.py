@@ -28,6 +28,12 @@ class HscaleError(ValueError):
         return " ".join(text.split())
 
 
+def reason(exc: BaseException, limit: int = 160) -> str:
+    """A third-party error as a short clause for a one-line message: its type and text."""
+    text = " ".join(str(exc).split())[:limit]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class HscaleWarning(UserWarning):
     """Something the user should know that does not stop the work (the CLI prints it as one
     ``warning:`` line)."""

@@ -142,20 +142,27 @@ def main(argv: list[str] | None = None) -> None:
     except _click.exceptions.UsageError as exc:
         cmd = exc.ctx.command_path if exc.ctx else "hscale"
         _fail(USER_ERROR, f"{exc.format_message()} (hint: run '{cmd} --help')")
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns any EOFError into an Abort
+            _fail_for(exc.__cause__, args)
         _fail(130, "interrupted")
     except _click.exceptions.ClickException as exc:
         _fail(USER_ERROR, exc.format_message())
     except BaseException as exc:  # noqa: BLE001 -- mapped below, or re-raised as a bug
         if isinstance(exc, SystemExit):
             raise
-        mapped = exit_for(exc, _safe_command_path(args))
-        if mapped is None:
-            raise
-        _fail(*mapped)
+        _fail_for(exc, args)
     if code == 130:  # typer returns a Ctrl-C as exit status 130, having said nothing
         _fail(130, "interrupted")
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail_for(exc: BaseException, args: list[str]) -> None:
+    """Exit as ``exit_for`` maps ``exc``; a bug it does not map is raised, traceback and all."""
+    mapped = exit_for(exc, _safe_command_path(args))
+    if mapped is None:
+        raise exc
+    _fail(*mapped)
 
 
 def _safe_command_path(args: list[str]) -> str:

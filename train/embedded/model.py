@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, reason
 from hscale.files import atomic_write_bytes
 
 
@@ -179,8 +179,8 @@ def load(path: str | Path, tokenizer_fingerprint: str | None = None) -> TinyGPT:
         blob = torch.load(path, map_location="cpu", weights_only=True)
         model = TinyGPT(ModelConfig(**blob["config"]))
         model.load_state_dict(blob["state_dict"])
-    except (OSError, RuntimeError, KeyError, TypeError) as exc:
-        raise HscaleError(f"{path}: not an hscale checkpoint ({exc})",
+    except Exception as exc:  # torch.load's errors are of any type (EOFError, pickle's...)
+        raise HscaleError(f"{path}: not an hscale checkpoint ({reason(exc)})",
                           "delete it; it is rebuilt on the next run") from None
     if tokenizer_fingerprint and blob.get("tokenizer") != tokenizer_fingerprint:
         raise HscaleError(f"{path}: checkpoint was trained with another vocabulary",

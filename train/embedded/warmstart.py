@@ -117,12 +117,28 @@ def base_model(name: str, progress: Callable[[int, int], None] | None = None) ->
 
 def build(name: str, progress: Callable[[int, int], None] | None = None,
           out: Path | None = None) -> Path:
-    """Train the base model and save it (to the cache, or ``out``) with its content hash."""
+    """Train the base model and save it (to the cache, or ``out``) with its content hash. An
+    ``out`` that exists must be an hscale checkpoint: nothing else is ever overwritten."""
+    if out is not None:
+        check_out(out)
     model = warm_start(name, progress)
     path = out or base_model_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     save(model, path, tokenizer().fingerprint, content_hash=content_hash(name))
     return path
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``--out`` that is a folder or a file other than an hscale checkpoint."""
+    hint = "give a new file path for --out (nothing was changed)"
+    if out.is_dir():
+        raise HscaleError(f"--out {out}: is a folder", hint)
+    if out.is_symlink() or out.exists():
+        try:
+            load(out)
+        except HscaleError:
+            raise HscaleError(f"--out {out}: exists and is not an hscale checkpoint",
+                              hint) from None
 
 
 def warm_start(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:

@@ -20,12 +20,13 @@ the rest of the batch runs.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, reason
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
 from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
@@ -38,6 +39,21 @@ def quiet_threads() -> None:
     """Before torch is first imported: idle OpenMP threads sleep instead of spinning, or two
     processes' threads on shared cores slow each other down several times over."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def read_config(folder: Path) -> dict:
+    """The folder's config.json as a dict, or one HscaleError naming the file."""
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HscaleError(f"{path}: not a readable JSON config ({reason(exc)})",
+                          "write it with save_pretrained") from None
+    if not isinstance(config, dict) or not isinstance(config.get("model_type", ""), str):
+        raise HscaleError(f"{path}: not a model config (a JSON object with model_type)",
+                          "write it with save_pretrained")
+    return config
+
 
 
 class HFChat:
@@ -54,15 +70,25 @@ class HFChat:
             raise HscaleError(f"{folder}: not a Hugging Face model folder (no config.json)",
                               "give a folder written by save_pretrained or 'hscale model "
                               "import'")
+        read_config(folder)
         self.folder, self.name, self.max_batch = folder, folder.resolve().name, max_batch
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        try:
+            self.tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as exc:  # transformers' errors are of any type
+            raise HscaleError(f"{folder}: its tokenizer does not load ({reason(exc)})",
+                              "save the model's tokenizer there with save_pretrained") from None
         if self.tok.chat_template is None:
             raise HscaleError(f"{folder}: the tokenizer has no chat template",
                               "use an instruct model's folder")
-        self.model = AutoModelForCausalLM.from_pretrained(
-            str(folder), local_files_only=True, dtype=dtype).to(self.device).eval()
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(folder), local_files_only=True, dtype=dtype).to(self.device).eval()
+        except Exception as exc:
+            raise HscaleError(f"{folder}: the model does not load ({reason(exc)})",
+                              "save the model there with save_pretrained, or import it "
+                              "again") from None
         self.eos = self._stop_ids()
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos[0]
         config = self.model.config

