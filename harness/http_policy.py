@@ -15,6 +15,25 @@ from hscale.harness.engine import Generation
 from hscale.harness.types import Message
 
 
+def probe(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> None:
+    """Refuse, in one line, an endpoint that does not answer (nothing listening, a wrong
+    host, no reply in ``timeout`` s): ``GET {base_url}/models``. Any HTTP answer, even an
+    error status, means a server is there; its requests then say what is wrong."""
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models",
+        headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        why = getattr(exc, "reason", None) or exc
+        raise HscaleError(f"endpoint {base_url}: no answer ({why})",
+                          "start the server first, or check the host, port and that the URL "
+                          "ends in /v1") from None
+
+
 @dataclass
 class OpenAIChatPolicy:
     """POSTs the harness's view to ``{base_url}/chat/completions`` and returns the reply.

@@ -253,6 +253,10 @@ def _stamp(path: str | None) -> Any:
 def _open(name: str, path: str | None, split: str | float, content: str | None,
           stamp: Any) -> Benchmark:
     factory = BENCHMARKS.get(name)
+    if path is None and name in FILE_KINDS:
+        raise HscaleError(f"benchmark {name}: no path to its tasks",
+                          f"give the {name} tasks' file or folder (--path, or the spec's "
+                          "benchmark path)")
     bench = factory(path=path, split=split) if path is not None else factory(split=split)
     if content is not None:
         found = bench.content_hash()

@@ -12,6 +12,7 @@ import pytest
 
 import hscale.train.lm as lm
 from hscale.errors import HscaleError
+from hscale.journal import read_journal
 from hscale.train.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.train.lm.model_eval import PARTIAL, Request, evaluate, harness_sets
 from tests.cli import hscale
@@ -86,7 +87,7 @@ def test_evaluate_writes_a_run_folder_and_resumes_without_loss(tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         evaluate(request(), tmp_path / "cut")
     run_dir = tmp_path / "cut" / "evaluate" / "hscale-tiny" / "0"
-    saved = len(pd.read_parquet(run_dir / PARTIAL))
+    saved = len(read_journal(run_dir / PARTIAL))
     assert 0 < saved < 12 and not (run_dir / "eval.parquet").exists()
     model = Counting(real)
     monkeypatch.setattr(lm, "open_chat_model", lambda *a: model)

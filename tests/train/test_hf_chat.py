@@ -97,7 +97,25 @@ def test_sampling_follows_the_seed_and_mixes_with_greedy(chat):
     assert a == b
     assert [g.token_ids for g in a] != [g.token_ids for g in c]
     plain = chat.generate([CONVOS[0], CONVOS[3]], max_new_tokens=12)
-    assert [a[0], a[3]] == plain  # greedy rows do not depend on the sampled ones
+    # greedy rows do not depend on the sampled ones (log-probs to float error: the batch
+    # pads them otherwise)
+    assert [a[0].token_ids, a[3].token_ids] == [g.token_ids for g in plain]
+    for got, want in zip([a[0], a[3]], plain, strict=True):
+        assert got.logprobs == pytest.approx(want.logprobs, abs=1e-4)
+
+
+def test_a_sampled_row_with_its_own_seed_draws_the_same_in_any_batch(chat):
+    """What a resumed evaluation relies on: row i with seed s samples the same tokens whether
+    it shares its batch with three other rows, with one, or is alone."""
+    seeds = [11, 12, 13, 14]
+    together = chat.generate(CONVOS, False, max_new_tokens=12, seed=seeds)
+    for pick in ([1], [0, 2], [3, 1]):
+        apart = chat.generate([CONVOS[i] for i in pick], False, max_new_tokens=12,
+                              seed=[seeds[i] for i in pick])
+        assert [g.token_ids for g in apart] == [together[i].token_ids for i in pick]
+        for a, i in zip(apart, pick, strict=True):
+            assert a.logprobs == pytest.approx(together[i].logprobs, abs=1e-4)
+    assert len({g.token_ids for g in together}) > 1
 
 
 def test_a_sampled_turn_stops_at_the_end_token(chat):

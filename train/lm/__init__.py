@@ -21,8 +21,10 @@ HINT = ("give an endpoint (http://HOST:PORT/v1), smollm2, a Hugging Face model f
 def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
     """The chat model ``name`` names; ``served_name`` is an endpoint's model name."""
     if name.startswith(("http://", "https://")):
+        from hscale.harness.http_policy import probe
         from hscale.train.lm.endpoint import EndpointChat
 
+        probe(name)  # a dead endpoint is refused before anything is written
         return EndpointChat(name, served_name or "default")
     if name == "smollm2":
         from hscale.train.lm.hf import HFChat

@@ -9,6 +9,7 @@ whatever text comes back; nothing here knows about harnesses or tasks.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -28,11 +29,13 @@ class ChatModel(Protocol):
 
     def generate(self, conversations: Sequence[Sequence[Message]],
                  greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | Sequence[int] | None = None) -> list[Generation]:
         """The next assistant turn of each conversation, in order (one batch where the model
         allows it). ``greedy`` per conversation or for all; ``seed`` makes sampling
-        reproducible. Messages with role ``tool`` are shown as the model's template shows
-        tool output, or as ``user`` where it has none."""
+        reproducible: one seed per conversation draws its tokens whatever else shares its
+        batch (so a resumed evaluation draws what an uninterrupted one drew); one int seeds
+        them all (``row_seeds``). Messages with role ``tool`` are shown as the model's
+        template shows tool output, or as ``user`` where it has none."""
         ...
 
     def render(self, messages: Sequence[Message]) -> str:
@@ -49,6 +52,23 @@ def flags(greedy: bool | Sequence[bool], n: int) -> list[bool]:
     return out
 
 
+def mix(*parts: int | str) -> int:
+    """A seed (63 bits) from ``parts``: the same in every process, on every machine."""
+    text = "\x1f".join(str(part) for part in parts).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little") >> 1
+
+
+def row_seeds(seed: int | Sequence[int] | None, n: int) -> list[int] | None:
+    """``seed`` as one seed per conversation (an int seeds conversation i with mix(seed, i));
+    None stays None (fresh randomness)."""
+    if seed is None:
+        return None
+    out = [mix(seed, i) for i in range(n)] if isinstance(seed, int) else [int(s) for s in seed]
+    if len(out) != n:
+        raise ValueError(f"{len(out)} seeds for {n} conversations")
+    return out
+
+
 def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
     """Messages as chat-template dicts; ``tool`` turns go as ``user`` (the harness renders tool
     results as text in its own format, not through a tool-calling API)."""
@@ -56,4 +76,4 @@ def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
             for m in messages]
 
 
-__all__ = ["MAX_NEW_TOKENS", "ChatModel", "chat_dicts", "flags"]
+__all__ = ["MAX_NEW_TOKENS", "ChatModel", "chat_dicts", "flags", "mix", "row_seeds"]

@@ -9,32 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from hscale.harness.engine import EPISODE_TURNS, Episode, TurnEngine
 from hscale.harness.harness import Harness
 from hscale.harness.tasks import Task
-from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel
+from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel, mix
 
 
 def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
           max_new_tokens: int = MAX_NEW_TOKENS, max_turns: int = EPISODE_TURNS,
-          seed: int = 0, max_batch: int = 32,
+          seed: int = 0, seeds: Sequence[int] | None = None, max_batch: int = 32,
           done: Callable[[int, Episode], None] | None = None) -> list[Episode]:
     """One episode per (harness, task, greedy) job, in order. Up to ``max_batch`` episodes
     run together; ``done(index, episode)`` is called as each ends (for progress and for
-    saving finished work). Sampling draws its seeds from ``seed``: reruns give the same
-    episodes wherever the model is deterministic for a seed."""
-    rng = np.random.default_rng(seed)
+    saving finished work). Each episode samples from a seed of its own, ``seeds[index]``
+    (or one drawn from ``seed`` and its index), mixed with its turn: what it draws does not
+    depend on which episodes share its batch, so rerunning part of the jobs draws what the
+    whole run drew, wherever the model is deterministic for a seed."""
+    own = list(seeds) if seeds is not None else [mix(seed, i) for i in range(len(jobs))]
+    if len(own) != len(jobs):
+        raise ValueError(f"{len(own)} seeds for {len(jobs)} jobs")
     episodes: dict[int, Episode] = {}
     waiting = list(range(len(jobs)))[::-1]
     live: dict[int, TurnEngine] = {}
+    turns: dict[int, int] = {}
     try:
         while waiting or live:
             while waiting and len(live) < max_batch:
                 i = waiting.pop()
                 harness, task, _ = jobs[i]
-                live[i] = TurnEngine(harness, task, max_turns)
+                live[i], turns[i] = TurnEngine(harness, task, max_turns), 0
                 if live[i].done:  # no turns allowed
                     _end(i, live.pop(i), episodes, done)
             order = list(live)
@@ -42,8 +45,9 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
                 continue
             views = [live[i].view() for i in order]
             replies = model.generate(views, [jobs[i][2] for i in order], max_new_tokens,
-                                     seed=int(rng.integers(2**31)))
+                                     seed=[mix(own[i], turns[i]) for i in order])
             for i, reply in zip(order, replies, strict=True):
+                turns[i] += 1
                 if live[i].submit(reply):
                     _end(i, live.pop(i), episodes, done)
     finally:

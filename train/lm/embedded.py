@@ -24,7 +24,7 @@ from hscale.harness.tokenizer import WordTokenizer, tokenizer
 from hscale.harness.types import Message
 from hscale.train.embedded.model import TinyGPT, load
 from hscale.train.embedded.sequences import banned
-from hscale.train.lm.base import MAX_NEW_TOKENS, flags
+from hscale.train.lm.base import MAX_NEW_TOKENS, flags, row_seeds
 
 
 class EmbeddedChat:
@@ -94,7 +94,7 @@ class EmbeddedChat:
     @torch.inference_mode()
     def generate(self, conversations: Sequence[Sequence[Message]],
                  greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | Sequence[int] | None = None) -> list[Generation]:
         argmax = flags(greedy, len(conversations))
         if not conversations:
             return []
@@ -103,17 +103,15 @@ class EmbeddedChat:
         limit = self.model.cfg.max_positions
         room = min(max_new_tokens, limit // 2)  # a long prompt keeps its last tokens
         prompts = [self.prompt_ids(c)[-(limit - room):] for c in conversations]
-        generator = None
-        if not all(argmax):
-            generator = torch.Generator()
-            if seed is None:
-                generator.seed()
-            else:
-                generator.manual_seed(seed)
-        return self._run(prompts, torch.tensor(argmax), max_new_tokens, generator)
+        seeds = row_seeds(seed, len(conversations))
+        generators = {i: _generator(None if seeds is None else seeds[i])
+                      for i, greedy_row in enumerate(argmax) if not greedy_row}
+        return self._run(prompts, max_new_tokens, generators)
 
-    def _run(self, prompts: list[list[int]], argmax: torch.Tensor, max_new: int,
-             generator: torch.Generator | None) -> list[Generation]:
+    def _run(self, prompts: list[list[int]], max_new: int,
+             generators: dict[int, torch.Generator]) -> list[Generation]:
+        """Greedy rows take the argmax; row i of ``generators`` draws its tokens from its own
+        generator, one draw a step, so its tokens do not depend on the rest of the batch."""
         model, limit, eos = self.model, self.model.cfg.max_positions, self.tok.eos
         b, n = len(prompts), max(len(p) for p in prompts)
         lengths = torch.tensor([len(p) for p in prompts])
@@ -133,9 +131,8 @@ class EmbeddedChat:
         for t in range(n, n + steps):
             logp = torch.log_softmax(model.logits(last).float() + self.ban, dim=-1)
             chosen = logp.argmax(dim=-1)
-            if generator is not None:
-                drawn = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
-                chosen = torch.where(argmax, chosen, drawn)
+            for i, generator in generators.items():
+                chosen[i] = torch.multinomial(logp[i].exp(), 1, generator=generator)[0]
             picked = logp.gather(1, chosen[:, None])[:, 0]
             for i in live.nonzero()[:, 0].tolist():
                 token = int(chosen[i])
@@ -155,6 +152,15 @@ class EmbeddedChat:
             pos += 1
         return [Generation(self.tok.decode(ids), tuple(ids), tuple(lp))
                 for ids, lp in zip(out, logps, strict=True)]
+
+
+def _generator(seed: int | None) -> torch.Generator:
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
 
 
 def _additive(seen: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hscale.harness.engine import Generation
 from hscale.harness.http_policy import OpenAIChatPolicy
 from hscale.harness.types import Message
-from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
+from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags, row_seeds
 
 
 class EndpointChat:
@@ -24,11 +24,12 @@ class EndpointChat:
 
     def generate(self, conversations: Sequence[Sequence[Message]],
                  greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | Sequence[int] | None = None) -> list[Generation]:
         greedy = flags(greedy, len(conversations))
+        seeds = row_seeds(seed, len(conversations))
 
-        def one(i: int) -> Generation:
-            extra = {} if seed is None else {"seed": int(seed) + i}
+        def one(i: int) -> Generation:  # servers take a 32-bit seed
+            extra = {} if seeds is None else {"seed": seeds[i] % 2**31}
             policy = OpenAIChatPolicy(self.base_url, self.model, self.api_key,
                                       temperature=0.0 if greedy[i] else 1.0,
                                       max_tokens=max_new_tokens, timeout=self.timeout,

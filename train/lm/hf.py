@@ -3,11 +3,12 @@ with a KV cache, many conversations per forward pass.
 
 Batching is where the speed is on a CPU: a 135M model decodes 32 rows in little more time
 than one, so ``generate`` runs every conversation of a call together, in sub-batches of
-``max_batch`` (greedy and sampled rows apart: transformers takes one ``do_sample`` per call).
-The rows' common prefix (the harness's system prompt, most of a first turn) is prefilled once
-per batch, not once per row; the rest is padded after it. Sampling is plain: temperature 1,
-no top-k or top-p, whatever the folder's generation_config says, so log-probs are the
-policy's own; ``seed`` makes it reproducible for the same conversations and ``max_batch``.
+``max_batch``, greedy and sampled rows together. The rows' common prefix (the harness's
+system prompt, most of a first turn) is prefilled once per batch, not once per row; the rest
+is padded after it. Sampling is plain: temperature 1, no top-k or top-p, whatever the
+folder's generation_config says, so log-probs are the policy's own. Each sampled row draws
+with a generator of its own (the Gumbel-max trick on top of greedy search), so with one seed
+per conversation its tokens do not depend on what shares its batch.
 
 A prompt that leaves no room for ``max_new_tokens`` in the model's context loses its oldest
 messages after the system message, whole, until it fits (the harness's context policy is
@@ -29,7 +30,7 @@ from typing import Any
 from hscale.errors import HscaleError, reason
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
-from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags
+from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags, row_seeds
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch
@@ -157,8 +158,9 @@ class HFChat:
     # --- generation ------------------------------------------------------------------
     def generate(self, conversations: Sequence[Sequence[Message]],
                  greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
-                 seed: int | None = None) -> list[Generation]:
+                 seed: int | Sequence[int] | None = None) -> list[Generation]:
         argmax = flags(greedy, len(conversations))
+        seeds = row_seeds(seed, len(conversations))
         if max_new_tokens < 1:
             raise HscaleError(f"max_new_tokens is {max_new_tokens}", "ask for at least 1")
         budget = self.context - max_new_tokens
@@ -167,24 +169,25 @@ class HFChat:
                               f"of {self.context} tokens", "ask for fewer new tokens")
         prompts = [self.prompt_ids(c, budget) for c in conversations]
         out = [Generation("", (), ())] * len(conversations)  # kept where a prompt cannot fit
-        part = 0
-        for mode in (True, False):
-            rows = sorted((i for i, p in enumerate(prompts) if p is not None
-                           and argmax[i] == mode), key=lambda i: len(prompts[i]))
-            for start in range(0, len(rows), self.max_batch):
-                chunk = rows[start:start + self.max_batch]
-                part_seed = None if seed is None or mode else (seed * 1_000_003 + part) % 2**63
-                part += not mode
-                for i, gen in zip(chunk, self._run([prompts[i] for i in chunk], mode,
-                                                   max_new_tokens, part_seed), strict=True):
-                    out[i] = gen
+        rows = sorted((i for i, p in enumerate(prompts) if p is not None),
+                      key=lambda i: len(prompts[i]))
+        for start in range(0, len(rows), self.max_batch):
+            chunk = rows[start:start + self.max_batch]
+            draws = [None if argmax[i] else _generator(None if seeds is None else seeds[i])
+                     for i in chunk]
+            for i, gen in zip(chunk, self._run([prompts[i] for i in chunk], draws,
+                                               max_new_tokens), strict=True):
+                out[i] = gen
         return out
 
-    def _run(self, prompts: list[list[int]], greedy: bool, max_new: int,
-             seed: int | None) -> list[Generation]:
-        """One batch through ``generate``; each row's ids up to its end token. The prompts'
-        common prefix (a harness's system prompt) is prefilled once and shared; the rest is
-        padded in the middle: ``prefix, pads, own tokens``, positions counting real tokens."""
+    def _run(self, prompts: list[list[int]], draws: list[Any], max_new: int
+             ) -> list[Generation]:
+        """One batch through ``generate``; each row's ids up to its end token. A row with a
+        generator in ``draws`` samples (Gumbel-max: the argmax of its log-probs plus noise of
+        its own, a draw from the softmax that no other row's presence changes), a row with
+        None is greedy. The prompts' common prefix (a harness's system prompt) is prefilled
+        once and shared; the rest is padded in the middle: ``prefix, pads, own tokens``,
+        positions counting real tokens."""
         import torch
 
         shared = _common_prefix(prompts) if len(prompts) > 1 else 0
@@ -200,13 +203,10 @@ class HFChat:
             torch.cuda.current_device() if self.device.index is None else self.device.index]
         with torch.inference_mode(), torch.random.fork_rng(devices, device_type="cuda"):
             cache = self._prefill(prompts[0][:shared], len(prompts)) if shared else None
-            if seed is not None:
-                torch.manual_seed(seed)
             sequences = self.model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new, use_cache=True,
-                past_key_values=cache, logits_processor=_processors(recorder),
-                **({} if greedy else {"do_sample": True, "temperature": 1.0, "top_p": 1.0,
-                                      "top_k": 0}))
+                past_key_values=cache, logits_processor=_processors(recorder, draws),
+                do_sample=False)
         new = sequences[:, width:]
         logprobs = recorder.finish(new).tolist()
         out = []
@@ -269,14 +269,40 @@ class _LogProbs:
             (new.shape[0], 0), dtype=torch.float32).cpu()
 
 
-def _processors(recorder: _LogProbs) -> Any:
+def _processors(recorder: _LogProbs, draws: list[Any]) -> Any:
+    """Record each step's log-probs, then add each sampling row's Gumbel noise (temperature 1,
+    no top-k or top-p: the policy's own distribution)."""
+    import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
     class Record(LogitsProcessor):
         def __call__(self, input_ids: Any, scores: Any) -> Any:
             return recorder(input_ids, scores)
 
-    return LogitsProcessorList([Record()])
+    class Gumbel(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            scores = torch.log_softmax(scores.float(), dim=-1)
+            for i, generator in enumerate(draws):
+                if generator is not None:
+                    unit = torch.empty(scores.shape[1]).exponential_(generator=generator)
+                    scores[i] -= unit.log().to(scores.device)  # + Gumbel(0, 1)
+            return scores
+
+    found = [Record()]
+    if any(d is not None for d in draws):
+        found.append(Gumbel())
+    return LogitsProcessorList(found)
+
+
+def _generator(seed: int | None) -> Any:
+    import torch
+
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
 
 
 __all__ = ["HFChat", "quiet_threads"]

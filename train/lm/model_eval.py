@@ -5,24 +5,24 @@ The result is an ordinary run folder, ``OUT/<experiment>/<model>/0/``: a manifes
 evaluation-only run: no training harnesses, zero steps), eval.parquet in the usual contract
 (greedy and sampled passes apart), an empty train.parquet and status.json, so ``hscale
 report`` reads it like any trained arm (heat map over the space, main effects, the spread
-between harnesses). Finished episodes are saved as they end: an interrupted evaluation
-resumes where it stopped and loses none of them.
+between harnesses). Finished episodes are appended to a journal as they end: an
+evaluation interrupted by anything, kill -9 included, resumes where it stopped and loses none
+of them. Each episode samples from a seed of its own (the manifest's, the decoding, run,
+benchmark, setting, harness and task), so the rerun draws what an uninterrupted run draws.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
 from hscale.harness.task_sources import open_benchmark
+from hscale.journal import Journal, read_journal
 from hscale.train.contracts import (
     EVAL,
     TRAIN,
@@ -35,11 +35,12 @@ from hscale.train.contracts import (
     train_frame,
     write_status,
 )
-from hscale.train.lm.base import MAX_NEW_TOKENS
+from hscale.train.lm.base import MAX_NEW_TOKENS, mix
+from hscale.train.spec import NAME
 
 SETS = ("base", "in_space", "all", "out_of_space")
-PARTIAL = "episodes.partial.parquet"  # finished episodes of an evaluation under way
-_SAVE_EVERY_S = 20.0
+MAX_TASKS, MAX_RUNS, MAX_EPISODES = 10_000, 64, 200_000  # bounds checked before any work
+PARTIAL = "episodes.partial.jsonl"  # finished episodes of an evaluation under way (a journal)
 _KEY = ["decoding", "run", "benchmark", "setting", "harness", "task_id"]
 
 
@@ -59,10 +60,17 @@ def harness_sets(text: str) -> dict[str, list[str]]:
         array, _ = read_array(path)
         return _split(space.labels(space.validate(array)), base, space)
     if "," in text or "-" in text or text.startswith("oos/"):
-        return _split([t.strip() for t in text.split(",") if t.strip()], base, space)
+        labels = [t.strip() for t in text.split(",")]
+        if not all(labels):
+            raise HscaleError(f"--harnesses {text!r}: an empty label",
+                              "separate labels with single commas, none at either end")
+        return _split(labels, base, space)
     sets: dict[str, list[str]] = {}
     for part in text.split("+"):
         part = part.strip()
+        if not part:
+            raise HscaleError(f"--harnesses {text!r}: an empty set name",
+                              f"join {', '.join(SETS)} with single + signs")
         if part == "base":
             sets["base"] = [base]
         elif part == "in_space":
@@ -132,6 +140,15 @@ def plan_evaluation(request: Request) -> Manifest:
         raise HscaleError(f"--decoding {request.decoding!r}", "use greedy, sampled or both")
     if request.runs < 1 or request.tasks < 1:
         raise HscaleError("--runs and --tasks must be at least 1")
+    if request.tasks > MAX_TASKS or request.runs > MAX_RUNS:
+        raise HscaleError(f"--tasks {request.tasks} --runs {request.runs}: at most "
+                          f"{MAX_TASKS:,} tasks and {MAX_RUNS} runs",
+                          "evaluate on fewer tasks (Pass@1 over a few hundred is already "
+                          "tight)")
+    if not re.fullmatch(NAME, request.experiment):
+        raise HscaleError(f"--experiment {request.experiment!r}: not a folder name",
+                          "use letters, digits and _ . - (at most 64, starting with a "
+                          "letter or digit); --out chooses where it goes")
     source = open_benchmark(request.benchmark, request.path)
     available = source.available("eval")
     tasks = request.tasks if available is None else min(request.tasks, available)
@@ -143,12 +160,19 @@ def plan_evaluation(request: Request) -> Manifest:
         record.update(split="recorded", label=Path(request.path).stem,
                       content=source.content_hash())
     space = harness_space()
+    eval_sets = harness_sets(request.harnesses)
+    passes = {"greedy": 1, "sampled": request.runs, "both": 1 + request.runs}[request.decoding]
+    episodes = sum(map(len, eval_sets.values())) * tasks * passes
+    if episodes > MAX_EPISODES:
+        raise HscaleError(f"{episodes:,} episodes (harnesses x tasks x runs): at most "
+                          f"{MAX_EPISODES:,} in one evaluation",
+                          "evaluate fewer harnesses, tasks or runs, or split the set")
     none = {"name": "none", "tasks_per_step": 0, "rollouts": 0, "lr": 0.0, "gamma": 1.0,
             "lam": 1.0, "clip_low": 0.0, "clip_high": 0.0}
     return Manifest.build(
         experiment=request.experiment, arm=label_of(request), seed=0,
         space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}},
-        train_harnesses=[], eval_sets=harness_sets(request.harnesses),
+        train_harnesses=[], eval_sets=eval_sets,
         assignment={"mode": "none", "k": 1}, algorithm=none,
         budget={"steps": 0, "tasks_per_step": 0, "rollouts_per_task": 0},
         benchmark=record, model=request.model,
@@ -186,25 +210,21 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     if todo:
         from hscale.harness.harness import harness_named
 
-        last_save = time.monotonic()
+        journal = Journal(run_dir / PARTIAL)
 
         def done(index: int, episode: Any) -> None:
-            nonlocal last_save
             decoding, job = todo[index]
             rows.append(episode_row(manifest, job, episode, step=0, decoding=decoding))
-            if time.monotonic() - last_save > _SAVE_EVERY_S:
-                write_parquet(run_dir / PARTIAL, pd.DataFrame(rows))
-                last_save = time.monotonic()
+            journal.append(rows[-1])  # on disk before the next episode: kill -9 loses none
             if progress is not None:
                 progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
 
-        try:
+        base = int(manifest.rng("evaluate").integers(2**31))
+        with journal:
             drive(model, [(harness_named(j.harness), j.task, d == "greedy") for d, j in todo],
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
-                  seed=int(manifest.rng("evaluate").integers(2**31)), done=done)
-        finally:
-            if rows:
-                write_parquet(run_dir / PARTIAL, pd.DataFrame(rows))
+                  seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
+                             j.task.task_id) for d, j in todo], done=done)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)
@@ -213,11 +233,10 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
 
 
 def _saved(run_dir: Path) -> list[dict[str, Any]]:
-    """Episodes an interrupted evaluation finished (none when the file is unreadable)."""
-    try:
-        return pd.read_parquet(run_dir / PARTIAL).to_dict("records")
-    except Exception:  # missing or damaged: those episodes are run again
-        return []
+    """Episodes an interrupted evaluation finished, each once (a torn last line is lost)."""
+    rows = {tuple(r.get(k) for k in _KEY): r for r in read_journal(run_dir / PARTIAL)
+            if all(k in r for k in _KEY)}
+    return list(rows.values())
 
 
 def _finished(run_dir: Path, manifest: Manifest) -> bool:
