@@ -1,7 +1,7 @@
 """``hscale serve MODEL``: a model behind an OpenAI-compatible endpoint, until Ctrl-C.
 
 Lets any harness or agent framework that speaks chat completions drive a model hscale
-trained or evaluates, with every request optionally recorded to parquet.
+trained or evaluates, with every request optionally recorded (hscale.train.lm.record).
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ def serve_cmd(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")
                        ] = False,
 ) -> None:
-    """Serve MODEL at /v1/chat/completions (OpenAI-compatible) until Ctrl-C."""
-    import time
+    """Serve MODEL at /v1/chat/completions (OpenAI-compatible) until Ctrl-C or SIGTERM.
+
+    With --record, each request's row is on disk before its reply is sent: a kill loses none
+    (read them with hscale.train.lm.record.read_record)."""
+    import signal
+    import threading
 
     from hscale.train.lm.serve import serve
 
@@ -37,12 +41,15 @@ def serve_cmd(
                    verbose=verbose)
     print(f"serving {chat.name} at {server.url}"
           + (f" (recording to {record})" if record is not None else ""), flush=True)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
     try:
-        while True:
-            time.sleep(3600)
+        while not stop.wait(1.0):
+            pass
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.shutdown()
     print("stopped", flush=True)
 

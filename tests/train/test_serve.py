@@ -26,6 +26,7 @@ from hscale.harness.loop import run_episode  # noqa: E402
 from hscale.harness.task_sources import BuiltinWorld  # noqa: E402
 from hscale.harness.types import Message  # noqa: E402
 from hscale.train.lm.embedded import EmbeddedChat  # noqa: E402
+from hscale.train.lm.record import read_record  # noqa: E402
 from hscale.train.lm.serve import serve  # noqa: E402
 
 LABELS = ["S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "oos/shell"]
@@ -89,20 +90,21 @@ def test_the_endpoint_gives_the_in_process_episodes(chat, tmp_path):
 
 def test_every_request_is_recorded_with_its_messages(chat, tmp_path):
     folder = tmp_path / "record"
-    with serve(chat, port=0, record=folder, flush_rows=2) as server:
+    with serve(chat, port=0, record=folder) as server:
         for k in range(3):
             status, reply = post(server.url, {"messages": HELLO[:k + 1] if k < 2 else HELLO,
                                               "temperature": 0, "max_tokens": 4 + k})
             assert status == 200
             assert reply["usage"]["completion_tokens"] <= 4 + k
+            assert len(read_record(folder)) == k + 1  # on disk as soon as it is answered
         assert post(server.url, b"{not json")[0] == 400
         assert post(server.url, {"temperature": 0})[0] == 400
-        written = sorted(folder.glob("*.parquet"))
-        assert len(written) == 2  # a part per two rows, while serving
+        assert len(read_record(folder)) == 5
     import pandas as pd
 
-    assert len(sorted(folder.glob("*.parquet"))) == 3  # the last row on shutdown
+    assert [p.name.split("-")[0] for p in folder.iterdir()] == ["requests"]  # compacted
     record = pd.read_parquet(folder).sort_values("time").reset_index(drop=True)
+    pd.testing.assert_frame_equal(record, read_record(folder))
     assert list(record["status"]) == [200, 200, 200, 400, 400]
     assert json.loads(record["messages"][2]) == HELLO
     assert json.loads(record["messages"][0]) == HELLO[:1]
@@ -145,6 +147,8 @@ def test_a_reply_has_the_fields_clients_read(chat):
     json.dumps({"messages": HELLO, "max_tokens": 0}).encode(),
     json.dumps({"messages": HELLO, "stream": True}).encode(),
     json.dumps({"messages": HELLO, "seed": "x"}).encode(),
+    b"[" * 100_000 + b"]" * 100_000,  # nested past the parser's recursion limit
+    b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
 ])
 def test_bad_requests_are_400_with_a_json_error(chat, body):
     with serve(chat, port=0) as server:
@@ -183,28 +187,70 @@ def test_a_preset_not_built_names_the_command(monkeypatch, tmp_path):
     assert "hscale model build hscale-test" in info.value.one_line()
 
 
-def test_the_command_serves_until_ctrl_c(tmp_path):
+def _start(record):
     proc = subprocess.Popen([sys.executable, "-m", "hscale.cli", "serve", "hscale-tiny",
-                             "--port", "0", "--record", str(tmp_path / "rec")],
+                             "--port", "0", "--record", str(record)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline, line = time.monotonic() + 60, ""
+    while not line and time.monotonic() < deadline and proc.poll() is None:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            line = proc.stdout.readline()
+    assert line.startswith("serving hscale-tiny at http://127.0.0.1:"), \
+        line + proc.stderr.read() if proc.poll() is not None else line
+    return proc, line.split(" at ")[1].split()[0]
+
+
+def _hang_up(url: str) -> None:
+    """A client that sends a request and leaves before the reply."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    body = json.dumps({"messages": HELLO, "max_tokens": 64}).encode()
+    with socket.create_connection((where.hostname, where.port)) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     b"application/json\r\nContent-Length: " + str(len(body)).encode()
+                     + b"\r\n\r\n" + body)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "kill-9"])
+def test_the_command_keeps_every_answered_request_however_it_stops(tmp_path, stop):
+    record = tmp_path / "rec"
+    proc, url = _start(record)
     try:
-        deadline, line = time.monotonic() + 60, ""
-        while not line and time.monotonic() < deadline and proc.poll() is None:
-            if select.select([proc.stdout], [], [], 1)[0]:
-                line = proc.stdout.readline()
-        assert line.startswith("serving hscale-tiny at http://127.0.0.1:"), \
-            line + proc.stderr.read() if proc.poll() is not None else line
-        url = line.split(" at ")[1].split()[0]
         with urllib.request.urlopen(url + "/models", timeout=10) as response:
             assert json.load(response)["data"][0]["id"] == "hscale-tiny"
-        assert post(url, {"messages": HELLO, "max_tokens": 2})[0] == 200
-        proc.send_signal(signal.SIGINT)
+        answered = [post(url, {"messages": HELLO, "max_tokens": 2, "seed": k})
+                    for k in range(12)]
+        assert [status for status, _ in answered] == [200] * 12
+        for _ in range(3):
+            _hang_up(url)
+        assert post(url, b"[" * 100_000)[0] == 400
+        time.sleep(0.5)
+        proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, err
-    assert "stopped" in out and "Traceback" not in err
-    assert len(list((tmp_path / "rec").glob("*.parquet"))) == 1
+    rows = read_record(record)
+    ids = {reply["id"] for _, reply in answered}
+    assert ids <= set(rows["request_id"]) and len(rows) >= 13
+    assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
+    if stop == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+        assert len(list(record.glob("_requests-*.jsonl"))) == 1
+        proc, _ = _start(record)  # the next server compacts what the killed one left
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        assert len(read_record(record)) == len(rows)
+    else:
+        assert proc.returncode == 0, err
+        assert "stopped" in out
+    assert list(record.glob("_requests-*")) == []
+    import pandas as pd
+
+    assert len(pd.read_parquet(record)) == len(rows)

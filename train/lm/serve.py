@@ -5,10 +5,9 @@ Standard library only (``http.server``): no web framework to install. Model call
 by a lock (one batch at a time; the models here are small or batch internally). Binds to
 loopback unless told otherwise: the endpoint has no authentication.
 
-Every request (good or bad) can be recorded: rows go to parquet parts under ``record``, each
-written atomically once ``flush_rows`` rows or ``flush_seconds`` have accumulated and on
-shutdown, so a crash loses at most the unflushed rows and never corrupts a written part.
-Read them back with ``pandas.read_parquet(record)``.
+Every request (good or bad) can be recorded (:mod:`hscale.train.lm.record`): its row is on
+disk before its reply is sent, so SIGTERM or SIGKILL of the server loses no answered request.
+Read them back with ``hscale.train.lm.record.read_record(folder)``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
-import os
 import socket
 import socketserver
 import sys
@@ -33,6 +31,7 @@ from hscale.errors import HscaleError
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
 from hscale.train.lm.base import MAX_NEW_TOKENS, ChatModel
+from hscale.train.lm.record import Recorder
 
 MAX_BODY = 32 << 20  # bytes of one request
 MAX_TOKENS_LIMIT = 1 << 16
@@ -50,6 +49,8 @@ def parse_request(body: bytes) -> tuple[list[Message], dict[str, Any]]:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("body is JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object")
     raw = data.get("messages")
@@ -145,54 +146,6 @@ def _logprob_entries(model: ChatModel, gen: Generation, reason: str) -> list[dic
     return out
 
 
-# --- the record ---------------------------------------------------------------------------
-class Recorder:
-    """Request rows buffered in memory and written as numbered parquet parts."""
-
-    def __init__(self, folder: str | Path, flush_rows: int = 64,
-                 flush_seconds: float = 30.0) -> None:
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        self._prefix = f"requests-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self._rows: list[dict[str, Any]] = []
-        self._parts = 0
-        self._last = time.monotonic()
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def add(self, row: dict[str, Any]) -> None:
-        with self._lock:
-            self._rows.append(row)
-            if (self._closed or len(self._rows) >= self.flush_rows
-                    or time.monotonic() - self._last >= self.flush_seconds):
-                self._flush()
-
-    def close(self) -> None:
-        """Write what is buffered; a row that still arrives gets a part of its own."""
-        with self._lock:
-            self._closed = True
-            self._flush()
-
-    def _flush(self) -> None:
-        self._last = time.monotonic()
-        if not self._rows:
-            return
-        import pandas as pd
-
-        from hscale.files import write_parquet
-
-        rows, self._rows = self._rows, []
-        path = self.folder / f"{self._prefix}-{self._parts:05d}.parquet"
-        write_parquet(path, pd.DataFrame(rows, columns=list(RECORD_COLUMNS)))
-        self._parts += 1
-
-
-RECORD_COLUMNS = ("time", "request_id", "path", "status", "model", "messages", "params", "reply",
-                  "finish_reason", "prompt_tokens", "completion_tokens", "seconds", "error")
-
-
 # --- the server ---------------------------------------------------------------------------
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
@@ -247,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
                        completion_tokens=usage["completion_tokens"])
         row.update(status=status, error="" if status == 200 else payload["error"]["message"],
                    seconds=time.perf_counter() - began)
-        if self.server.recorder is not None:  # before the reply: a client sees it recorded
+        if self.server.recorder is not None:  # on disk before the reply is sent
             self.server.recorder.add(row)
         self._send(status, payload)
 
@@ -280,11 +233,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except ConnectionError:  # the client hung up: nobody to answer (its row is recorded)
+            self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         if self.server.verbose:
@@ -309,6 +265,12 @@ class _HTTPServer(ThreadingHTTPServer):
         self.started = int(time.time())
         self.lock = threading.Lock()
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request is no error of the server's; anything else is
+        printed as socketserver does."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def server_bind(self) -> None:
         # HTTPServer's own looks the host's FQDN up (a DNS query that can hang offline)
@@ -361,14 +323,16 @@ class ChatServer:
 
 
 def serve(model: ChatModel, host: str = "127.0.0.1", port: int = 8000,
-          record: str | Path | None = None, allow_remote: bool = False, verbose: bool = False,
-          flush_rows: int = 64) -> ChatServer:
+          record: str | Path | None = None, allow_remote: bool = False,
+          verbose: bool = False) -> ChatServer:
     """Start serving ``model`` in a background thread (port 0 picks a free port)."""
     family = _family(host, allow_remote)
-    recorder = Recorder(record, flush_rows) if record is not None else None
+    recorder = Recorder(record) if record is not None else None
     try:
         httpd = _HTTPServer((host, port), model, recorder, verbose, family)
     except OSError as exc:
+        if recorder is not None:
+            recorder.close()
         raise HscaleError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                           "pick another --port (0 picks a free one)") from None
     return ChatServer(httpd, host)
@@ -388,4 +352,4 @@ def _family(host: str, allow_remote: bool) -> int:
     return infos[0][0]
 
 
-__all__ = ["ChatServer", "Recorder", "completion", "parse_request", "serve"]
+__all__ = ["ChatServer", "completion", "parse_request", "serve"]
