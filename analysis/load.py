@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -157,31 +158,46 @@ def _check_identity(episodes: pd.DataFrame | None, manifest: dict | None, name: 
     """Rows that name another experiment, arm or seed than their manifest are a copy error."""
     if episodes is None or manifest is None or not len(episodes):
         return
-    for col in ("experiment", "arm", "seed"):
-        if col in manifest and (episodes[col].astype(str) != str(manifest[col])).any():
+    for col, kind in (("experiment", str), ("arm", str), ("seed", int)):
+        value = manifest.get(col)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            continue  # a manifest field of the wrong type is reported, and not used
+        if (episodes[col].astype(str) != str(value)).any():
             problems.append(f"{name}: rows name another {col} than manifest.json "
-                            f"({manifest[col]!r}); the manifest's is used")
+                            f"({value!r}); the manifest's is used")
 
 
 def _meta(path: Path, manifest: dict | None, episodes: pd.DataFrame | None, state: str) -> dict:
-    """Run identity from the manifest, else from the eval rows, else from the folder names."""
-    m = manifest or {}
+    """Run identity from the manifest, else from the eval rows, else from the folder names.
+    A manifest field of the wrong type (already reported) is passed over, never trusted."""
+    m = manifest if isinstance(manifest, dict) else {}
     first = episodes.iloc[0] if episodes is not None and len(episodes) else None
+
+    def typed(key: str, kind: type | tuple[type, ...], fallback: Any) -> Any:
+        value = m.get(key)
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        return value if ok else fallback
+
     algorithm = m.get("algorithm")
+    space = typed("space", dict, {})
+    labels = typed("train_harnesses", list, [])
     return {
-        "experiment": str(m.get("experiment", first["experiment"] if first is not None
+        "experiment": str(typed("experiment", str, first["experiment"] if first is not None
                                 else path.parent.parent.name)),
-        "arm": str(m.get("arm", first["arm"] if first is not None else path.parent.name)),
-        "seed": int(m.get("seed", first["seed"] if first is not None else _int(path.name))),
-        "model": str(m.get("model") or "unknown"),
+        "arm": str(typed("arm", str, first["arm"] if first is not None else path.parent.name)),
+        "seed": int(typed("seed", int, first["seed"] if first is not None
+                          else _int(path.name))),
+        "model": str(typed("model", str, "") or "unknown"),
         "algorithm": str(algorithm.get("name") if isinstance(algorithm, dict)
-                         else algorithm or "unknown"),
+                         else algorithm if isinstance(algorithm, str) and algorithm
+                         else "unknown"),
         "state": state, "path": str(path),
-        "train_harnesses": list(m.get("train_harnesses") or []),
-        "eval_sets": dict(m.get("eval_sets") or {}),
-        "space": (m.get("space") or {}).get("factors"),
-        "budget": dict(m.get("budget") or {}),
-        "assignment": dict(m.get("assignment") or {}),
+        "train_harnesses": [x for x in labels if isinstance(x, str)],
+        "eval_sets": {k: v for k, v in typed("eval_sets", dict, {}).items()
+                      if isinstance(v, list)},
+        "space": space.get("factors") if isinstance(space.get("factors"), dict) else None,
+        "budget": dict(typed("budget", dict, {})),
+        "assignment": dict(typed("assignment", dict, {})),
     }
 
 

@@ -408,7 +408,10 @@ def _classes(levels: tuple[int, ...], runs: int, strength: int,
         return shipped
     order = np.argsort(levels, kind="stable")  # canonical forms sort columns by level count
     reps = []
-    for rep in enumerate_oas(levels, runs, strength, progress):
+    found = enumerate_oas(levels, runs, strength, progress)
+    for done, rep in enumerate(found):
+        if progress is not None:
+            progress("canonical forms", done, len(found))
         canon = canonical_form(rep, levels)
         out = np.empty_like(canon)
         out[:, order] = canon

@@ -81,6 +81,38 @@ def _lexmin_rows(block: np.ndarray) -> np.ndarray:
     return rows
 
 
+_CHUNK_CELLS = 1 << 22  # states x perms x runs a step of _smallest holds (32 MiB of int64)
+
+
+def _smallest(codes: np.ndarray, size: int, relabelled: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Over every (state, level permutation) of one column, the smallest sorted prefix code:
+    (that code, the flat indices state * perms + perm reaching it, their unsorted codes).
+    Worked through in chunks of states, so memory stays bounded however many states the
+    array's symmetries leave."""
+    n, count = codes.shape[1], len(relabelled)
+    step = max(1, _CHUNK_CELLS // (count * n))
+    best: np.ndarray | None = None
+    picked: list[np.ndarray] = []
+    raws: list[np.ndarray] = []
+    for start in range(0, len(codes), step):
+        new = (codes[start:start + step, None, :] * size + relabelled[None, :, :]).reshape(-1, n)
+        ordered = np.sort(new, axis=1)
+        rows = _lexmin_rows(ordered)
+        cand = ordered[rows[0]]
+        if best is not None:
+            diff = np.flatnonzero(cand != best)
+            if diff.size and cand[diff[0]] > best[diff[0]]:
+                continue
+            if diff.size:
+                picked, raws = [], []
+        best = cand
+        picked.append(rows + start * count)
+        raws.append(new[rows])
+    assert best is not None
+    return best, np.concatenate(picked), np.concatenate(raws)
+
+
 def canonical_form(array: np.ndarray | Sequence, levels: Sequence[int] | None = None,
                    steps: int = CANONICAL_STEPS) -> np.ndarray:
     """The isomorphic copy of ``array`` whose row-sorted, column-major reading is smallest.
@@ -118,11 +150,7 @@ def _canonical(arr: np.ndarray, lv: tuple[int, ...], budget: StepBudget) -> np.n
             if states.size == 0:
                 continue
             budget.spend(2 + n // 4 + len(states) * len(perms) * n // _CELLS_PER_STEP)
-            new = codes[states, None, :] * size + perms[:, arr[:, c]][None, :, :]
-            new = new.reshape(-1, n)
-            ordered = np.sort(new, axis=1)
-            rows = _lexmin_rows(ordered)
-            cand = ordered[rows[0]]
+            cand, picked, new = _smallest(codes[states], size, perms[:, arr[:, c]])
             if best is not None:
                 diff = np.flatnonzero(cand != best)
                 if diff.size and cand[diff[0]] > best[diff[0]]:
@@ -130,7 +158,7 @@ def _canonical(arr: np.ndarray, lv: tuple[int, ...], budget: StepBudget) -> np.n
                 if diff.size:
                     keep = []
             best = cand
-            keep.append((states[rows // len(perms)], int(c), perms[rows % len(perms)], new[rows]))
+            keep.append((states[picked // len(perms)], int(c), perms[picked % len(perms)], new))
         parent = np.concatenate([s for s, _, _, _ in keep])
         col = np.concatenate([np.full(len(s), c) for s, c, _, _ in keep])
         relabel = [m[parent] for m in relabel] + [np.concatenate([p for _, _, p, _ in keep])]

@@ -50,6 +50,19 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _refuse(loader: _Loader, node: Any) -> Any:
+    kind = node.tag.rsplit(":", 1)[-1]
+    raise ConstructorError(None, None, f"a !!{kind} value: only text, numbers, true/false, "
+                           "null, lists and mappings are read", node.start_mark)
+
+
+# The JSON-like core only: sets, bytes and ordered pairs are refused, dates stay text (as in
+# YAML 1.2's JSON schema), so what a spec holds is what it says.
+for _tag in ("set", "binary", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+
+
 def read_yaml(path: str | Path, what: str = "YAML file") -> tuple[Any, yaml.Node | None]:
     """(data, node tree) of the YAML at ``path``; one-line HscaleErrors for everything else."""
     path = Path(path)

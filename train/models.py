@@ -51,3 +51,25 @@ def resolve_model(name: str, base: str | Path = ".") -> str:
     close = difflib.get_close_matches(name, list(ALIASES), n=1)
     raise HscaleError(f"model {name!r} is neither a hub id, a local folder nor a known alias",
                       (f"did you mean {close[0]!r}? " if close else "") + HINT)
+
+
+def check_spec_model(name: str, base: str | Path = ".") -> None:
+    """A spec's ``model`` names something a backend can start from: an embedded preset (the
+    local backend), a known alias, a hub id (org/name), or a model folder (relative to
+    ``base``, the spec's folder). One line otherwise, with the nearest known name."""
+    from hscale.train.embedded.presets import PRESETS
+
+    if name in PRESETS:
+        return
+    try:
+        resolve_model(name, base)
+    except HscaleError as exc:
+        if is_local_path(name):
+            raise
+        close = difflib.get_close_matches(name, [*PRESETS, *ALIASES], n=1)
+        raise HscaleError(f"model {name!r} is not an embedded preset, a hub id, a local "
+                          "folder nor a known alias",
+                          (f"did you mean {close[0]!r}? " if close else "")
+                          + f"use one of {', '.join(PRESETS)} (the local backend), or "
+                          + HINT) from exc
+

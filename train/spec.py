@@ -33,6 +33,7 @@ from hscale.harness.task_sources import BENCHMARKS
 from hscale.registry import Registry, UnknownName
 from hscale.train.backends import BACKENDS
 from hscale.train.contracts import BASE_MODEL_ARM
+from hscale.train.models import check_spec_model, is_local_path
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
 from hscale.train.spec_weights import spec_weights
@@ -405,6 +406,11 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             raise HscaleError(f"{where}: {spec.steps} steps x {per_step} tasks a step is "
                               f"{spec.steps * per_step} scheduled rows a run, more than "
                               f"{MAX_SCHEDULE_ROWS}", "lower steps or tasks_per_step")
+    try:
+        check_spec_model(spec.model, path.parent)
+    except HscaleError as exc:
+        raise HscaleError(f"{path}:{_line(tree, ('model',)) or 1}: {exc.message}",
+                          exc.hint) from None
     spec = with_paths(spec, path.parent)
     if spec.evaluation.every is not None and spec.evaluation.every > spec.steps:
         raise HscaleError(f"{path}:{_line(tree, ('evaluation', 'every'))}: evaluation.every="
@@ -414,8 +420,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
 
 
 def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
-    """Benchmark paths made absolute against ``base`` (the spec's folder): a plan run from
-    any folder finds the same files."""
+    """Benchmark paths and a model folder's path made absolute against ``base`` (the spec's
+    folder): a plan run from any folder finds the same files."""
     def resolve(bench: Benchmark) -> Benchmark:
         if not bench.path or Path(bench.path).is_absolute():
             return bench
@@ -425,8 +431,11 @@ def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
     if evaluation.benchmarks:
         evaluation = evaluation.model_copy(
             update={"benchmarks": [resolve(b) for b in evaluation.benchmarks]})
+    model = spec.model
+    if is_local_path(model) and not Path(model).expanduser().is_absolute():
+        model = str((base / Path(model).expanduser()).resolve())
     return spec.model_copy(update={"benchmark": resolve(spec.benchmark),
-                                   "evaluation": evaluation})
+                                   "evaluation": evaluation, "model": model})
 
 
 def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,

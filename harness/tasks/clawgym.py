@@ -9,7 +9,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks.checkers import score_answer
@@ -53,12 +53,42 @@ def load_task_folder(path: str | Path, split: str | None = None) -> Task:
         raise HscaleError(f"{entry_path}: nested too deeply", FOLDER_HINT) from None
 
 
+# Where no task may ask its workspace to be mounted: the system's own folders.
+SYSTEM_FOLDERS = ("bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
+                  "run", "sbin", "sys", "usr", "var")
+
+
+def mount_dir_problem(value: object) -> str:
+    """What is wrong with a data entry's ``input_mount_dir`` ("" if nothing): absent, a
+    relative folder inside the workspace, or an absolute, normalised folder outside the
+    system's (ClawGym's is ``/root/.openclaw/workspace``)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        return f"{value!r}: must be a folder path"
+    path = PurePosixPath(value)
+    if ".." in path.parts:
+        return f"{value!r}: may not hold '..'"
+    if not path.is_absolute():
+        return ""
+    if str(path) != value.rstrip("/") or len(path.parts) < 2 or path.parts[1] in SYSTEM_FOLDERS:
+        return (f"{value!r}: an absolute mount point must be a normalised folder outside "
+                f"the system's ({', '.join('/' + f for f in SYSTEM_FOLDERS[:4])}, ...)")
+    return ""
+
+
 def _entry_task(folder: Path, entry_path: Path, entry: object, split: str | None) -> Task:
     if not isinstance(entry, dict):
         raise HscaleError(f"{entry_path}: must hold a JSON object", FOLDER_HINT)
     for key in ("task_id", "user_query"):
-        if not isinstance(entry.get(key), str | int) or not str(entry[key]).strip():
+        if key not in entry or entry[key] in ("", None):
             raise HscaleError(f"{entry_path}: field {key!r} is missing or empty", FOLDER_HINT)
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise HscaleError(f"{entry_path}: field {key!r} must be text, not "
+                              f"{type(entry[key]).__name__} {entry[key]!r}"[:200], FOLDER_HINT)
+    mount_problem = mount_dir_problem(entry.get("input_mount_dir"))
+    if mount_problem:
+        raise HscaleError(f"{entry_path}: input_mount_dir {mount_problem}", FOLDER_HINT)
     meta = entry.get("metadata", {})
     if not isinstance(meta, dict):
         raise HscaleError(f"{entry_path}: 'metadata' must be an object", FOLDER_HINT)

@@ -72,12 +72,16 @@ def task_from_row(row: object, where: str, base: Path | None = None) -> Task:
     for key in ("task_id", "user_query", "checker"):
         if row.get(key) in (None, ""):
             raise HscaleError(f"{where}: field {key!r} is missing", hint)
+    for key in ("task_id", "user_query"):
+        if not isinstance(row[key], str) or not row[key].strip():
+            raise HscaleError(f"{where}: field {key!r} must be text, not "
+                              f"{type(row[key]).__name__} {row[key]!r}"[:200], hint)
     checker = nested("checker", None)
     if isinstance(checker, dict) and checker.get("kind") == "script" and base is not None:
         script = Path(str(checker.get("path", "")))
         checker = {**checker, "path": str(script if script.is_absolute() else base / script)}
     try:
-        return Task(task_id=str(row["task_id"]), user_query=row["user_query"],
+        return Task(task_id=row["task_id"], user_query=row["user_query"],
                     category=row.get("category") or "general",
                     grading_type=row.get("grading_type") or "code",
                     input_files=nested("input_files", {}), checker=check_spec(checker, where),

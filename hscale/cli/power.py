@@ -55,6 +55,11 @@ def parse_components(text: str) -> dict[str, float]:
         out[key] = number
     if not out:
         raise HscaleError("no components given", "e.g. --components seed=0.002,residual=0.42")
+    if not any(out.values()):  # no noise: any difference is detected by one run, a false plan
+        raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in out.items())}: all "
+                          "zero, so no study size follows from them",
+                          "give the variances measured on a pilot (hscale power RUNS "
+                          "estimates them)")
     return out
 
 

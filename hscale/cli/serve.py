@@ -37,13 +37,13 @@ def serve_cmd(
     from hscale.train.lm.serve import serve
 
     chat = open_model(model)
-    server = serve(chat, host, port, record=record, allow_remote=allow_remote,
-                   verbose=verbose)
-    print(f"serving {chat.name} at {server.url}"
-          + (f" (recording to {record})" if record is not None else ""), flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
-    try:
+    server = serve(chat, host, port, record=record, allow_remote=allow_remote,
+                   verbose=verbose)
+    try:  # from the moment it serves: whenever the stop comes, the record is compacted
+        print(f"serving {chat.name} at {server.url}"
+              + (f" (recording to {record})" if record is not None else ""), flush=True)
         while not stop.wait(1.0):
             pass
     except KeyboardInterrupt:

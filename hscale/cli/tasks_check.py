@@ -163,6 +163,8 @@ def check_tasks(path: str | Path, kind: str | None = None, split: str | float = 
     base = path.parent if path.is_file() or _one_folder(path) else path
     units = list(_load(path, kind, base, report))
     report.tasks = len(units)
+    if not units and not report.problems:
+        report.problems.append(f"{path.name}: holds no tasks (add task folders or rows)")
     tasks = [u for u in units if u.task is not None]
     _duplicates(tasks, report)
     _overlap(tasks, path, kind, split, report)

@@ -35,7 +35,7 @@ class LocalBackend(Backend):
 
     def check(self, manifests: Sequence[Manifest]) -> None:
         """Every run's model is a preset this trainer knows."""
-        from hscale.train.embedded.warmstart import preset
+        from hscale.train.embedded.presets import preset
 
         for name in sorted({m.model for m in manifests}):
             preset(name)

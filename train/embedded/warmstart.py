@@ -30,33 +30,13 @@ import torch
 from hscale.errors import HscaleError
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.embedded.model import ModelConfig, TinyGPT, load, save
+from hscale.train.embedded.presets import preset
 from hscale.train.embedded.sequences import Sequences, token_logprobs
 from hscale.train.embedded.sequences import build as build_sequences
 
-# Presets a manifest's ``model`` may name. ``warm_start`` sets the demonstrations and SFT.
-PRESETS: dict[str, dict] = {
-    "hscale-tiny": {
-        "model": {"d_model": 64, "n_layers": 2, "n_heads": 4, "max_positions": 384},
-        "warm_start": {"episodes": 8000, "steps": 3000, "batch": 48, "lr": 3e-3,
-                       "warmup": 50, "seed": 0},
-    },
-    # for tests: seconds, not minutes; it is a weak policy
-    "hscale-test": {
-        "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "max_positions": 384},
-        "warm_start": {"episodes": 300, "steps": 60, "batch": 32, "lr": 3e-3,
-                       "warmup": 10, "seed": 0},
-    },
-}
 ARCH_VERSION = 2  # bump when hscale.train.embedded.model changes what a state dict means
 SHIPPED = Path(__file__).resolve().parent / "data"
 FINGERPRINT_EPISODES = 32
-
-
-def preset(name: str) -> dict:
-    if name not in PRESETS:
-        raise HscaleError(f"unknown embedded model {name!r}",
-                          f"use one of {', '.join(PRESETS)} in the spec's model field")
-    return PRESETS[name]
 
 
 def cache_dir() -> Path:

@@ -44,7 +44,7 @@ def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
         from hscale.train.lm.embedded import EmbeddedChat
 
         return EmbeddedChat.load(path)
-    from hscale.train.embedded.warmstart import PRESETS
+    from hscale.train.embedded.presets import PRESETS
 
     if name in PRESETS:
         from hscale.train.lm.embedded import EmbeddedChat

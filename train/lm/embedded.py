@@ -61,7 +61,7 @@ class EmbeddedChat:
     @classmethod
     def open(cls, spec: str | Path) -> EmbeddedChat:
         """A preset name, or a path to a checkpoint."""
-        from hscale.train.embedded.warmstart import PRESETS
+        from hscale.train.embedded.presets import PRESETS
 
         if str(spec) in PRESETS:
             return cls.preset(str(spec))
