@@ -49,6 +49,8 @@ class Report:
     notes: list[str] = field(default_factory=list)  # warnings the statistics raised, counted
 
 
+REPORT_HEAD = "# hscale report"  # report.md's first line: how a report folder is known
+
 def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     """The arm ordering measured by in-space Pass@1, and which gaps the paired tests support."""
     lines = []
@@ -186,7 +188,7 @@ def _greedy_note(results: Results) -> str:
 
 
 def report_markdown(results: Results, report: Report) -> str:
-    lines = ["# hscale report", ""] + _summary_md(results, report) + ["## Tables", ""]
+    lines = [REPORT_HEAD, ""] + _summary_md(results, report) + ["## Tables", ""]
     lines += [to_markdown(t) for t in report.tables if not t.frame.empty]
     lines += ["## Figures", ""]
     lines += [f"![{name}]({name}.png)\n" for name in report.figures]
@@ -246,6 +248,24 @@ def save_report(results: Results, report: Report) -> None:
     atomic_write_text(out / "report.html", report_html(results, report))
 
 
+def check_report_target(target: Path) -> None:
+    """Refuse a report folder that would overwrite what is not a report's: a file, or a
+    folder that is neither empty nor an earlier hscale report (its report.md)."""
+    hint = "give --out a new or empty folder, or an earlier report's (nothing was changed)"
+    if target.is_symlink() or target.exists() and not target.is_dir():
+        raise HscaleError(f"--out {target}: exists and is not a folder", hint)
+    if not target.is_dir() or not any(target.iterdir()):
+        return
+    try:
+        with open(target / "report.md", encoding="utf-8", errors="replace") as handle:
+            ours = handle.readline().startswith(REPORT_HEAD)
+    except OSError:
+        ours = False
+    if not ours:
+        raise HscaleError(f"--out {target}: a folder that is not empty and holds no hscale "
+                          "report", hint)
+
+
 def write_report(run_dir: str | Path, out: str | Path | None = None,
                  reference: str | None = None, external: Sequence[str | Path] = (),
                  reported: bool | str | Path = True, strict: bool = False,
@@ -264,6 +284,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None,
                           f"choose one of {', '.join(sorted(methods))}")
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir()
                                                 else run_dir.parent) / "report"
+    check_report_target(target)
     report = build_report(results, target, reference, test, n_boot, seed)
     add_weights(results, report)  # components' weights from main effects, weights.yaml
     save_report(results, report)

@@ -124,8 +124,25 @@ def array_to_csv(array: np.ndarray, names: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_array_target(path: str | Path) -> None:
+    """Refuse to write an array where it would replace what is not one: a folder, a link, a
+    special file, or a file that does not read as a design CSV (a user's own file)."""
+    path = Path(path)
+    hint = "give a new file path (nothing was changed)"
+    if path.is_symlink() or path.exists() and not path.is_file():
+        raise HscaleError(f"{path}: exists and is not a plain file", hint)
+    if path.exists():
+        try:
+            read_array(path)
+        except HscaleError:
+            raise HscaleError(f"{path}: exists and is not a design CSV; hscale replaces only "
+                              "its own arrays", hint) from None
+
+
 def write_array(path: str | Path, array: np.ndarray, names: Sequence[str]) -> None:
+    """Write ``array`` as a design CSV; an existing file is replaced only if it is one."""
     arr = np.asarray(array)
     if arr.ndim != 2 or arr.shape[1] != len(names):
         raise HscaleError(f"{len(names)} names for an array of shape {arr.shape}")
+    check_array_target(path)
     atomic_write_text(path, array_to_csv(arr, names))

@@ -16,17 +16,23 @@ from hscale.harness.types import Message
 
 
 def probe(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> None:
-    """Refuse, in one line, an endpoint that does not answer (nothing listening, a wrong
-    host, no reply in ``timeout`` s): ``GET {base_url}/models``. Any HTTP answer, even an
-    error status, means a server is there; its requests then say what is wrong."""
+    """Refuse, in one line, an endpoint that does not answer as an OpenAI-compatible server
+    (nothing listening, a wrong host, no reply in ``timeout`` s, no ``{base_url}/models``):
+    ``GET {base_url}/models``. A refusal for want of a key (401, 403) or a server error
+    (5xx) still means a server is there; its requests then say what is wrong."""
     request = urllib.request.Request(
         base_url.rstrip("/") + "/models",
         headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout):
             return
-    except urllib.error.HTTPError:
-        return
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403) or exc.code >= 500:
+            return
+        raise HscaleError(f"endpoint {base_url}: GET /models answers {exc.code} {exc.reason}: "
+                          "not an OpenAI-compatible API there",
+                          "give the base URL that ends in /v1 (as for the OpenAI "
+                          "client)") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         why = getattr(exc, "reason", None) or exc
         raise HscaleError(f"endpoint {base_url}: no answer ({why})",

@@ -59,11 +59,13 @@ def oa_cmd(
 ) -> None:
     """Build an orthogonal array, verify it and print it with its checks."""
     from hscale.design.criteria import distance_range, gwlp
-    from hscale.design.io import write_array
+    from hscale.design.io import check_array_target, write_array
     from hscale.design.oa import orthogonal_array
     from hscale.design.space import FactorSpace, format_levels
 
     space = None
+    if out is not None:
+        check_array_target(out)  # before the work: nothing of the user's is replaced
     if names is not None:
         space = FactorSpace.from_levels(levels, [n.strip() for n in names.split(",")])
     design = orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed, space=space)
@@ -335,11 +337,13 @@ def candidates_cmd(
 
     from hscale.design.bounds import feasibility
     from hscale.design.choose import candidates
-    from hscale.design.io import write_array
+    from hscale.design.io import check_array_target, write_array
     from hscale.design.numbers import shown
     from hscale.design.space import FactorSpace, format_levels, parse_levels
 
     lv = parse_levels(levels)
+    if out is not None:
+        check_array_target(out)
     verdict = feasibility(lv, strength, runs)  # refuses bad levels, strength or N (exit 2)
     name = f"OA({shown(runs)}; {format_levels(lv)}) of strength {strength}"
     if not verdict.ok:  # a negative answer, however large the request
@@ -390,12 +394,18 @@ def paper_cmd(
     """The papers' harness design: OA-18 training set with h0, the held-out eval set, checks."""
     from hscale.design.criteria import covering_radius, distance_range, gwlp
     from hscale.design.hamming import distance_matrix
-    from hscale.design.io import write_array
+    from hscale.design.io import check_array_target, write_array
     from hscale.design.recipes import eval_set, first_order, structured
     from hscale.design.verify import check_strength
     from hscale.harness.space import harness_space
 
     space = harness_space()
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise HscaleError(f"--out {out}: exists and is not a folder",
+                              "give a folder for train.csv, eval.csv and first_order.csv")
+        for name in ("train", "eval", "first_order"):
+            check_array_target(out / f"{name}.csv")
     train = structured(space, runs=18)
     fo = first_order(space)
     evals = eval_set(space, [train, fo])  # held out from every arm but Full-243

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -176,7 +177,9 @@ def save(model: TinyGPT, path: str | Path, tokenizer_fingerprint: str, **extra: 
 
 def load(path: str | Path, tokenizer_fingerprint: str | None = None) -> TinyGPT:
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on a foreign file: the error says it
+            warnings.simplefilter("ignore")
+            blob = torch.load(path, map_location="cpu", weights_only=True)
         model = TinyGPT(ModelConfig(**blob["config"]))
         model.load_state_dict(blob["state_dict"])
     except Exception as exc:  # torch.load's errors are of any type (EOFError, pickle's...)

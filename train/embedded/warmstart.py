@@ -113,7 +113,9 @@ def check_out(out: Path) -> None:
     hint = "give a new file path for --out (nothing was changed)"
     if out.is_dir():
         raise HscaleError(f"--out {out}: is a folder", hint)
-    if out.is_symlink() or out.exists():
+    if out.is_symlink() or out.exists() and not out.is_file():  # a FIFO would block a read
+        raise HscaleError(f"--out {out}: exists and is not a plain file", hint)
+    if out.exists():
         try:
             load(out)
         except HscaleError:

@@ -81,6 +81,15 @@ def validate_folder(folder: Path) -> Path:
     from hscale.train.lm.hf import read_config
 
     read_config(folder)
+    try:
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    except ImportError:
+        pass  # nothing to check it with here; HFChat says so when it is opened
+    except Exception as exc:  # transformers' errors are of any type
+        raise HscaleError(f"{folder / 'config.json'}: transformers cannot read it "
+                          f"({reason(exc)})", "write it with save_pretrained") from None
     return folder
 
 
