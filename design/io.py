@@ -129,6 +129,9 @@ def check_array_target(path: str | Path) -> None:
     special file, or a file that does not read as a design CSV (a user's own file)."""
     path = Path(path)
     hint = "give a new file path (nothing was changed)"
+    if path.is_dir() and not path.is_symlink():
+        raise HscaleError(f"{path}: is a folder", "give a file path for the CSV (nothing was "
+                          "changed)")
     if path.is_symlink() or path.exists() and not path.is_file():
         raise HscaleError(f"{path}: exists and is not a plain file", hint)
     if path.exists():

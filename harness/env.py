@@ -173,8 +173,12 @@ class Env:
     def reward(self, final_answer: str | None) -> float:
         """The task's checker on this workspace and final answer, under the checker time limit;
         a failing checker raises CheckerError (a task-data bug, named)."""
+        meta = {k: v for k, v in self.task.metadata.items()
+                if k not in ("source", "input_mount_dir")}
         return run_checker(self.task.checker, self.workspace, final_answer or "",
-                           timeout=self.limits.checker_seconds)
+                           timeout=self.limits.checker_seconds,
+                           context={"task_id": self.task.task_id,
+                                    "user_query": self.task.user_query, "metadata": meta})
 
     def score(self, final_answer: str | None) -> float:
         """:meth:`reward` for an episode: a failing checker scores 0 and leaves its short error

@@ -11,6 +11,8 @@ JSON-able dict, so task lists can be stored as JSONL/parquet and exported as Cla
   WORKSPACE, FINAL_ANSWER_FILE (a file holding the final answer) and FINAL_ANSWER (the answer
   itself when short and NUL-free, for older scripts); the last line of its stdout is the
   reward, a float in [0, 1]. ``checkers`` documents the interface, ``sandbox`` the limits.
+  With ``"mount": "/root/.openclaw/workspace"`` (a real ClawGym folder's absolute
+  ``input_mount_dir``) it runs as ClawGym's runner runs it: the workspace shown at that path.
 - ``{"kind": "rubric", "criteria": [{"text": ..., "weight": 1.0}, ...], "context": ...}``:
   an LLM judge (``HSCALE_JUDGE_URL``/``HSCALE_JUDGE_MODEL``, see ``judge``) answers yes/no per
   criterion; the reward is the weighted share of yes. Without a judge it raises CheckerError.

@@ -12,7 +12,10 @@ variables, secrets included, never reach it) and under the limits of
 holds the answer itself only when it is under ``ANSWER_ENV_MAX_BYTES`` and has no NUL (else it
 is empty), kept for older scripts; ``HOME`` is an empty private folder, ``TMPDIR`` another,
 ``PATH`` is the runner's, ``LANG``/``LC_ALL`` are ``C.UTF-8``. The last line of its stdout is
-the reward.
+the reward. A script spec with a ``mount`` (a real ClawGym task: its ``input_mount_dir``) runs
+as ClawGym's runner runs it instead (:func:`clawgym_layout`): reward/ copied into the
+workspace, the workspace at ``mount``, the payload file named by ``OPENCLAW_REWARD_PAYLOAD``,
+no argument, from ``/``, for up to 120 s.
 
 A "rubric" spec asks the LLM judge of :mod:`hscale.harness.tasks.judge` (configured by environment);
 with no judge configured it raises CheckerError, so such episodes score 0 with a counted error.
@@ -20,8 +23,10 @@ with no judge configured it raises CheckerError, so such episodes score 0 with a
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hscale.errors import HscaleError
+from hscale.harness.tasks.jail import containment
 from hscale.harness.tasks.judge import JudgeError, judge_rubric
 from hscale.harness.tasks.sandbox import ScriptLimits, run_limited
 from hscale.harness.tasks.specs import FOLDER_HINT, Checker, check_spec
@@ -80,8 +86,10 @@ def score_answer(spec: dict, workspace: str, final_answer: str) -> float:
 
 
 def run_checker(checker: Checker, workspace: Path, final_answer: str | None,
-                timeout: float = 10.0, limits: ScriptLimits | None = None) -> float:
+                timeout: float = 10.0, limits: ScriptLimits | None = None,
+                context: dict | None = None) -> float:
     """Run a checker (callable or spec) under a wall-clock limit; return a reward in [0, 1].
+    ``context`` (task_id, user_query, metadata) goes into a ClawGym script's payload.
 
     A checker that fails, times out or returns something outside [0, 1] is a task-data bug and
     raises CheckerError rather than silently scoring 0.
@@ -94,7 +102,8 @@ def run_checker(checker: Checker, workspace: Path, final_answer: str | None,
         return score_answer(spec, str(workspace), answer)
     if spec["kind"] == "rubric":
         return _run_rubric(spec, workspace, answer)
-    return _run_script(Path(spec["path"]), workspace, answer, timeout, limits)
+    return _run_script(Path(spec["path"]), workspace, answer, timeout, limits,
+                       spec.get("mount"), context or {})
 
 
 def _call_checker(checker: Callable[[Path, str], object], workspace: Path, answer: str,
@@ -155,16 +164,22 @@ def script_env(workspace: Path, answer: str, scratch: Path) -> dict[str, str]:
 
 
 def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
-                limits: ScriptLimits | None) -> float:
+                limits: ScriptLimits | None, mount: str | None = None,
+                context: dict | None = None) -> float:
     if not script.is_file():
         raise CheckerError(f"{script}: reward script not found", FOLDER_HINT,
                            "checker: reward script not found")
     cmd = ["bash", str(script)] if script.suffix == ".sh" else [sys.executable, str(script)]
     with tempfile.TemporaryDirectory(prefix="hscale-check-", ignore_cleanup_errors=True) as tmp:
         env = script_env(workspace, answer, Path(tmp))
+        cmd, cwd, mounts = [*cmd, str(workspace)], script.parent, None
+        if mount is not None:
+            cmd, cwd, mounts = clawgym_layout(script, workspace, mount, answer, context or {},
+                                              Path(tmp), env)
+            timeout = max(timeout, CLAWGYM_SECONDS)
         try:
-            done = run_limited([*cmd, str(workspace)], script.parent, env, Path(tmp), timeout,
-                               limits, writable=[workspace])
+            done = run_limited(cmd, cwd, env, Path(tmp), timeout, limits, writable=[workspace],
+                               mounts=mounts)
         except (OSError, subprocess.SubprocessError) as exc:
             raise CheckerError(f"{script}: reward script could not start ({exc})",
                                "check that it exists and its interpreter runs",
@@ -186,6 +201,38 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
                            "print one float in [0, 1] as the last line",
                            "checker: printed nothing")
     return _reward_value(lines[-1], f"{script}")
+
+
+CLAWGYM_SECONDS = 120.0  # ClawGym's runner's limit for reward.sh
+PAYLOAD_ENV = "OPENCLAW_REWARD_PAYLOAD"
+
+
+def clawgym_layout(script: Path, workspace: Path, mount: str, answer: str, context: dict,
+                   scratch: Path, env: dict[str, str]) -> tuple[list[str], Path,
+                                                               dict[str, Path] | None]:
+    """(command, cwd, mounts) of a reward script run as ClawGym's runner runs it: the task's
+    reward/ copied into the workspace, the workspace shown at ``mount``, a payload file
+    ({task_id, user_query, metadata, final_message, transcript}) named by
+    OPENCLAW_REWARD_PAYLOAD, ``bash MOUNT/reward/reward.sh`` with no argument from ``/``.
+    Where the containment cannot show a folder elsewhere, the path is mapped instead: the
+    script runs as a copy with ``mount`` written as the workspace's own path."""
+    shutil.copytree(script.parent, workspace / "reward", symlinks=True, dirs_exist_ok=True)
+    payload = scratch / "payload.json"
+    payload.write_text(json.dumps({
+        "task_id": context.get("task_id", ""), "user_query": context.get("user_query", ""),
+        "metadata": context.get("metadata", {}), "final_message": answer,
+        "transcript": context.get("transcript", [])}, ensure_ascii=False))
+    env[PAYLOAD_ENV] = str(payload)
+    inside = workspace / "reward" / script.name
+    if containment().mounts:
+        env["WORKSPACE"] = mount
+        return ["bash", f"{mount.rstrip('/')}/reward/{script.name}"], Path("/"), {
+            mount: workspace}
+    mapped = scratch / script.name
+    mapped.write_text(inside.read_text(encoding="utf-8", errors="surrogateescape")
+                      .replace(mount.rstrip("/"), str(workspace)),
+                      encoding="utf-8", errors="surrogateescape")
+    return ["bash", str(mapped)], Path("/"), None
 
 
 def _exit_words(code: int) -> str:

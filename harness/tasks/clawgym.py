@@ -107,13 +107,23 @@ def _entry_task(folder: Path, entry_path: Path, entry: object, split: str | None
                     category=str(meta.get("category", "general")),
                     grading_type=str(meta.get("grading_type", "code")),
                     input_files=files,
-                    checker={"kind": "script", "path": str(script.resolve())},
+                    checker=_checker(script, entry.get("input_mount_dir")),
                     split=split or entry.get("split", "eval"), metadata=metadata,
                     solution=solution, final_answer=entry.get("final_answer"))
     except HscaleError as exc:
         if exc.message.startswith(f"{entry_path}:"):
             raise
         raise HscaleError(f"{entry_path}: {exc.message}", exc.hint) from None
+
+
+def _checker(script: Path, mount: object) -> dict[str, str]:
+    """The reward script's spec: run as ClawGym's runner runs it (the workspace shown at the
+    entry's absolute ``input_mount_dir``, reward/ copied into it) when there is one, else
+    with the workspace as its argument (hscale's own exported folders)."""
+    spec = {"kind": "script", "path": str(script.resolve())}
+    if isinstance(mount, str) and mount.startswith("/") and script.suffix == ".sh":
+        spec["mount"] = str(PurePosixPath(mount))
+    return spec
 
 
 def _check_inside(path: Path, folder: Path) -> None:

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 # What a contained process may not do, as ``hscale doctor`` says it.
 STRONG = ("own PID, network, mount, IPC and UTS namespaces; no capabilities; a read-only "
@@ -75,19 +75,69 @@ class Containment:
             return -(code - 128)
         return code
 
-    def wrap(self, cmd: Sequence[str], writable: Sequence[Path], cwd: Path) -> list[str]:
-        """``cmd`` as it runs contained, ``writable`` folders writable, started in ``cwd``."""
+    @property
+    def mounts(self) -> bool:
+        """Whether a folder can be shown at another path inside (``wrap``'s ``mounts``)."""
+        return self.kind == "bubblewrap"
+
+    def wrap(self, cmd: Sequence[str], writable: Sequence[Path], cwd: Path | str,
+             mounts: dict[str, Path] | None = None) -> list[str]:
+        """``cmd`` as it runs contained, ``writable`` folders writable, started in ``cwd``;
+        ``mounts`` shows each host folder (writable) at its path inside (bubblewrap only:
+        where ``mounts`` is False, callers map paths instead)."""
         folders = [str(Path(p).resolve()) for p in writable]
+        mounts = mounts or {}
+        if mounts and not self.mounts:
+            raise ValueError(f"{self.kind} containment cannot mount folders elsewhere")
         if self.kind == "bubblewrap":
             binds = [arg for p in folders for arg in ("--bind", p, p)]
+            root = _assembled_root(list(mounts)) if mounts else ["--ro-bind", "/", "/"]
+            shown = [arg for inside, host in mounts.items()
+                     for arg in ("--bind", str(Path(host).resolve()), inside)]
             return [*self.prefix, "--unshare-all", "--die-with-parent", "--new-session",
-                    "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
-                    "--proc", "/proc", "--tmpfs", "/sys", *binds, "--chdir", str(cwd),
+                    "--cap-drop", "ALL", *root, "--dev", "/dev", "--proc", "/proc",
+                    "--tmpfs", "/sys", *binds, *shown,
+                    *(["--remount-ro", "/"] if mounts else []), "--chdir", str(cwd),
                     "--", *cmd]
         if self.kind == "namespaces":
             return [*self.prefix, "sh", "-c", _PRELUDE, "hscale-jail", *folders, "--",
                     *_in(cwd, cmd)]
         return list(cmd)
+
+
+_OWN = ("dev", "proc", "sys")  # made by bubblewrap itself
+
+
+def _assembled_root(targets: list[str]) -> list[str]:
+    """bubblewrap arguments for the host's file system, read-only, with room for folders at
+    ``targets`` that may not exist on the host: a folder on the way to a target is not bound
+    whole but entry by entry (bubblewrap's root is a tmpfs, so what is missing can be
+    made), a target itself is left out (it is bound from elsewhere)."""
+    wanted = [PurePosixPath(t) for t in targets]
+    args: list[str] = []
+
+    def level(folder: PurePosixPath) -> None:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        for name in names:
+            path = folder / name
+            if folder == PurePosixPath("/") and name in _OWN:
+                continue
+            if path in wanted:
+                continue
+            host = Path(path)
+            on_the_way = any(path in t.parents for t in wanted)
+            if host.is_symlink():
+                args.extend(["--symlink", os.readlink(host), str(path)])
+            elif on_the_way and host.is_dir():
+                level(path)
+            else:
+                args.extend(["--ro-bind", str(path), str(path)])
+
+    level(PurePosixPath("/"))
+    return args
 
 
 def _in(cwd: Path, cmd: Sequence[str]) -> list[str]:

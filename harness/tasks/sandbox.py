@@ -64,13 +64,15 @@ class Finished:
 
 def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Path,
                 timeout: float, limits: ScriptLimits | None = None,
-                writable: Sequence[Path] = ()) -> Finished:
+                writable: Sequence[Path] = (), mounts: dict[str, Path] | None = None
+                ) -> Finished:
     """Run ``cmd`` with exactly ``env``, contained and limited, from ``cwd``; ``scratch`` (a
-    private folder) takes its output files and stays writable to it, as do ``writable``.
+    private folder) takes its output files and stays writable to it, as do ``writable``;
+    ``mounts`` shows host folders at other paths inside (where ``jail.containment`` can).
     Everything it started is killed before this returns."""
     limits = limits or ScriptLimits()
     jail = containment()
-    cmd = jail.wrap(cmd, [scratch, *writable], cwd) if jail.strong else \
+    cmd = jail.wrap(cmd, [scratch, *writable], cwd, mounts) if jail.strong else \
         [*no_network_prefix(), *cmd]
     group = _new_cgroup(limits.processes)
     try:

@@ -64,7 +64,14 @@ def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
         if not isinstance(path, str) or Path(path).suffix not in (".sh", ".py"):
             raise HscaleError(f"{where}: script checker needs a 'path' to a .sh or .py file",
                               hint)
-        return {"kind": "script", "path": path}
+        mount = spec.get("mount")
+        if mount is None:
+            return {"kind": "script", "path": path}
+        if not isinstance(mount, str) or not mount.startswith("/") or ".." in mount.split("/"):
+            raise HscaleError(f"{where}: script checker 'mount' must be an absolute folder "
+                              "path (where the workspace is shown, as ClawGym's "
+                              "/root/.openclaw/workspace)", hint)
+        return {"kind": "script", "path": path, "mount": mount}
     if kind == "rubric":
         return _rubric_spec(spec, where, hint)
     raise HscaleError(f"{where}: unknown checker kind {kind!r}", hint)

@@ -126,9 +126,15 @@ def _clawgym_folder(root: Path, script: str, name: str = "reward.sh") -> Path:
 
 
 def test_hand_written_clawgym_folder_with_reward_sh(tmp_path):
-    script = ('[ "$WORKSPACE" = "$1" ] || { echo mismatch; exit 3; }\n'
+    # an absolute input_mount_dir: run as ClawGym's runner runs it, no argument, from /, the
+    # workspace at that path (WORKSPACE), reward/ copied into it
+    script = ('[ $# = 0 ] && [ "$PWD" = / ] || { echo mismatch; exit 3; }\n'
+              '[ "$WORKSPACE" = /workspace ] || [ -d "$WORKSPACE/reward" ] || exit 4\n'
+              '[ -f "$WORKSPACE/reward/reward.sh" ] || exit 5\n'
+              '[ -f "$OPENCLAW_REWARD_PAYLOAD" ] || exit 6\n'
               'echo checking\n'
-              'if grep -q plum "$1/out.txt" 2>/dev/null; then echo 1.0; else echo 0.0; fi\n')
+              'if grep -q plum "$WORKSPACE/out.txt" 2>/dev/null; then echo 1.0\n'
+              'else echo 0.0; fi\n')
     task = load_task_folder(_clawgym_folder(tmp_path, script))
     assert (task.category, task.grading_type, task.split) == ("files", "hybrid", "eval")
     assert task.metadata["level"] == 2 and task.metadata["input_mount_dir"] == "/workspace"
