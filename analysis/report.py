@@ -32,7 +32,7 @@ from hscale.analysis.stats import GROUP
 from hscale.analysis.tables import all_tables, measured_ordering
 from hscale.analysis.weight_estimates import add_weights
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_bytes, atomic_write_text
+from hscale.files import atomic_write_bytes, atomic_write_text, refuse_foreign_folder
 
 
 @dataclass
@@ -251,19 +251,19 @@ def save_report(results: Results, report: Report) -> None:
 def check_report_target(target: Path) -> None:
     """Refuse a report folder that would overwrite what is not a report's: a file, or a
     folder that is neither empty nor an earlier hscale report (its report.md)."""
-    hint = "give --out a new or empty folder, or an earlier report's (nothing was changed)"
-    if target.is_symlink() or target.exists() and not target.is_dir():
-        raise HscaleError(f"--out {target}: exists and is not a folder", hint)
-    if not target.is_dir() or not any(target.iterdir()):
-        return
+    refuse_foreign_folder(target, _is_report, "an hscale report",
+                          "give --out a new or empty folder, or an earlier report's (nothing "
+                          "was changed)", name=f"--out {target}")
+
+
+def _is_report(folder: Path) -> bool:
+    if not (folder / "report.md").is_file():  # never open a FIFO there
+        return False
     try:
-        with open(target / "report.md", encoding="utf-8", errors="replace") as handle:
-            ours = handle.readline().startswith(REPORT_HEAD)
+        with open(folder / "report.md", encoding="utf-8", errors="replace") as handle:
+            return handle.readline().startswith(REPORT_HEAD)
     except OSError:
-        ours = False
-    if not ours:
-        raise HscaleError(f"--out {target}: a folder that is not empty and holds no hscale "
-                          "report", hint)
+        return False
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None,

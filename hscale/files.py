@@ -7,7 +7,7 @@ import hashlib
 import io
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,31 @@ from hscale.errors import HscaleError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def refuse_foreign_file(path: Path, ours: Callable[[Path], bool], what: str, hint: str,
+                        name: str | None = None) -> None:
+    """Refuse, before any work, to write a file at ``path`` where that would replace what is
+    not ``what``: a folder, a link, a special file (never opened: a FIFO would block), or a
+    file ``ours`` does not recognise. ``name`` says the path in the message."""
+    shown = name or str(path)
+    if path.is_dir() and not path.is_symlink():
+        raise HscaleError(f"{shown}: is a folder", hint)
+    if path.is_symlink() or path.exists() and not path.is_file():
+        raise HscaleError(f"{shown}: exists and is not a plain file", hint)
+    if path.exists() and not ours(path):
+        raise HscaleError(f"{shown}: exists and is not {what}", hint)
+
+
+def refuse_foreign_folder(path: Path, ours: Callable[[Path], bool], what: str, hint: str,
+                          name: str | None = None) -> None:
+    """Refuse to write into a folder at ``path`` where that could replace what is not
+    ``what``: a file or link there, or a folder neither empty nor recognised by ``ours``."""
+    shown = name or str(path)
+    if path.is_symlink() or path.exists() and not path.is_dir():
+        raise HscaleError(f"{shown}: exists and is not a folder", hint)
+    if path.is_dir() and any(path.iterdir()) and not ours(path):
+        raise HscaleError(f"{shown}: a folder that is not empty and not {what}", hint)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

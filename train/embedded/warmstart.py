@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from hscale.errors import HscaleError
+from hscale.files import refuse_foreign_file
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.embedded.model import ModelConfig, TinyGPT, load, save
 from hscale.train.embedded.presets import preset
@@ -110,17 +111,17 @@ def build(name: str, progress: Callable[[int, int], None] | None = None,
 
 def check_out(out: Path) -> None:
     """Refuse an ``--out`` that is a folder or a file other than an hscale checkpoint."""
-    hint = "give a new file path for --out (nothing was changed)"
-    if out.is_dir():
-        raise HscaleError(f"--out {out}: is a folder", hint)
-    if out.is_symlink() or out.exists() and not out.is_file():  # a FIFO would block a read
-        raise HscaleError(f"--out {out}: exists and is not a plain file", hint)
-    if out.exists():
-        try:
-            load(out)
-        except HscaleError:
-            raise HscaleError(f"--out {out}: exists and is not an hscale checkpoint",
-                              hint) from None
+    refuse_foreign_file(out, _is_checkpoint, "an hscale checkpoint",
+                        "give a new file path for --out (nothing was changed)",
+                        name=f"--out {out}")
+
+
+def _is_checkpoint(path: Path) -> bool:
+    try:
+        load(path)
+    except HscaleError:
+        return False
+    return True
 
 
 def warm_start(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
@@ -69,6 +69,19 @@ def row_seeds(seed: int | Sequence[int] | None, n: int) -> list[int] | None:
     return out
 
 
+def row_generator(seed: int | None) -> Any:
+    """A torch generator of one conversation's draws: seeded, or fresh when ``seed`` is None
+    (torch is imported here, where a sampling model is already loaded)."""
+    import torch
+
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
+
+
 def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
     """Messages as chat-template dicts; ``tool`` turns go as ``user`` (the harness renders tool
     results as text in its own format, not through a tool-calling API)."""
@@ -76,4 +89,5 @@ def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
             for m in messages]
 
 
-__all__ = ["MAX_NEW_TOKENS", "ChatModel", "chat_dicts", "flags", "mix", "row_seeds"]
+__all__ = ["MAX_NEW_TOKENS", "ChatModel", "chat_dicts", "flags", "mix", "row_generator",
+           "row_seeds"]

@@ -24,7 +24,7 @@ from hscale.harness.tokenizer import WordTokenizer, tokenizer
 from hscale.harness.types import Message
 from hscale.train.embedded.model import TinyGPT, load
 from hscale.train.embedded.sequences import banned
-from hscale.train.lm.base import MAX_NEW_TOKENS, flags, row_seeds
+from hscale.train.lm.base import MAX_NEW_TOKENS, flags, row_generator, row_seeds
 
 
 class EmbeddedChat:
@@ -104,7 +104,7 @@ class EmbeddedChat:
         room = min(max_new_tokens, limit // 2)  # a long prompt keeps its last tokens
         prompts = [self.prompt_ids(c)[-(limit - room):] for c in conversations]
         seeds = row_seeds(seed, len(conversations))
-        generators = {i: _generator(None if seeds is None else seeds[i])
+        generators = {i: row_generator(None if seeds is None else seeds[i])
                       for i, greedy_row in enumerate(argmax) if not greedy_row}
         return self._run(prompts, max_new_tokens, generators)
 
@@ -153,14 +153,6 @@ class EmbeddedChat:
         return [Generation(self.tok.decode(ids), tuple(ids), tuple(lp))
                 for ids, lp in zip(out, logps, strict=True)]
 
-
-def _generator(seed: int | None) -> torch.Generator:
-    generator = torch.Generator()
-    if seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(seed)
-    return generator
 
 
 def _additive(seen: torch.Tensor) -> torch.Tensor:

