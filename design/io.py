@@ -38,7 +38,7 @@ def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
         raise HscaleError(f"{path}: file is empty", "write a header row of factor names, "
                           "then one row of integer levels per run")
     first, header = rows[0][0], [c.strip() for c in rows[0][1]]
-    if all(_LEVEL.fullmatch(c) for c in header):
+    if all(_is_number(c) for c in header):
         raise HscaleError(f"{path}: line {first} has no header of factor names",
                           "add a first row such as S,T,O,C,W")
     if len(header) > MAX_FACTORS:
@@ -47,6 +47,10 @@ def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
     if len(set(header)) != len(header) or not all(c and c.isprintable() for c in header):
         raise HscaleError(f"{path}: line {first}: factor names must be distinct, non-empty "
                           "and printable", "write a header such as S,T,O,C,W")
+    if any(_is_number(c) for c in header):
+        raise HscaleError(f"{path}: line {first}: a factor name is a number "
+                          f"({next(c for c in header if _is_number(c))!r})",
+                          "name factors with letters, such as S,T,O,C,W")
     cells = int_buffer("q")
     for lineno, row in rows[1:]:
         if len(row) != len(header):
@@ -59,6 +63,12 @@ def read_array(path: str | Path) -> tuple[np.ndarray, list[str]]:
     if not len(cells):
         raise HscaleError(f"{path}: header but no runs", "add one row per run")
     return np.frombuffer(cells, dtype=np.int64).reshape(-1, len(header)).copy(), header
+
+
+def _is_number(cell: str) -> bool:
+    """A level in any script's digits: ``٣`` is no more a factor name than ``3``."""
+    cell = cell.strip(" \t")
+    return bool(cell) and cell.removeprefix("-").isdecimal()
 
 
 def _text(path: Path) -> str:

@@ -50,3 +50,15 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+def _hypothesis_profiles() -> None:
+    """CI runs the property tests on a fixed seed (a landing never fails on a draw it has not
+    seen before); a developer's run draws afresh, which is where new failures are found."""
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+_hypothesis_profiles()

@@ -68,6 +68,16 @@ def test_levels_are_ascii_digits_only(tmp_path, field, word):
     assert "a.csv: line 3" in err.value.message and word in err.value.message
 
 
+@pytest.mark.parametrize("text, word", [("\n٣\n0\n", "no header"), ("٣,３\n0,1\n", "no header"),
+                                        ("A,١٢\n0,1\n", "is a number ('١٢')")])
+def test_a_header_of_numbers_in_any_script_is_no_header(tmp_path, text, word):
+    path = tmp_path / "a.csv"
+    path.write_text(text)
+    with pytest.raises(HscaleError) as err:
+        read_array(path)
+    assert "a.csv: line" in err.value.message and word in err.value.message
+
+
 def test_every_csv_problem_names_file_and_line(tmp_path):
     cases = {"A,B\n0," + "1" * 140_000 + "\n": "line 2",  # past the csv field limit
              'A,B\n0,"1\n1,0\n': "line 3",  # a quote left open to the end
@@ -125,7 +135,9 @@ def test_random_malformed_array_files_end_in_a_user_error(tmp_path_factory, data
         array, names = found
         assert array.dtype == np.int64 and array.ndim == 2 and array.shape[1] == len(names)
         assert array.min() >= 0 and array.max() < 10_000
-        assert not any(c in data.decode("utf-8-sig") for c in "٣３१߃")
+        assert not any(name.strip().removeprefix("-").isdecimal() for name in names)
+        rows = [line for line in data.decode("utf-8-sig").splitlines() if line.strip()][1:]
+        assert not any(c in "".join(rows) for c in "٣３१߃")
 
 
 @settings(max_examples=300, deadline=None)
