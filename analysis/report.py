@@ -33,6 +33,7 @@ from hscale.analysis.tables import all_tables, measured_ordering
 from hscale.analysis.weight_estimates import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text, refuse_foreign_folder
+from hscale.train.checker_health import checker_health_of
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Report:
     problems: list[str] = field(default_factory=list)
     ordering: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings the statistics raised, counted
+    checker_warning: str | None = None  # how often the runs' checkers failed (None: never)
 
 
 REPORT_HEAD = "# hscale report"  # report.md's first line: how a report folder is known
@@ -145,6 +147,7 @@ def build_report(results: Results, out: Path, reference: str | None = None,
     for w in caught:
         first.setdefault(w.category.__name__, str(w.message).strip().splitlines()[0][:160])
     report.notes = [f"{name} x{count} (first: {first[name]})" for name, count in counts.items()]
+    report.checker_warning = checker_health_of(results.episodes, results.train).line()
     return report
 
 

@@ -95,19 +95,26 @@ class TurnEngine:
     returns a tool call to execute (or None); ``observe(call, result)`` shows its result;
     ``done`` says when the episode has ended; ``finish()`` scores it, deletes its workspace and
     returns the :class:`Episode`.
+
+    ``transcript`` is what a checker may read of the episode, the same under every harness:
+    the task's query, then per turn ``{"role": "assistant", "content": text}`` (with
+    ``"tool_call": {"name", "args"}`` in canonical names when the turn called a tool) and
+    ``{"role": "tool", "name", "ok", "content"}`` for the tool's output or error.
     """
 
     def __init__(self, harness: Harness, task: Task, max_turns: int = DEFAULT_MAX_TURNS,
                  workspace_root: str | Path | None = None) -> None:
-        self.task, self.max_turns = task, max_turns
+        # a benchmark's own turn limit (Task.limits) comes before the run's
+        self.task, self.max_turns = task, int(task.limits.get("max_turns", max_turns))
         self.harness = harness.fresh()
-        self.history = self.harness.start(task.user_query)
+        self.history = self.harness.start(task.user_query, task.tools)
         self.generations: list[Generation] = []
         self.calls: list[tuple[ToolCall, ToolResult]] = []
         self.final, self.parse_errors, self.error = "", 0, ""
         self.termination: str = Termination.MAX_TURNS
-        self.done = max_turns <= 0
+        self.done = self.max_turns <= 0
         self.env = Env(task, root=workspace_root)
+        self.transcript: list[dict] = [{"role": "user", "content": task.user_query}]
 
     @property
     def turns(self) -> int:
@@ -122,6 +129,8 @@ class TurnEngine:
         turn = len(self.generations)
         self._record(gen)
         parsed = self.harness.parse(gen.text)
+        if isinstance(parsed, ToolCall):
+            self.transcript[-1]["tool_call"] = {"name": parsed.name, "args": dict(parsed.args)}
         action = self.harness.after_assistant(turn, parsed, gen.text)
         if action.kind is Kind.FINISH:
             self.final, self.termination, self.done = action.text, Termination.ANSWER, True
@@ -139,6 +148,8 @@ class TurnEngine:
     def observe(self, call: ToolCall, result: ToolResult) -> bool:
         """Show a tool's result; True when the episode has ended."""
         self.calls.append((call, result))
+        self.transcript.append({"role": "tool", "name": call.name, "ok": result.ok,
+                                "content": result.output if result.ok else result.error})
         self.history.append(self.harness.observe(result))
         self._count_turn()
         return self.done
@@ -174,7 +185,7 @@ class TurnEngine:
     def score(self) -> float:
         """The task's checker on the final answer and the workspace; a failing checker scores 0
         and :meth:`finish` records its error in the Episode's ``error``."""
-        return float(self.env.score(self.final))
+        return float(self.env.score(self.final, self.transcript))
 
     def finish(self, reward: float | None = None) -> Episode:
         """The Episode, scored here unless ``reward`` is given; the workspace is deleted."""
@@ -192,6 +203,7 @@ class TurnEngine:
     def _record(self, gen: Generation) -> None:
         self.generations.append(gen)
         self.history.append(Message("assistant", gen.text))
+        self.transcript.append({"role": "assistant", "content": gen.text})
 
     def _count_turn(self) -> None:
         self.done = self.done or len(self.generations) >= self.max_turns

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
+from hscale.harness.tasks.jail import containment
+from hscale.harness.tasks.sandbox import run_limited
 from hscale.harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
 from hscale.harness.vocab import tokenize
 
@@ -61,6 +63,20 @@ class Limits:
     calc_max_chars: int = 100
     calc_max_nodes: int = 64
     calc_max_abs: int = 10**6
+    run_seconds: float = 10.0      # a shell command's wall clock (and CPU) limit
+
+    @classmethod
+    def of(cls, task: Task) -> Limits:
+        """The limits a task's benchmark set (``Task.limits``), the defaults elsewhere."""
+        return cls(**{k: v for k, v in task.limits.items() if k != "max_turns"})
+
+
+def _mount_of(task: Task) -> str | None:
+    """Where the task's own runner shows the workspace (a ClawGym task's input_mount_dir), so
+    a command naming that path works as it did there; None for other tasks."""
+    spec = task.checker if isinstance(task.checker, dict) else {}
+    mount = spec.get("mount")
+    return mount if isinstance(mount, str) else None
 
 
 MEMORY_FOLDER = Path("/dev/shm")
@@ -98,7 +114,7 @@ class Env:
     def __init__(self, task: Task, root: str | Path | None = None,
                  limits: Limits | None = None) -> None:
         self.task = task
-        self.limits = limits or Limits()
+        self.limits = limits or Limits.of(task)
         root = default_root() if root is None else root
         if root is not None:
             Path(root).mkdir(parents=True, exist_ok=True)
@@ -107,7 +123,7 @@ class Env:
         self.checker_error = ""  # the short error of the last failed :meth:`score`
         self.tools: dict[str, Callable[..., str]] = {
             "list": self._list, "read": self._read, "write": self._write,
-            "search": self._search, "calc": self._calc,
+            "search": self._search, "calc": self._calc, "run": self._run,
         }
         # The built-in tools are bounded by construction (size, entry and step limits), so
         # they run inline; any other implementation runs under the wall-clock watchdog.
@@ -146,9 +162,9 @@ class Env:
             raise RuntimeError("the environment is closed")
         expected = CANONICAL_TOOLS.get(call.name)
         impl = self.tools.get(call.name)
-        if expected is None or impl is None:
+        if expected is None or impl is None or call.name not in self.task.tools:
             return ToolResult(False, error=f"unknown tool {str(call.name)[:40]} ; tools are "
-                              + " , ".join(CANONICAL_TOOLS))
+                              + " , ".join(self.task.tools))
         args = call.args if isinstance(call.args, dict) else {}
         if set(args) != set(expected) or not isinstance(call.args, dict):
             want = f"args : {' , '.join(expected)}" if expected else "no args"
@@ -170,22 +186,24 @@ class Env:
             return ToolResult(False, error=f"{call.name} failed")
         return self._cap(str(output))
 
-    def reward(self, final_answer: str | None) -> float:
-        """The task's checker on this workspace and final answer, under the checker time limit;
-        a failing checker raises CheckerError (a task-data bug, named)."""
+    def reward(self, final_answer: str | None, transcript: list[dict] | None = None) -> float:
+        """The task's checker on this workspace and final answer (and the episode's
+        transcript, for checkers that read it), under the checker time limit; a failing
+        checker raises CheckerError (a task-data bug, named)."""
         meta = {k: v for k, v in self.task.metadata.items()
                 if k not in ("source", "input_mount_dir")}
         return run_checker(self.task.checker, self.workspace, final_answer or "",
                            timeout=self.limits.checker_seconds,
                            context={"task_id": self.task.task_id,
-                                    "user_query": self.task.user_query, "metadata": meta})
+                                    "user_query": self.task.user_query, "metadata": meta,
+                                    "transcript": transcript or []})
 
-    def score(self, final_answer: str | None) -> float:
+    def score(self, final_answer: str | None, transcript: list[dict] | None = None) -> float:
         """:meth:`reward` for an episode: a failing checker scores 0 and leaves its short error
         in ``checker_error``, so one broken checker cannot stop a run, yet shows."""
         self.checker_error = ""
         try:
-            return self.reward(final_answer)
+            return self.reward(final_answer, transcript)
         except CheckerError as exc:
             self.checker_error = exc.short
         except Exception as exc:  # e.g. a bad spec; never out of the episode
@@ -341,3 +359,33 @@ class Env:
             return result
 
         return str(value(tree.body))
+
+    def _run(self, command: str) -> str:
+        """A shell command from the workspace (``run``): contained as reward scripts are (own
+        namespaces, no network, a read-only system but the workspace), a scrubbed environment,
+        ``run_seconds`` of wall clock and CPU, every process it started killed after. Shows
+        ``exit N`` and its output (stdout, then stderr), cut to the output window."""
+        if not command.strip():
+            raise ToolError("command is empty")
+        if len(command) > self.limits.max_write_bytes or "\x00" in command:
+            raise ToolError("command is too long")
+        cwd, mounts = self.workspace, None
+        mount = _mount_of(self.task)
+        if mount is not None and containment().mounts:
+            cwd, mounts = Path(mount), {mount: self.workspace}
+        with tempfile.TemporaryDirectory(prefix="hscale-run-", ignore_cleanup_errors=True) as tmp:
+            scratch = Path(tmp)
+            (scratch / "home").mkdir()
+            (scratch / "tmp").mkdir()
+            env = {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
+                   "TMPDIR": str(scratch / "tmp"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+                   "PWD": str(cwd)}
+            done = run_limited(["bash", "-c", command], cwd, env, scratch,
+                               self.limits.run_seconds, writable=[self.workspace],
+                               mounts=mounts)
+        if done.returncode is None:
+            head = f"timeout after {self.limits.run_seconds:g} s"
+        else:
+            head = f"exit {done.returncode}"
+        body = "\n".join(part.rstrip("\n") for part in (done.stdout, done.stderr) if part)
+        return f"{head}\n{body}" if body else head

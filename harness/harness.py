@@ -21,7 +21,7 @@ from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
 from hscale.harness.components.tool_interface import Parsed, ToolInterface
 from hscale.harness.components.workflow import Action, Workflow
 from hscale.harness.space import BASE, COMPONENTS, FACTOR_COMPONENTS, PRESETS, harness_space
-from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
+from hscale.harness.types import BUILTIN_TOOLS, Message, ParseError, ToolCall, ToolResult
 
 ComponentSpec = str | Mapping[str, Any]
 
@@ -118,9 +118,13 @@ class Harness:
                 Message("user", self.system_prompt.render_task(task_query))]
 
     # --- what the agent loop calls --------------------------------------------------
-    def start(self, task_query: str) -> list[Message]:
-        """Reset context and workflow state; the episode's first messages."""
+    def start(self, task_query: str,
+              tools: tuple[str, ...] = BUILTIN_TOOLS) -> list[Message]:
+        """Reset context and workflow state and take the task's ``tools`` (``Task.tools``);
+        the episode's first messages."""
         self.context.start()
+        if tools != self.tool_interface.enabled:
+            self.tool_interface = self.tool_interface.only(tools)
         return self.workflow.start(self.initial_messages(task_query))
 
     def view(self, history: Sequence[Message]) -> list[Message]:

@@ -172,16 +172,18 @@ class Shell(ToolInterface):
         ToolSpec("write", "echo", (("text", "text"), ("path", "file"))),
         ToolSpec("search", "grep", (("word", "word"),)),
         ToolSpec("calc", "bc", (("expr", "sum"),)),
+        ToolSpec("run", "sh", (("command", "command"),)),
     )
     USAGE = {"ls": "ls", "cat": "cat file", "echo": "echo text > file", "grep": "grep word",
-             "bc": "echo sum | bc"}
+             "bc": "echo sum | bc", "sh": "sh -c 'command'"}
 
     def describe(self) -> str:
         samples = [ToolCall("list"), ToolCall("read", {"path": "a.txt"}),
                    ToolCall("write", {"path": "a.txt", "text": "some text"}),
-                   ToolCall("search", {"word": "word"}), ToolCall("calc", {"expr": "2 + 3"})]
+                   ToolCall("search", {"word": "word"}), ToolCall("calc", {"expr": "2 + 3"}),
+                   ToolCall("run", {"command": "ls -l"})]
         return "shell commands, one per turn, after $:\n" + "\n".join(
-            self.format_call(c) for c in samples)
+            self.format_call(c) for c in samples if c.name in self.enabled)
 
     def format_call(self, call: ToolCall) -> str:
         self.checked(call)
@@ -192,9 +194,17 @@ class Shell(ToolInterface):
             "write": f"echo {a.get('text')} > {a.get('path')}",
             "search": f"grep {a.get('word')}",
             "calc": f"echo {a.get('expr')} | bc",
+            "run": f"sh -c {a.get('command')}",
         }[call.name]
 
     def parse(self, text: str) -> Parsed:
+        parsed = self._parse(text)
+        if isinstance(parsed, ToolCall) and parsed.name not in self.enabled:
+            own = next(s.name for s in type(self).TOOLS if s.canonical == parsed.name)
+            return ParseError(f"command not found: {own}")
+        return parsed
+
+    def _parse(self, text: str) -> Parsed:
         text, cut = bounded(text)
         found = _PROMPT.search(text)
         if found is None:
@@ -212,7 +222,11 @@ class Shell(ToolInterface):
             return ParseError("unbalanced quotes")
         if not words:
             return ParseError("usage: ls")
+        if words[0] not in {s.name for s in self.TOOLS}:
+            return ParseError(f"command not found: {words[0]}")
         match words:
+            case ["sh", "-c", command]:
+                return ToolCall("run", {"command": command})
             case ["ls"]:
                 return ToolCall("list")
             case ["cat", path]:
@@ -244,6 +258,7 @@ class ActionLines(ToolInterface):
         ToolSpec("write", "put", (("path", "file"), ("text", "body"))),
         ToolSpec("search", "lookup", (("word", "key"),)),
         ToolSpec("calc", "math", (("expr", "input"),)),
+        ToolSpec("run", "execute", (("command", "cmd"),)),
     )
 
     def describe(self) -> str:

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
     from hscale.harness.tasks import Task
 
 SPLIT_MODES = ("recorded", "train", "eval")
+# What each real task format's own runner gives its agent, so its tasks can be solved as they
+# were there: every tool, the shell included, a 16,000-character window per tool output
+# (read more of a file with ``run``: sed, head, tail), 1 MiB writes, 30 turns, commands up to
+# 120 s. A spec's benchmark ``tools`` and ``limits`` replace these; the builtin world and
+# hscale's own task lists keep the built-in tools and limits.
+RUNNER_TOOLS = ("list", "read", "write", "search", "calc", "run")
+RUNNER_LIMITS = {"max_turns": 30, "max_output_chars": 16_000, "max_write_bytes": 1 << 20,
+                 "max_read_bytes": 4 << 20, "max_entries": 10_000, "run_seconds": 120.0}
 # Largest benchmark folder hashed and loaded: far beyond ClawGym-Bench (200 small tasks).
 MAX_FILES, MAX_BYTES = 100_000, 2 << 30
 
@@ -96,27 +104,61 @@ def _generated(n: int, seed: int, split: str) -> tuple[Task, ...]:
     return tuple(generate(n, seed=seed, split=split))
 
 
+@dataclass(frozen=True)
+class Settings:
+    """A spec's choices for a data benchmark's tasks: ``tools`` and ``limits`` (None: the
+    format's), and ``strict``: a task that cannot be loaded stops the benchmark instead of
+    being left out."""
+
+    tools: tuple[str, ...] | None = None
+    limits: tuple[tuple[str, float], ...] | None = None  # sorted items: hashable, cacheable
+    strict: bool = False
+
+    @classmethod
+    def of(cls, record: Any) -> Settings:
+        limits = getattr(record, "limits", None)
+        tools = getattr(record, "tools", None)
+        return cls(tuple(tools) if tools else None,
+                   tuple(sorted(limits.items())) if limits else None,
+                   bool(getattr(record, "strict", False)))
+
+
 class TaskFiles(Benchmark):
-    """Tasks read from files by ``reader``; ``split`` as in the module docstring."""
+    """Tasks read from files by ``reader``; ``split`` as in the module docstring. Tasks that
+    cannot be loaded are left out (``left_out``: where and why) unless ``settings.strict``."""
 
     def __init__(self, kind: str, path: str | Path, split: str | float,
-                 reader: Callable[[Path], list[Task]]) -> None:
+                 reader: Callable[..., list[Task]], settings: Settings | None = None) -> None:
         self.kind, self.path, self.split = kind, Path(path), split
         self._reader = reader
+        self.settings = settings or Settings()
         self._all: list[Task] | None = None
+        self.left_out: list[tuple[str, str]] = []
 
     def all_tasks(self) -> list[Task]:
-        """Every task, its split set by this benchmark's split rule, sorted by id."""
+        """Every task, its split set by this benchmark's split rule, its tools and limits by
+        the format and the spec, sorted by id."""
         if self._all is None:
             if not self.path.exists():
                 raise HscaleError(f"{self.path}: no such file or folder",
                                   "check the benchmark's path (relative to the spec's folder)")
-            tasks = self._reader(self.path)
+            left: list[tuple[str, str]] | None = None if self.settings.strict else []
+            tasks = self._reader(self.path, left_out=left)
             if not tasks:
                 raise HscaleError(f"{self.path}: holds no tasks", "add task folders or rows")
-            self._all = sorted((replace(t, split=_split_of(t, self.split)) for t in tasks),
-                               key=lambda t: t.task_id)
+            self._all = sorted((replace(t, split=_split_of(t, self.split), **self._tools(t))
+                                for t in tasks), key=lambda t: t.task_id)
+            self.left_out = left or []
         return self._all
+
+    def _tools(self, task: Task) -> dict[str, Any]:
+        """The tools and limits ``task`` runs with: the spec's, else its format runner's (a
+        task of hscale's own keeps what it has)."""
+        runner = self.kind in ("pinchbench", "jobbench") or _has_runner_layout(task)
+        tools = self.settings.tools or (RUNNER_TOOLS if runner else task.tools)
+        limits = {**(RUNNER_LIMITS if runner else {}), **task.limits}
+        limits.update(dict(self.settings.limits or ()))
+        return {"tools": tools, "limits": limits}
 
     def tasks(self, n: int | None, seed: int, split: str = "train") -> list[Task]:
         pool = [t for t in self.all_tasks() if t.split == split]
@@ -132,6 +174,11 @@ class TaskFiles(Benchmark):
 
     def content_hash(self) -> str:
         return content_hash(self.path)
+
+
+def _has_runner_layout(task: Task) -> bool:
+    """A real ClawGym task: its reward script runs with the workspace at a fixed path."""
+    return isinstance(task.checker, dict) and task.checker.get("mount") is not None
 
 
 def _count(n: int | None, available: int | None, split: str, where: str) -> int:
@@ -184,54 +231,56 @@ def _files(root: Path) -> list[Path]:
     return found
 
 
-def _clawgym(path: Path) -> list[Task]:
+def _clawgym(path: Path, left_out: list | None = None) -> list[Task]:
     from hscale.harness.tasks import load_tasks
 
     if not path.is_dir():
         raise HscaleError(f"{path}: not a folder of ClawGym task folders",
                           "give a folder whose task folders hold data_entry.json")
-    return load_tasks(path)
+    return load_tasks(path, left_out=left_out)
 
 
-def _task_list(suffix: str) -> Callable[[Path], list[Task]]:
-    def read(path: Path) -> list[Task]:
+def _task_list(suffix: str) -> Callable[..., list[Task]]:
+    def read(path: Path, left_out: list | None = None) -> list[Task]:
         from hscale.harness.tasks import load_tasks
 
         if path.suffix != suffix:
             raise HscaleError(f"{path}: not a {suffix} task list", f"give a {suffix} file")
-        return load_tasks(path)
+        return load_tasks(path, left_out=left_out)
     return read
 
 
-def _pinchbench(path: Path) -> list[Task]:
+def _pinchbench(path: Path, left_out: list | None = None) -> list[Task]:
     from hscale.harness.tasks import load_pinchbench
 
-    return load_pinchbench(path)
+    return load_pinchbench(path, left_out=left_out)
 
 
-def _jobbench(path: Path) -> list[Task]:
+def _jobbench(path: Path, left_out: list | None = None) -> list[Task]:
     from hscale.harness.tasks import load_jobbench
 
-    return load_jobbench(path)
+    return load_jobbench(path, left_out=left_out)
 
 
 Factory = Callable[..., Benchmark]
 BENCHMARKS: Registry[Factory] = Registry("benchmark")
-BENCHMARKS.register("builtin", lambda path=None, split="recorded": BuiltinWorld())
+BENCHMARKS.register("builtin", lambda path=None, split="recorded", settings=None:
+                    BuiltinWorld())
 for _kind, _reader in (("clawgym", _clawgym), ("jsonl", _task_list(".jsonl")),
                        ("parquet", _task_list(".parquet")), ("pinchbench", _pinchbench),
                        ("jobbench", _jobbench)):
-    BENCHMARKS.register(_kind, lambda path, split="recorded", k=_kind, r=_reader:
-                        TaskFiles(k, path, split, r))
+    BENCHMARKS.register(_kind, lambda path, split="recorded", settings=None, k=_kind,
+                        r=_reader: TaskFiles(k, path, split, r, settings))
 # Kinds that read files (a spec must give their path).
 FILE_KINDS = ("clawgym", "jsonl", "parquet", "pinchbench", "jobbench")
 
 
 def open_benchmark(name: str, path: str | None = None, split: str | float = "recorded",
-                   content: str | None = None) -> Benchmark:
+                   content: str | None = None, settings: Settings | None = None) -> Benchmark:
     """The benchmark ``name`` reads from ``path``; with ``content`` (the hash recorded at
-    planning), one whose files still hash to it. Cached: a run opens it many times."""
-    return _open(name, path, split, content, _stamp(path))
+    planning), one whose files still hash to it; ``settings``: the spec's tools, limits and
+    strictness. Cached: a run opens it many times."""
+    return _open(name, path, split, content, settings or Settings(), _stamp(path))
 
 
 def _stamp(path: str | None) -> Any:
@@ -251,13 +300,14 @@ def _stamp(path: str | None) -> Any:
 
 @lru_cache(maxsize=32)
 def _open(name: str, path: str | None, split: str | float, content: str | None,
-          stamp: Any) -> Benchmark:
+          settings: Settings, stamp: Any) -> Benchmark:
     factory = BENCHMARKS.get(name)
     if path is None and name in FILE_KINDS:
         raise HscaleError(f"benchmark {name}: no path to its tasks",
                           f"give the {name} tasks' file or folder (--path, or the spec's "
                           "benchmark path)")
-    bench = factory(path=path, split=split) if path is not None else factory(split=split)
+    bench = (factory(path=path, split=split, settings=settings) if path is not None
+             else factory(split=split))
     if content is not None:
         found = bench.content_hash()
         if found != content:
@@ -271,7 +321,7 @@ def _open(name: str, path: str | None, split: str | float, content: str | None,
 def benchmark_of(record: Any) -> Benchmark:
     """The benchmark a manifest's benchmark record names, its content checked."""
     return open_benchmark(record.name, record.path, getattr(record, "split", None) or
-                          "recorded", getattr(record, "content", None))
+                          "recorded", getattr(record, "content", None), Settings.of(record))
 
 
 def fingerprint(task: Task) -> str:
@@ -290,6 +340,6 @@ def overlap(train: Sequence[Task], evals: Sequence[Task], by_id: bool = True) ->
     return [t.task_id for t in evals if t.task_id in ids or fingerprint(t) in prints]
 
 
-__all__ = ["BENCHMARKS", "FILE_KINDS", "SPLIT_MODES", "Benchmark", "BuiltinWorld",
-           "TaskFiles", "benchmark_of", "content_hash", "fingerprint", "open_benchmark",
-           "overlap"]
+__all__ = ["BENCHMARKS", "FILE_KINDS", "RUNNER_LIMITS", "RUNNER_TOOLS", "SPLIT_MODES",
+           "Benchmark", "BuiltinWorld", "Settings", "TaskFiles", "benchmark_of", "content_hash",
+           "fingerprint", "open_benchmark", "overlap"]

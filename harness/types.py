@@ -18,7 +18,11 @@ CANONICAL_TOOLS: dict[str, tuple[str, ...]] = {
     "write": ("path", "text"),    # create or replace a file
     "search": ("word",),          # lines containing a word, as "path: line"
     "calc": ("expr",),            # integer arithmetic: a op b [op c ...], op in + - * /
+    "run": ("command",),          # a shell command in the workspace: exit code and output
 }
+# The built-in world's tools: every task's unless its benchmark declares others (``run``
+# comes with the real task sets whose prompts ask the agent to run code).
+BUILTIN_TOOLS: tuple[str, ...] = ("list", "read", "write", "search", "calc")
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
             h = fresh.get(label) or fresh.setdefault(label, harness_named(label).fresh())
             rows.append({
                 "data_source": data_source,
-                "prompt": _dicts(h.start(task.user_query)),
+                "prompt": _dicts(h.start(task.user_query, task.tools)),
                 "ability": task.category,
                 "reward_model": {"style": "rule",
                                  "ground_truth": json.dumps(task.checker, sort_keys=True)},

@@ -26,7 +26,7 @@ import numpy as np
 from hscale.errors import HscaleError
 from hscale.harness.env import WORDS as ENV_WORDS
 from hscale.harness.tasks import SPLITS, Task
-from hscale.harness.types import CANONICAL_TOOLS, ToolCall
+from hscale.harness.types import BUILTIN_TOOLS, ToolCall
 
 CATEGORIES = ("state_tracking", "observation", "multi_step", "error_recovery", "search")
 MAX_QUERY_TOKENS = 25
@@ -45,7 +45,7 @@ TABLES = ("team", "club", "staff", "crew")
 FOLDERS = ("old", "new", "backup", "archive", "misc")
 
 WORDS: tuple[str, ...] = (
-    *ANIMALS, *FOODS, *NAMES, *COLUMNS, *TABLES, *FOLDERS, *CANONICAL_TOOLS, "txt", "out",
+    *ANIMALS, *FOODS, *NAMES, *COLUMNS, *TABLES, *FOLDERS, *BUILTIN_TOOLS, "txt", "out",
     "name", "see", "the word is", "the number is", "we keep and",
     "follow the see notes from to the last file . give its word as final answer .",
     "in , what is the of ? give the number as final answer .",

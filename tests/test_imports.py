@@ -29,7 +29,7 @@ ALLOWED = {
     "hscale.harness": {CORE, "hscale.design"},
     "hscale.train": {CORE, "hscale.design", "hscale.harness"},
     "hscale.analysis": {CORE, "hscale.design", "hscale.harness.space", "hscale.train.contracts",
-                        "hscale.train.records"},
+                        "hscale.train.records", "hscale.train.checker_health"},
     "hscale.cli": {CORE, "hscale.design", "hscale.harness", "hscale.train", "hscale.analysis"},
 }
 

@@ -121,7 +121,11 @@ def test_check_reports_exactly_the_two_broken_tasks(tmp_path):
     assert found[0].startswith("task_0003") and "user_query" in found[0]
     assert found[1].startswith("task_0017") and "not a number" in found[1]
     assert result.stdout.strip().splitlines()[-1] == "2 problems in 30 tasks"
-    assert_user_error(hscale("list", tasks), "user_query", "hscale tasks check")
+    assert_user_error(hscale("list", tasks, "--strict"), "user_query", "hscale tasks check")
+    listed = hscale("list", tasks)  # the task that cannot load is left out, and said so
+    assert listed.returncode == 0 and "29 tasks" in listed.stdout
+    assert "1 task left out" in listed.stderr and "task_0003" in listed.stderr
+    assert "user_query" in listed.stderr and "--strict" in listed.stderr
 
 
 def test_check_reports_duplicate_ids_and_train_eval_twins(tmp_path):
@@ -164,9 +168,13 @@ def test_parquet_task_list_and_jobbench_are_told_apart(tmp_path):
     data = json.loads(hscale("list", lst, "--json").stdout)
     assert data["kind"] == "parquet" and data["tasks"] == 4
     assert hscale("check", lst).returncode == 0
+    reference = tmp_path / "dataset" / "Chefs" / "task1" / "menu.txt"
+    reference.parent.mkdir(parents=True)
+    reference.write_text("soup")
     row = {"task_id": "chef-1", "occupation": "Chefs", "task_num": 1, "prompt": "Plan a menu.",
-           "reference_files": json.dumps({"menu.txt": "soup"}),
-           "rubric_json": json.dumps([{"criterion": "Has a starter", "weight": 1}]),
+           "reference_files": json.dumps(["dataset/Chefs/task1/menu.txt"]),
+           "rubric_json": json.dumps({"rubrics": [{"rubric": "Menu", "weight": 1,
+                                                   "criterion": ["Has a starter"]}]}),
            "task_card": ""}
     jobs = tmp_path / "jobs.parquet"
     pq.write_table(pa.Table.from_pylist([row]), jobs)

@@ -52,6 +52,7 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
         manifests += [base_model_manifest(spec, seed, space, evals, sources)
                       for seed in spec.seeds]
     manifests, notes = with_verl(spec, manifests)
+    notes += _fit_notes(spec, manifests[0]) if manifests else []
     for note in notes:
         warnings.warn(f"{spec_path}: {note}", HscaleWarning, stacklevel=2)
     runs = []
@@ -68,6 +69,29 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
         runs.append(Planned(run_dir, manifest, "replaced" if previous else "written",
                             Schedule.for_manifest(manifest)))
     return runs
+
+
+def _fit_notes(spec, manifest: Manifest) -> list[str]:
+    """Warnings on the data benchmarks' prompts that do not fit the model's context (or, for
+    the embedded policy, its vocabulary); the builtin world fits by construction."""
+    from hscale.harness.task_sources import benchmark_of
+    from hscale.train.context_fit import context_fit
+
+    if spec.backend == "scripted" or not manifest.train_harnesses:
+        return []
+    trained = manifest.benchmark
+    sources = [("benchmark", trained, "train"),
+               *((f"evaluation benchmark {b.column}", b, "eval")
+                 for b in manifest.evaluation.sources(trained))]
+    notes, seen = [], set()
+    for what, record, split in sources:
+        if record.path is None or (record.path, split) in seen:
+            continue
+        seen.add((record.path, split))
+        tasks = benchmark_of(record).tasks(record.tasks, record.seed, split)
+        fit = context_fit(spec.model, tasks, manifest.train_harnesses[0])
+        notes += fit.notes(f"{what} ({split})") if fit else []
+    return notes
 
 
 def write_plan(runs: list[Planned]) -> list[Planned]:

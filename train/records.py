@@ -3,6 +3,7 @@ section, so a field read anywhere is a checked attribute, not a string key."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, ClassVar
 
@@ -84,9 +85,11 @@ class BudgetRecord(_Record):
 class BenchmarkRecord(_Trimmed):
     """Where a run's tasks come from (hscale.harness.task_sources.benchmark_of reads it): for a data
     benchmark its ``path``, ``split`` rule, report ``label`` and the ``content`` hash of its
-    files at planning (checked again when the run reads them)."""
+    files at planning (checked again when the run reads them), and the spec's ``tools``,
+    ``limits`` and ``strict`` where it sets them."""
 
-    LATER: ClassVar[tuple[str, ...]] = ("split", "label", "content")
+    LATER: ClassVar[tuple[str, ...]] = ("split", "label", "content", "tools", "limits",
+                                        "strict")
 
     name: str
     tasks: int
@@ -95,6 +98,12 @@ class BenchmarkRecord(_Trimmed):
     split: str | float | None = None
     label: str | None = None
     content: str | None = None
+    tools: tuple[str, ...] | None = None  # the spec's, when it sets them
+    limits: dict[str, int | float] | None = None
+    strict: bool | None = None
+
+    def __hash__(self) -> int:  # limits is a dict: hash the record's JSON (caches key on it)
+        return hash(json.dumps(self.model_dump(), sort_keys=True))
 
     @property
     def column(self) -> str:

@@ -7,13 +7,14 @@ Every problem is an HscaleError naming the spec file and the field (``benchmark.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, HscaleWarning
 from hscale.harness.task_sources import Benchmark as Source
-from hscale.harness.task_sources import open_benchmark, overlap
+from hscale.harness.task_sources import Settings, open_benchmark, overlap
 from hscale.train.spec import BUILTIN_TASKS, Benchmark, ExperimentSpec
 
 _SHOWN = 3  # task ids an overlap error names
@@ -65,11 +66,59 @@ def resolve_sources(spec: ExperimentSpec, where: str | Path) -> Sources:
 
 def _open(bench: Benchmark, where: str | Path, field: str) -> Source:
     try:
-        source = open_benchmark(bench.name, bench.path, bench.split)
+        source = open_benchmark(bench.name, bench.path, bench.split,
+                                settings=Settings.of(bench))
         source.available("train")  # reads a data benchmark's files: every problem now
     except HscaleError as exc:
         raise HscaleError(f"{where}: {field}: {exc.message}", exc.hint) from None
+    left = getattr(source, "left_out", None)
+    if left:
+        where_first, problem = left[0]
+        first = problem if problem.startswith(where_first) else f"{where_first}: {problem}"
+        warnings.warn(f"{where}: {field}: {len(left)} task{'s' * (len(left) > 1)} left out "
+                      f"(cannot be loaded), the first: {first}; 'hscale tasks check "
+                      f"{bench.path}' lists them, strict: true stops on them", HscaleWarning,
+                      stacklevel=3)
+    if bench.path is not None and hasattr(source, "all_tasks") and not getattr(
+            source, "probed", False):
+        _probe_checkers(source.all_tasks(), where, field, bench.path)
+        source.probed = True  # once per opened benchmark (opening is cached per content)
     return source
+
+
+PROBED = 8  # tasks whose checker runs on the untouched workspace at validation
+REFUSED_SHARE = 0.5  # of those failing, at or above which the benchmark is refused
+
+
+def _probe_checkers(tasks: list, where: str | Path, field: str, path: str) -> None:
+    """Run the checkers of a spread sample of ``tasks`` on their untouched workspaces with
+    an empty answer (a reward of 0 is fine; a crash is not). Refuse the benchmark when half
+    or more crash: every episode would score 0 whatever the policy did; warn for fewer."""
+    from hscale.harness.env import Env
+    from hscale.harness.tasks import CheckerError, judge_configured
+    from hscale.harness.tasks.specs import uses_judge
+
+    judged = judge_configured()
+    sample = [t for t in tasks if judged or not uses_judge(t.checker)]
+    sample = sample[::max(1, len(sample) // PROBED)][:PROBED]
+    failed: list[str] = []
+    for task in sample:
+        try:
+            with Env(task) as env:
+                env.reward("")
+        except CheckerError as exc:
+            failed.append(f"{task.task_id}: {exc.short}")
+        except HscaleError as exc:  # input files that cannot be set up
+            failed.append(f"{task.task_id}: {exc.message}")
+    if not failed:
+        return
+    message = (f"{where}: {field}: the checkers of {len(failed)} of {len(sample)} sampled "
+               f"tasks fail on an untouched workspace, the first: {failed[0]}")
+    hint = (f"run 'hscale tasks check {path}' for every task's problem; fix the reward "
+            "scripts (or their layout) before training on them")
+    if len(failed) >= REFUSED_SHARE * len(sample):
+        raise HscaleError(message, hint)
+    warnings.warn(f"{message} ({hint})", HscaleWarning, stacklevel=4)
 
 
 def _record(bench: Benchmark, source: Source, split: str, tasks: int | None,
@@ -94,6 +143,8 @@ def _record(bench: Benchmark, source: Source, split: str, tasks: int | None,
         raise HscaleError(f"{where}: {field}: {exc.message}", exc.hint) from None
     if content is not None or bench.label:
         record.update(split=bench.split, label=bench.column, content=content)
+    record.update({k: v for k, v in (("tools", bench.tools), ("limits", bench.limits),
+                                     ("strict", bench.strict or None)) if v is not None})
     return record
 
 

@@ -38,7 +38,7 @@ from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
 from hscale.train.spec_weights import spec_weights
 from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
-from hscale.yamlio import read_yaml
+from hscale.yamlio import key_line, read_yaml
 
 
 def _named(registry: Registry) -> Any:
@@ -76,6 +76,21 @@ class Benchmark(_Strict):
     split: Literal["recorded", "train", "eval"] | Annotated[float, Field(gt=0, lt=1)] = \
         "recorded"
     label: str | None = Field(None, pattern=NAME)
+    # the episodes' tools and limits (hscale.harness.tasks.task.LIMIT_BOUNDS) in place of the
+    # format's; strict: a task that cannot be loaded stops the run instead of being left out
+    tools: tuple[str, ...] | None = None
+    limits: dict[str, int | float] | None = None
+    strict: bool = False
+
+    @model_validator(mode="after")
+    def _known_tools_and_limits(self) -> Benchmark:
+        from hscale.harness.tasks.task import limits_problem, tools_problem
+
+        problem = ((self.tools is not None and tools_problem(self.tools))
+                   or (self.limits is not None and limits_problem(self.limits)))
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _path_for_data(self) -> Benchmark:
@@ -86,6 +101,9 @@ class Benchmark(_Strict):
         if self.name == "builtin" and (self.path or self.split != "recorded"):
             raise ValueError("the builtin world takes no path or split (its splits are "
                              "disjoint by construction)")
+        if self.name == "builtin" and (self.tools or self.limits or self.strict):
+            raise ValueError("the builtin world takes no tools, limits or strict (its "
+                             "tasks are made for its five tools)")
         return self
 
     @property
@@ -333,24 +351,6 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of the YAML key at ``loc``, or of its nearest ancestor."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if k.value == str(key)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) \
-                and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 _FIELDS = {
     "ExperimentSpec": ExperimentSpec, "benchmark": Benchmark, "algorithm": Algorithm,
     "evaluation": Evaluation, "assignment": Assignment, "train": TrainSet,
@@ -383,17 +383,17 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         spec_weights(spec.weights, spec.space)
     except WeightError as exc:
-        raise HscaleError(f"{path}:{_line(tree, ('weights', exc.key or ''))}: {exc.message}",
+        raise HscaleError(f"{path}:{key_line(tree, ('weights', exc.key or ''))}: {exc.message}",
                           exc.hint) from None
     for note in spec.sweep_notes:  # once a process: same text, same place
-        warnings.warn(f"{path}:{_line(tree, ('sweeps',))}: {note}", HscaleWarning, stacklevel=1)
+        warnings.warn(f"{path}:{key_line(tree, ('sweeps',))}: {note}", HscaleWarning, stacklevel=1)
     for name, body in spec.arms.items():
         loc = spec.swept.get(name, ("arms", name))
         try:
             arm = Arm.model_validate(_merge(spec.defaults, body or {}))
         except ValidationError as exc:
             raise _spec_error(path, tree, exc, loc) from None
-        where = f"{path}:{_line(tree, loc)}: arm {name}"
+        where = f"{path}:{key_line(tree, loc)}: arm {name}"
         if arm.assignment.mode == "rescue" and arm.assignment.router is None:
             raise HscaleError(f"{where}: rescue assignment needs a router",
                               "add router: rule (or random)")
@@ -409,11 +409,11 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         check_spec_model(spec.model, path.parent)
     except HscaleError as exc:
-        raise HscaleError(f"{path}:{_line(tree, ('model',)) or 1}: {exc.message}",
+        raise HscaleError(f"{path}:{key_line(tree, ('model',)) or 1}: {exc.message}",
                           exc.hint) from None
     spec = with_paths(spec, path.parent)
     if spec.evaluation.every is not None and spec.evaluation.every > spec.steps:
-        raise HscaleError(f"{path}:{_line(tree, ('evaluation', 'every'))}: evaluation.every="
+        raise HscaleError(f"{path}:{key_line(tree, ('evaluation', 'every'))}: evaluation.every="
                           f"{spec.evaluation.every} is more than steps={spec.steps}",
                           "evaluate at most once a step, or leave every out")
     return spec
@@ -443,14 +443,14 @@ def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,
     errors = exc.errors()  # an unknown key first: a typo explains the "missing" field
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = prefix + tuple(err["loc"])
-    line = _line(tree, loc) or 1
+    line = key_line(tree, loc) or 1
     where = ".".join(str(p) for p in loc) or "(top level)"
     if err["type"] == "extra_forbidden":
         arm_loc = ("arms", prefix[-1], *err["loc"]) if prefix else loc  # a swept arm too
         return HscaleError(f"{path}:{line}: unknown key {where!r}", _suggest(arm_loc))
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, SweepError):
-        return HscaleError(f"{path}:{_line(tree, cause.loc) or 1}: {cause.message}", cause.hint)
+        return HscaleError(f"{path}:{key_line(tree, cause.loc) or 1}: {cause.message}", cause.hint)
     if isinstance(cause, UnknownName):
         return HscaleError(f"{path}:{line}: {where}: {cause}", cause.hint)
     return HscaleError(f"{path}:{line}: {where}: {err['msg']}",

@@ -13,13 +13,14 @@ old turns at every model call.
 from __future__ import annotations
 
 import ast
+import copy as copy_module
 import json
 import re
 from dataclasses import dataclass
 
 from hscale.errors import HscaleError
 from hscale.harness.components.registry import register
-from hscale.harness.types import CANONICAL_TOOLS, ParseError, ToolCall
+from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, ParseError, ToolCall
 
 Parsed = ToolCall | ParseError | None
 
@@ -89,9 +90,31 @@ def no_call_or_error(text: str) -> ParseError | None:
 
 
 class ToolInterface:
-    """Base class: a table of :class:`ToolSpec` plus the syntax in the subclass."""
+    """Base class: a table of :class:`ToolSpec` plus the syntax in the subclass.
+
+    ``TOOLS`` names every canonical tool; :meth:`only` gives the interface of one task's tools
+    (``Task.tools``), which describes, writes and parses those alone: another tool's name is
+    an unknown tool, as it always was (the built-in world's five tools leave the interface as
+    it was before ``run`` existed).
+    """
 
     TOOLS: tuple[ToolSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a new interface shows the built-in world's tools; a task's own come by only()
+        object.__setattr__(self, "TOOLS", tuple(s for s in type(self).TOOLS
+                                                if s.canonical in BUILTIN_TOOLS))
+
+    def only(self, tools: tuple[str, ...]) -> ToolInterface:
+        """A copy whose tools are the canonical ``tools`` (in the table's order)."""
+        copy = copy_module.copy(self)
+        object.__setattr__(copy, "TOOLS", tuple(s for s in type(self).TOOLS
+                                                if s.canonical in tools))
+        return copy
+
+    @property
+    def enabled(self) -> tuple[str, ...]:
+        return tuple(s.canonical for s in self.TOOLS)
 
     def spec(self, canonical: str) -> ToolSpec:
         for s in self.TOOLS:
@@ -153,6 +176,7 @@ class JsonCall(ToolInterface):
         ToolSpec("write", "write_file", (("path", "path"), ("text", "content"))),
         ToolSpec("search", "search_files", (("word", "query"),)),
         ToolSpec("calc", "calculator", (("expr", "expression"),)),
+        ToolSpec("run", "run_command", (("command", "command"),)),
     )
     OPEN = "<tool_call>"
     CLOSE = "</tool_call>"
@@ -242,10 +266,12 @@ class XmlCall(ToolInterface):
         XmlSpec("write", "save", (("path", "file"),), body="text"),
         XmlSpec("search", "find", (("word", "term"),)),
         XmlSpec("calc", "eval", (), body="expr"),
+        XmlSpec("run", "exec", (), body="command"),
     )
 
     def describe(self) -> str:
-        samples = {"path": "a.txt", "text": "text", "word": "word", "expr": "2 + 3"}
+        samples = {"path": "a.txt", "text": "text", "word": "word", "expr": "2 + 3",
+                   "command": "ls -l"}
         return " ".join(
             self.format_call(ToolCall(s.canonical, {a: samples[a] for a in
                                                     CANONICAL_TOOLS[s.canonical]}))
@@ -359,6 +385,7 @@ class PythonCall(ToolInterface):
         ToolSpec("write", "store", (("path", "name"), ("text", "data"))),
         ToolSpec("search", "grep", (("word", "pattern"),)),
         ToolSpec("calc", "compute", (("expr", "formula"),)),
+        ToolSpec("run", "shell", (("command", "cmd"),)),
     )
 
     def describe(self) -> str:

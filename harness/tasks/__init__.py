@@ -8,20 +8,34 @@ JSON-able dict, so task lists can be stored as JSONL/parquet and exported as Cla
   lower-casing and re-spacing tokens, a trailing full stop ignored); "both" gives half each.
 - ``{"kind": "script", "path": "/abs/reward/reward.sh"}``: a ClawGym reward script, run as a
   limited subprocess in a scrubbed environment with the workspace as argument and env vars
-  WORKSPACE, FINAL_ANSWER_FILE (a file holding the final answer) and FINAL_ANSWER (the answer
-  itself when short and NUL-free, for older scripts); the last line of its stdout is the
+  WORKSPACE, FINAL_ANSWER_FILE (a file holding the final answer), TRANSCRIPT_FILE (the
+  episode's canonical transcript as JSON) and FINAL_ANSWER (the answer itself when short and
+  NUL-free, for older scripts); the last line of its stdout is the
   reward, a float in [0, 1]. ``checkers`` documents the interface, ``sandbox`` the limits.
   With ``"mount": "/root/.openclaw/workspace"`` (a real ClawGym folder's absolute
   ``input_mount_dir``) it runs as ClawGym's runner runs it: the workspace shown at that path.
-- ``{"kind": "rubric", "criteria": [{"text": ..., "weight": 1.0}, ...], "context": ...}``:
-  an LLM judge (``HSCALE_JUDGE_URL``/``HSCALE_JUDGE_MODEL``, see ``judge``) answers yes/no per
-  criterion; the reward is the weighted share of yes. Without a judge it raises CheckerError.
+- ``{"kind": "rubric", "criteria": [{"text": ..., "weight": 1.0, "name": ...}, ...],
+  "context": ..., "scoring": "share" | "all" | "graded", "view": "workspace" |
+  "pinchbench"}``: an LLM judge (``HSCALE_JUDGE_URL``/``HSCALE_JUDGE_MODEL``, see ``judge``)
+  decides the criteria. "share" (default): yes/no per criterion, the reward is the weighted
+  share of yes; "all": 1 only when every criterion is met (a JobBench rubric); "graded": the
+  judge is shown the whole rubric, weights included, in one request and its total is the
+  reward (PinchBench's judge). The judge sees the final answer and workspace files
+  ("workspace", default) or the transcript as PinchBench's judge summarises it
+  ("pinchbench"). Without a judge it raises CheckerError.
+- ``{"kind": "weighted", "parts": [{"weight": 0.4, "checker": {...}}, ...]}``: the weighted
+  mean of its parts' rewards (weights >= 0, summing above 0; a part is any spec but another
+  weighted one; a failing part fails the whole), e.g. a PinchBench hybrid task's automated and
+  judge parts, or a JobBench task's all-or-nothing rubrics.
 
-Loaders: :func:`load_task_folder` (one ClawGym ``task_XXXX`` folder), :func:`load_tasks` (a folder
-of task folders, a ``.jsonl`` or a ``.parquet`` task list). Bad task data raises HscaleError
-naming the file. :func:`write_task_folder` exports a task as a ClawGym folder whose
-``reward/reward.py`` imports nothing from hscale. Public benchmarks: :func:`load_pinchbench`
-(PinchBench task .md files) and :func:`load_jobbench` (a JobBench parquet file).
+Loaders: :func:`load_task_folder` (one ClawGym ``task_XXXX`` folder), :func:`load_tasks` (a
+folder of task folders, a ``.jsonl`` or a ``.parquet`` task list). Bad task data raises
+HscaleError naming the file; a loader given ``left_out=[]`` leaves such a task out instead and
+lists it. A task's ``tools`` (``run``, the shell, besides the built-in five) and ``limits``
+(turns, output window, write cap, command time) are its benchmark's (``task_sources``).
+:func:`write_task_folder` exports a task as a ClawGym folder whose ``reward/reward.py``
+imports nothing from hscale. Public benchmarks: :func:`load_pinchbench` (PinchBench task .md
+files) and :func:`load_jobbench` (a JobBench parquet file).
 
 The loaders read only a task's own regular files: symbolic links under ``input_files/`` (or
 leading out of the task folder), FIFOs and devices, oversized files
@@ -34,8 +48,8 @@ path rule), ``timeout`` (wall-clock limit for calls), ``checkers`` (running chec
 ``sandbox`` (limits and clean-up for reward scripts), ``jail`` (their containment: own
 namespaces, no capabilities, as ``hscale doctor`` reports it), ``judge`` (the LLM judge of
 rubric checkers), ``task`` (the Task type), ``rows`` (Task <-> row dict), ``clawgym`` (task
-folders), ``task_lists`` (JSONL/parquet lists), and ``pinchbench`` and ``jobbench`` (public
-benchmark formats).
+folders), ``task_lists`` (JSONL/parquet lists), and ``pinchbench`` (with ``pinchbench_grader``,
+its grading as PinchBench's runner does it) and ``jobbench`` (public benchmark formats).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ raises :class:`CheckerError` naming the checker rather than scoring 0 silently; 
 A reward script sees only the interface below, in a scrubbed environment (the runner's
 variables, secrets included, never reach it) and under the limits of
 :mod:`hscale.harness.tasks.sandbox`: argument 1 and ``WORKSPACE`` are the workspace;
-``FINAL_ANSWER_FILE`` names a file holding the final answer (UTF-8, exact); ``FINAL_ANSWER``
+``FINAL_ANSWER_FILE`` names a file holding the final answer (UTF-8, exact);
+``TRANSCRIPT_FILE`` one holding the episode's transcript as JSON (``TurnEngine.transcript``:
+the query, each turn, each canonical tool call and its result); ``FINAL_ANSWER``
 holds the answer itself only when it is under ``ANSWER_ENV_MAX_BYTES`` and has no NUL (else it
 is empty), kept for older scripts; ``HOME`` is an empty private folder, ``TMPDIR`` another,
 ``PATH`` is the runner's, ``LANG``/``LC_ALL`` are ``C.UTF-8``. The last line of its stdout is
@@ -16,6 +18,9 @@ the reward. A script spec with a ``mount`` (a real ClawGym task: its ``input_mou
 as ClawGym's runner runs it instead (:func:`clawgym_layout`): reward/ copied into the
 workspace, the workspace at ``mount``, the payload file named by ``OPENCLAW_REWARD_PAYLOAD``,
 no argument, from ``/``, for up to 120 s.
+
+A "weighted" spec is the weighted mean of its parts' rewards (PinchBench's hybrid tasks,
+JobBench's rubrics); a part that fails fails the whole.
 
 A "rubric" spec asks the LLM judge of :mod:`hscale.harness.tasks.judge` (configured by environment);
 with no judge configured it raises CheckerError, so such episodes score 0 with a counted error.
@@ -101,7 +106,9 @@ def run_checker(checker: Checker, workspace: Path, final_answer: str | None,
     if spec["kind"] == "answer":
         return score_answer(spec, str(workspace), answer)
     if spec["kind"] == "rubric":
-        return _run_rubric(spec, workspace, answer)
+        return _run_rubric(spec, workspace, answer, context or {})
+    if spec["kind"] == "weighted":
+        return _run_weighted(spec, workspace, answer, timeout, limits, context or {})
     return _run_script(Path(spec["path"]), workspace, answer, timeout, limits,
                        spec.get("mount"), context or {})
 
@@ -122,13 +129,24 @@ def _call_checker(checker: Callable[[Path, str], object], workspace: Path, answe
     return _reward_value(value, f"checker {name}")
 
 
-def _run_rubric(spec: dict, workspace: Path, answer: str) -> float:
+def _run_rubric(spec: dict, workspace: Path, answer: str, context: dict) -> float:
     """Ask the judge; its own per-request timeout applies (:mod:`hscale.harness.tasks.judge`)."""
     try:
-        reward = judge_rubric(spec, workspace, answer)
+        reward = judge_rubric(spec, workspace, answer, context)
     except JudgeError as exc:
         raise CheckerError(exc.message, exc.hint, exc.short) from None
     return _reward_value(reward, "rubric checker")
+
+
+def _run_weighted(spec: dict, workspace: Path, answer: str, timeout: float,
+                  limits: ScriptLimits | None, context: dict) -> float:
+    """The weighted mean of the parts' rewards, each part run as :func:`run_checker` runs it
+    (with its own time limit); a part that fails fails the whole checker."""
+    total = sum(part["weight"] for part in spec["parts"])
+    reward = sum(part["weight"] * run_checker(part["checker"], workspace, answer, timeout,
+                                              limits, context)
+                 for part in spec["parts"])
+    return _reward_value(min(1.0, max(0.0, reward / total)), "weighted checker")
 
 
 def _reward_value(value: object, where: str) -> float:
@@ -144,9 +162,10 @@ def _reward_value(value: object, where: str) -> float:
     return reward
 
 
-def script_env(workspace: Path, answer: str, scratch: Path) -> dict[str, str]:
+def script_env(workspace: Path, answer: str, scratch: Path,
+               transcript: list[dict] | None = None) -> dict[str, str]:
     """The whole environment of a reward script (see the module docstring); writes the answer
-    file and the empty HOME into the private folder ``scratch``."""
+    file, the transcript file and the empty HOME into the private folder ``scratch``."""
     try:
         data = answer.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate no byte stands for
@@ -156,10 +175,13 @@ def script_env(workspace: Path, answer: str, scratch: Path) -> dict[str, str]:
     (scratch / "home").mkdir()
     (scratch / "tmp").mkdir()
     inline = len(data) <= ANSWER_ENV_MAX_BYTES and b"\0" not in data
+    transcript_file = scratch / "transcript.json"
+    transcript_file.write_text(json.dumps(transcript or [], ensure_ascii=False),
+                               encoding="utf-8", errors="surrogateescape")
     return {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
             "TMPDIR": str(scratch / "tmp"),
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "WORKSPACE": str(workspace),
-            "FINAL_ANSWER_FILE": str(answer_file),
+            "FINAL_ANSWER_FILE": str(answer_file), "TRANSCRIPT_FILE": str(transcript_file),
             "FINAL_ANSWER": data.decode("utf-8", "surrogateescape") if inline else ""}
 
 
@@ -171,7 +193,7 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
                            "checker: reward script not found")
     cmd = ["bash", str(script)] if script.suffix == ".sh" else [sys.executable, str(script)]
     with tempfile.TemporaryDirectory(prefix="hscale-check-", ignore_cleanup_errors=True) as tmp:
-        env = script_env(workspace, answer, Path(tmp))
+        env = script_env(workspace, answer, Path(tmp), (context or {}).get("transcript"))
         cmd, cwd, mounts = [*cmd, str(workspace)], script.parent, None
         if mount is not None:
             cmd, cwd, mounts = clawgym_layout(script, workspace, mount, answer, context or {},
@@ -189,18 +211,31 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
                            "make it faster or raise the checker time limit",
                            f"checker: timeout after {timeout:g} s")
     if done.returncode != 0:
-        tail = " ".join(done.stderr.strip().splitlines()[-3:])[-300:]
+        cause = first_cause(done.stderr)
+        if mount is not None:  # name the task's own file, not its place in the runner's layout
+            cause = cause.replace(f"{mount.rstrip('/')}/reward/", f"{script.parent}/")
         how = _exit_words(done.returncode)
-        last = done.stderr.strip().splitlines()[-1:] or [""]
-        raise CheckerError(f"{script}: reward script {how}" + (f": {tail}" if tail else ""),
+        raise CheckerError(f"{script}: reward script {how}" + (f": {cause}" if cause else ""),
                            "run it by hand with the workspace path as argument",
-                           f"checker: {how}" + (f" ({last[0][-80:]})" if last[0] else ""))
+                           f"checker: {how}" + (f" ({cause[:120]})" if cause else ""))
     lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if not lines:
         raise CheckerError(f"{script}: reward script printed nothing",
                            "print one float in [0, 1] as the last line",
                            "checker: printed nothing")
     return _reward_value(lines[-1], f"{script}")
+
+
+def first_cause(stderr: str, limit: int = 300) -> str:
+    """The first thing a failed script said: its first line, or, when that opens a Python
+    traceback, the exception that ends it (a pipeline's later errors are consequences)."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback (most recent call last)"):
+        ends = (line for line in lines[1:] if not line.startswith((" ", "\t")))
+        return next(ends, lines[0])[:limit]
+    return lines[0][:limit]
 
 
 CLAWGYM_SECONDS = 120.0  # ClawGym's runner's limit for reward.sh

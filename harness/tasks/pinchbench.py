@@ -1,10 +1,13 @@
-"""PinchBench tasks as hscale Tasks, so the public benchmark runs under our harnesses.
+"""PinchBench tasks as hscale Tasks, scored as PinchBench's own runner scores them.
 
 A PinchBench task is one markdown file: YAML front matter (``id``, ``name``, ``category``,
 ``grading_type``: automated | llm_judge | hybrid, ``timeout_seconds``, ``workspace_files``,
-optional ``split``) and sections ``## Prompt``, ``## Expected Behavior``, ``## Grading
-Criteria`` and (automated, hybrid) a Python code block defining ``grade(transcript,
-workspace_path) -> dict`` of criterion name -> score in [0, 1]. How it maps:
+optional ``grading_weights`` and ``split``) and sections ``## Prompt``, ``## Expected
+Behavior``, ``## Grading Criteria``, ``## Automated Checks`` (a Python code block defining
+``grade(transcript, workspace_path) -> dict`` of criterion name -> score in [0, 1]) and ``## LLM
+Judge Rubric`` (``### Criterion N: Name (Weight: X%)`` blocks of score levels). How it maps
+(facts from PinchBench's ``scripts/lib_grading.py``, ``lib_tasks.py`` and ``lib_agent.py`` at
+commit 1f3d1df):
 
 - ``task_id`` is ``id``; characters outside the safe-name rule of :class:`Task` become ``-``
   (leading ``-``, ``_``, ``.`` dropped, at most 128 kept) and the original id is kept in
@@ -13,33 +16,83 @@ workspace_path) -> dict`` of criterion name -> score in [0, 1]. How it maps:
 - ``workspace_files`` entries are ``{path, content}``, ``{source, dest}`` or a file name. A
   named file is looked up next to the markdown file, then in a folder named after it, then in
   ``../assets`` (PinchBench's layout); names must be relative and stay inside (``path_problem``).
-- automated and hybrid tasks get a "script" checker: a standalone grader generated into the
-  content-addressed cache ``$HSCALE_CACHE/pinchbench/<sha256>.py`` (default ``~/.cache/hscale``)
-  that runs grade() on the workspace and prints the mean of its numbers. The transcript it
-  passes holds one assistant message, the final answer. **Hybrid tasks are scored on their
-  automated part only**; the LLM-judge part is dropped (``metadata["scored"]`` says so).
-- llm_judge tasks get a "rubric" checker from the Grading Criteria bullets, equal weights, with
-  the Prompt and Expected Behavior as the judge's context (see :mod:`hscale.harness.tasks.judge`).
+  Binary files (a PDF, a spreadsheet) are kept exactly: their bytes decoded with
+  ``surrogateescape``, which the workspace writes back unchanged. A file may hold up to
+  ``max_asset_bytes`` (default :data:`MAX_ASSET_BYTES`).
+- automated: a "script" checker, a standalone grader generated into the content-addressed cache
+  ``$HSCALE_CACHE/pinchbench/<sha256>.py`` (default ``~/.cache/hscale``). It converts the
+  episode's canonical transcript (``TRANSCRIPT_FILE``) into the OpenClaw session events
+  PinchBench's graders read (:func:`openclaw_transcript`), calls ``grade(events,
+  workspace_path)`` and prints the mean of the numbers in the dict it returns, as PinchBench's
+  ``_average_scores`` does (booleans count, other values are skipped, no numbers scores 0;
+  hscale also drops non-finite values and clamps to [0, 1]).
+- llm_judge: a "rubric" checker with ``scoring: graded`` and ``view: pinchbench``: one request
+  holding the task prompt and expected behaviour, the transcript summarised as PinchBench's
+  judge sees it (:func:`judge_summary`) and the rubric; the judge scores each criterion in
+  [0, 1] and the reward is their mean weighted by the ``(Weight: X%)`` of each heading (see
+  :mod:`hscale.harness.tasks.judge`). The criteria are the ``### `` blocks of the ``## LLM
+  Judge Rubric`` section (no weights at all: equal weights; no ``### `` heading: the section
+  is one criterion). Without that section the Grading Criteria bullets are the criteria, equal
+  weights, as PinchBench falls back to them (``metadata["judge_rubric"]`` says which).
+- hybrid: a "weighted" checker of the two, with the front matter's ``grading_weights``
+  (``automated``, ``llm_judge``; 0.5 each when absent, both 0.5 when they sum to 0), as
+  PinchBench's ``_combine_grades`` does; ``metadata["grading_weights"]`` records them.
 
-Every problem is one HscaleError naming the file, and the line where there is one.
+The transcript PinchBench's graders read is the OpenClaw agent's session JSONL: events
+``{"type": "message", "message": {"role": "user" | "assistant" | "toolResult", "content":
+[items]}}``; an assistant's items are ``{"type": "text", "text"}`` and ``{"type": "toolCall",
+"id", "name", "arguments"}``; a tool result carries ``toolCallId``, ``toolName``, ``isError``
+and ``[{"type": "text", "text"}]``. hscale's canonical tools become OpenClaw's (``read``,
+``write``, ``exec``; OpenClaw has no list, search or calculator tool, so those are shell
+commands, as an OpenClaw agent would run them):
+
+====================  ==========================================================
+canonical             OpenClaw tool call
+====================  ==========================================================
+``read {path}``       ``read {"path": path}``
+``write {path,text}`` ``write {"path": path, "content": text}``
+``list {}``           ``exec {"command": "find . -type f"}``
+``search {word}``     ``exec {"command": "grep -rnF -- <word, shell-quoted> ."}``
+``calc {expr}``       ``exec {"command": "python3 -c 'print(<expr>)'"}``
+``run {command}``     ``exec {"command": command}``
+====================  ==========================================================
+
+An assistant turn with empty text gives no text item, and one with neither text nor a tool
+call gives no message at all: PinchBench grades the session OpenClaw wrote, and a run with no
+reply holds no assistant message (so its sanity task scores 0 on an empty answer). A checker
+run with no transcript (outside an episode) sees the final answer as the one assistant message.
+
+PinchBench's graders at that commit look for tools named ``read_file``/``readFile`` with a
+``params.files`` list (tasks 08, 10), ``generate_image`` (13), names holding "search"/"fetch"
+or ``execute_command`` with ``params.command`` (18): names and keys OpenClaw does not write,
+so those criteria score 0 under PinchBench's own runner too, and so they do here.
+
+Every problem is one HscaleError naming the file, and the line where there is one;
+``load_pinchbench(..., left_out=[])`` leaves a bad file out instead (see there).
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import math
 import os
 import re
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.harness.tasks.clawgym import MAX_INPUT_FILE_BYTES, MAX_INPUT_TOTAL_BYTES
+from hscale.harness.tasks.clawgym import MAX_INPUT_TOTAL_BYTES
+from hscale.harness.tasks.pinchbench_grader import (  # noqa: F401  (transcripts re-exported)
+    DEFAULT_GRADING_WEIGHTS,
+    HINT,
+    Doc,
+    automated_spec,
+    grading_weights,
+    judge_spec,
+    judge_summary,
+    openclaw_transcript,
+)
 from hscale.harness.tasks.specs import path_problem
 from hscale.harness.tasks.task import SPLITS, Task
 from hscale.yamlio import parse_yaml
@@ -47,35 +100,30 @@ from hscale.yamlio import parse_yaml
 GRADING_TYPES = ("automated", "llm_judge", "hybrid")
 MAX_TASK_BYTES = 1 << 20
 MAX_FRONT_MATTER_BYTES = 64 << 10
+# The most one workspace file (an asset such as a PDF) may hold; load_pinchbench's
+# max_asset_bytes overrides it. All of a task's files together may hold the larger of this
+# and clawgym.MAX_INPUT_TOTAL_BYTES.
+MAX_ASSET_BYTES = 8 << 20
 NOT_TASKS = ("TASK_TEMPLATE.md",)  # PinchBench's template has front matter but is no task
-HINT = ("a PinchBench task is a .md file opening with '---' YAML front matter (id, "
-        "grading_type, ...) followed by a '## Prompt' section")
-
 _HEADING = re.compile(r"##\s+(.+?)\s*#*\s*")
 _FENCE = re.compile(r"\s{0,3}(```+|~~~+)\s*([\w+-]*)")
-_BULLET = re.compile(r"\s{0,3}(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?(.+?)\s*")
 
 
-@dataclass
-class _Doc:
-    """A parsed task file: front matter, its key lines, sections and code blocks."""
-
-    path: Path
-    meta: dict[str, Any]
-    lines: dict[str, int]  # front matter key -> line
-    item_lines: list[int]  # workspace_files entry -> line
-    sections: dict[str, tuple[str, int]]  # lower-cased heading -> (text, first line)
-    blocks: list[tuple[str, str, int]]  # (language, code, first line)
-
-    def error(self, message: str, line: int | None = None,
-              hint: str | None = HINT) -> NoReturn:
-        where = f"{self.path}:{line}" if line else f"{self.path}"
-        raise HscaleError(f"{where}: {message}", hint)
-
-
-def load_pinchbench(path: str | Path) -> list[Task]:
+def load_pinchbench(path: str | Path, *, max_asset_bytes: int = MAX_ASSET_BYTES,
+                    left_out: list | None = None) -> list[Task]:
     """Tasks from a PinchBench task file, or from every task file in a folder (not recursive;
-    .md files without front matter, such as READMEs, and TASK_TEMPLATE.md are skipped)."""
+    .md files without front matter, such as READMEs, and TASK_TEMPLATE.md are skipped).
+
+    A workspace file may hold up to ``max_asset_bytes``. With ``left_out`` a list, a task file
+    that cannot be loaded (or repeats an earlier task's id) is skipped and appended to it as
+    ``(file path, one-line message)`` (the message without the path; ``line N:`` where the
+    problem has a line); when every file is bad the first problem is raised all the same.
+    With ``left_out=None`` the first problem is raised.
+    """
+    if (isinstance(max_asset_bytes, bool) or not isinstance(max_asset_bytes, int)
+            or max_asset_bytes <= 0):
+        raise HscaleError(f"max_asset_bytes {max_asset_bytes!r} is not a positive whole number",
+                          f"give a size in bytes, e.g. {MAX_ASSET_BYTES}")
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.glob("*.md")
@@ -89,14 +137,35 @@ def load_pinchbench(path: str | Path) -> list[Task]:
                           "give a PinchBench task .md file or a folder of them")
     tasks: list[Task] = []
     seen: dict[str, Path] = {}
+    first: HscaleError | None = None
     for md in files:
-        task = _load_file(md)
-        if task.task_id in seen:
-            raise HscaleError(f"{md}: task id {task.task_id!r} is also {seen[task.task_id]}'s",
-                              "give every task its own id")
+        try:
+            task = _load_file(md, max_asset_bytes)
+            if task.task_id in seen:
+                raise HscaleError(f"{md}: task id {task.task_id!r} is also "
+                                  f"{seen[task.task_id]}'s", "give every task its own id")
+        except (HscaleError, OSError) as exc:
+            if left_out is None:
+                raise
+            problem = exc if isinstance(exc, HscaleError) else HscaleError(
+                f"{md}: cannot read ({exc.strerror or exc})", "check the file")
+            left_out.append((str(md), _without_where(problem.one_line(), str(md))))
+            first = first or problem
+            continue
         seen[task.task_id] = md
         tasks.append(task)
+    if not tasks and first is not None:
+        raise first
     return tasks
+
+
+def _without_where(line: str, where: str) -> str:
+    """A one-line message without its leading ``where:`` (``where:12:`` becomes ``line 12:``)."""
+    if not line.startswith(where + ":"):
+        return line
+    rest = line[len(where) + 1:]
+    number = re.match(r"(\d+):\s*", rest)
+    return f"line {number.group(1)}: {rest[number.end():]}" if number else rest.strip()
 
 
 def safe_task_id(raw: object) -> str:
@@ -110,7 +179,7 @@ def _has_front_matter(path: Path) -> bool:
         return handle.read(8).removeprefix(b"\xef\xbb\xbf").startswith(b"---")
 
 
-def _load_file(md: Path) -> Task:
+def _load_file(md: Path, max_asset_bytes: int = MAX_ASSET_BYTES) -> Task:
     doc = _parse(md)
     meta = doc.meta
     raw_id = meta.get("id")
@@ -142,13 +211,17 @@ def _load_file(md: Path) -> Task:
             doc.error(f"timeout_seconds {timeout!r} is not a positive number",
                       doc.lines.get("timeout_seconds"))
         metadata["timeout_seconds"] = timeout
-    if grading == "llm_judge":
-        checker = _rubric(doc, prompt)
+    if grading == "automated":
+        checker = automated_spec(doc, task_id)
     else:
-        checker = {"kind": "script", "path": str(_grader_script(doc, task_id))}
-        if grading == "hybrid":
-            metadata["scored"] = "automated part only (the LLM-judge part is not scored)"
-    files = _workspace_files(doc)
+        checker, metadata["judge_rubric"] = judge_spec(doc, prompt)
+    if grading == "hybrid":
+        weights = grading_weights(doc)
+        metadata["grading_weights"] = weights
+        checker = {"kind": "weighted", "parts": [
+            {"weight": weights["automated"], "checker": automated_spec(doc, task_id)},
+            {"weight": weights["llm_judge"], "checker": checker}]}
+    files = _workspace_files(doc, max_asset_bytes)
     try:
         return Task(task_id=task_id, user_query=prompt,
                     category=meta.get("category") or "general", grading_type=grading,
@@ -160,7 +233,7 @@ def _load_file(md: Path) -> Task:
 # --------------------------------------------------------------------------- parsing
 
 
-def _parse(md: Path) -> _Doc:
+def _parse(md: Path) -> Doc:
     size = md.stat().st_size
     if size > MAX_TASK_BYTES:
         raise HscaleError(f"{md}: {size} bytes, more than a task file holds "
@@ -179,7 +252,7 @@ def _parse(md: Path) -> _Doc:
     meta, key_lines, item_lines = _front_matter("\n".join(lines[1:end]), md, 2)
     body = lines[end + 1:]
     sections, blocks = _sections(body, end + 2)
-    return _Doc(md, meta, key_lines, item_lines, sections, blocks)
+    return Doc(md, meta, key_lines, item_lines, sections, blocks)
 
 
 def _front_matter(text: str, md: Path, first: int) -> tuple[dict, dict[str, int], list[int]]:
@@ -249,121 +322,17 @@ def _strip_rules(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def _grade_code(doc: _Doc) -> tuple[str, int]:
-    """The code defining grade(): the first fenced Python block that does, else an unfenced
-    '## Automated Checks' section."""
-    candidates = [(code, line) for lang, code, line in doc.blocks
-                  if lang in ("python", "py", "python3", "") and "def grade" in code]
-    checks = doc.sections.get("automated checks")
-    if not candidates and checks and "def grade" in checks[0] and "```" not in checks[0]:
-        candidates.append(checks)
-    for code, line in candidates:
-        try:
-            tree = ast.parse(code)
-        except SyntaxError as exc:
-            doc.error(f"grade code is not valid Python ({exc.msg})",
-                      line + (exc.lineno or 1) - 1, "fix the code block")
-        if any(isinstance(n, ast.FunctionDef) and n.name == "grade" for n in tree.body):
-            return code, line
-    doc.error("an automated task needs a ```python block defining grade(transcript, "
-              "workspace_path)", doc.lines.get("grading_type"),
-              "add the code block, or set grading_type: llm_judge")
-
-
-# --------------------------------------------------------------------------- checkers
-
-
-def _rubric(doc: _Doc, prompt: str) -> dict[str, Any]:
-    text, line = doc.sections.get("grading criteria", ("", 0))
-    criteria, fence = [], False
-    for row in text.splitlines():
-        if row.lstrip().startswith(("```", "~~~")):
-            fence = not fence
-        bullet = None if fence else _BULLET.fullmatch(row.rstrip())
-        if bullet:
-            criteria.append({"text": bullet.group(1), "weight": 1.0})
-    if not criteria:
-        doc.error("an llm_judge task needs a '## Grading Criteria' bullet list", line or None,
-                  "list one criterion per '- ' line")
-    expected = doc.sections.get("expected behavior", ("", 0))[0]
-    context = prompt + (f"\n\nExpected behavior:\n{expected}" if expected else "")
-    return {"kind": "rubric", "criteria": criteria, "context": context}
-
-
-_GRADER_MAIN = '''
-
-def main():
-    workspace = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("WORKSPACE", ".")
-    answer = os.environ.get("FINAL_ANSWER", "")
-    if os.environ.get("FINAL_ANSWER_FILE"):
-        with open(os.environ["FINAL_ANSWER_FILE"], encoding="utf-8", errors="replace") as f:
-            answer = f.read()
-    # One assistant message, in the plain chat form and in the OpenClaw event form
-    # ({"type": "message", "message": {...}}) that PinchBench graders read.
-    transcript = [{"role": "assistant", "content": answer, "type": "message",
-                   "message": {"role": "assistant",
-                               "content": [{"type": "text", "text": answer}]}}]
-    namespace = {"__name__": "pinchbench_task"}
-    # Blank lines first, so tracebacks give the task file's own line numbers.
-    exec(compile("\\n" * (FIRST_LINE - 1) + GRADE_CODE, SOURCE, "exec"), namespace)
-    # Positional, as PinchBench calls it: grade(transcript, workspace_path).
-    scores = namespace["grade"](transcript, workspace)
-    if not isinstance(scores, dict):
-        print(f"grade() returned {type(scores).__name__}, not a dict: scored 0",
-              file=sys.stderr)
-        scores = {}
-    values = [float(v) for v in scores.values()
-              if isinstance(v, (int, float)) and math.isfinite(float(v))]
-    mean = sum(values) / len(values) if values else 0.0
-    print(min(1.0, max(0.0, mean)))
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def _grader_script(doc: _Doc, task_id: str) -> Path:
-    """Write the task's standalone grader into the cache (named by its content's sha256)."""
-    code, line = _grade_code(doc)
-    script = (f'"""PinchBench grader for task {task_id}, generated by hscale. Standalone: '
-              "Python stdlib,\nplus what grade() imports.\n\n"
-              "Usage: grader.py WORKSPACE (or env WORKSPACE); the final answer is read from "
-              "the file named\nby env FINAL_ANSWER_FILE, else taken from env FINAL_ANSWER. "
-              "Runs the task's grade() and prints\nthe mean of the numbers in the dict it "
-              'returns, clamped to [0, 1] (0 when there are none).\n"""\n\n'
-              "import math\nimport os\nimport sys\n\n"
-              f"SOURCE = {str(doc.path.resolve())!r}\nFIRST_LINE = {line}\n"
-              f"GRADE_CODE = {code!r}\n" + _GRADER_MAIN)
-    digest = hashlib.sha256(script.encode("utf-8")).hexdigest()
-    cache = Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
-    target = cache.expanduser() / "pinchbench" / f"{digest}.py"
-    if target.is_file():
-        return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".grader-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(script)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise HscaleError(f"{doc.path}: cannot write its grader to {target.parent} "
-                          f"({exc.strerror or exc})",
-                          "set HSCALE_CACHE to a writable folder") from None
-    return target
-
-
 # --------------------------------------------------------------------------- workspace files
 
 
-def _workspace_files(doc: _Doc) -> dict[str, str]:
+def _workspace_files(doc: Doc, limit: int) -> dict[str, str]:
     entries = doc.meta.get("workspace_files")
     if entries is None:
         return {}
     if not isinstance(entries, list):
         doc.error("workspace_files must be a list", doc.lines.get("workspace_files"))
     files: dict[str, str] = {}
-    total = 0
+    total, total_limit = 0, max(MAX_INPUT_TOTAL_BYTES, limit)
     for i, entry in enumerate(entries):
         line = doc.item_lines[i] if i < len(doc.item_lines) else doc.lines.get("workspace_files")
         if isinstance(entry, dict) and "content" in entry:
@@ -376,7 +345,7 @@ def _workspace_files(doc: _Doc) -> dict[str, str]:
         elif isinstance(entry, dict | str):
             source = entry if isinstance(entry, str) else entry.get("source")
             dest = entry if isinstance(entry, str) else entry.get("dest", source)
-            text = _read_source(doc, source, line)
+            text = _read_source(doc, source, line, limit)
         else:
             doc.error(f"workspace file entry {i} is neither a file name nor a mapping", line,
                       "write '- data.csv', '- {source: a.csv, dest: b.csv}' or "
@@ -388,14 +357,15 @@ def _workspace_files(doc: _Doc) -> dict[str, str]:
             doc.error(f"workspace file {dest!r} is given twice", line)
         size = len(text.encode("utf-8", "surrogateescape"))
         total += size
-        if size > MAX_INPUT_FILE_BYTES or total > MAX_INPUT_TOTAL_BYTES:
-            doc.error(f"workspace files are too large (limit {MAX_INPUT_FILE_BYTES} bytes a "
-                      f"file, {MAX_INPUT_TOTAL_BYTES} in all)", line, "keep task inputs small")
+        if size > limit or total > total_limit:
+            doc.error(f"workspace files are too large (limit {limit} bytes a file, "
+                      f"{total_limit} in all)", line,
+                      "keep task inputs small, or raise max_asset_bytes")
         files[dest] = text
     return files
 
 
-def _read_source(doc: _Doc, source: object, line: int | None) -> str:
+def _read_source(doc: Doc, source: object, line: int | None, limit: int) -> str:
     """A named workspace file's text (bytes kept via surrogateescape), found next to the task
     file, in a folder named after it, or in ../assets; never outside those folders."""
     problem = path_problem(source)
@@ -407,9 +377,10 @@ def _read_source(doc: _Doc, source: object, line: int | None) -> str:
         candidate = base / str(source)
         real, root = os.path.realpath(candidate), os.path.realpath(base)
         if real.startswith(root + os.sep) and os.path.isfile(real):
-            if os.path.getsize(real) > MAX_INPUT_FILE_BYTES:
-                doc.error(f"workspace file {source!r} is over {MAX_INPUT_FILE_BYTES} bytes",
-                          line, "keep task inputs small")
+            size = os.path.getsize(real)
+            if size > limit:
+                doc.error(f"workspace file {source!r} is {size} bytes, over the {limit} "
+                          "allowed", line, "raise max_asset_bytes, or keep task inputs small")
             return Path(real).read_bytes().decode("utf-8", "surrogateescape")
     doc.error(f"workspace file {source!r} not found next to the task file, in "
               f"{doc.path.stem}/ or in ../assets", line, "check the name")

@@ -10,10 +10,10 @@ from typing import Any
 from hscale.errors import HscaleError
 from hscale.harness.tasks.specs import check_spec, path_problem
 from hscale.harness.tasks.task import Task
-from hscale.harness.types import CANONICAL_TOOLS, ToolCall
+from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
 
 # Row fields that hold objects; parquet stores them as JSON text.
-JSON_FIELDS = ("input_files", "checker", "metadata", "solution")
+JSON_FIELDS = ("input_files", "checker", "metadata", "solution", "tools", "limits")
 
 
 def stored_spec(task: Task, action: str) -> dict[str, Any]:
@@ -87,18 +87,32 @@ def task_from_row(row: object, where: str, base: Path | None = None) -> Task:
                     input_files=nested("input_files", {}), checker=check_spec(checker, where),
                     split=row.get("split") or "train", metadata=nested("metadata", {}),
                     solution=parse_solution(nested("solution", []), where),
-                    final_answer=row.get("final_answer"))
+                    final_answer=row.get("final_answer"),
+                    **_settings(nested("tools", None), nested("limits", None)))
     except HscaleError as exc:
         if exc.message.startswith(where):
             raise
         raise HscaleError(f"{where}: {exc.message}", exc.hint) from None
 
 
+def _settings(tools: object, limits: object) -> dict[str, Any]:
+    """A row's tools and limits as Task keywords (absent: the defaults)."""
+    out: dict[str, Any] = {}
+    if tools is not None:
+        out["tools"] = tuple(tools) if isinstance(tools, list) else tools
+    if limits is not None:
+        out["limits"] = limits
+    return out
+
+
 def task_to_row(task: Task) -> dict[str, Any]:
-    """A JSON-able row for a task list (the checker must be a spec, not a callable)."""
+    """A JSON-able row for a task list (the checker must be a spec, not a callable); tools and
+    limits only where they are not the defaults, so a builtin task's row is what it was."""
     checker = stored_spec(task, "stored")
+    settings = {**({"tools": list(task.tools)} if task.tools != BUILTIN_TOOLS else {}),
+                **({"limits": dict(task.limits)} if task.limits else {})}
     return {"task_id": task.task_id, "user_query": task.user_query, "category": task.category,
             "grading_type": task.grading_type, "input_files": dict(task.input_files),
             "checker": dict(checker), "split": task.split, "metadata": task.metadata,
             "solution": [{"name": c.name, "args": dict(c.args)} for c in task.solution],
-            "final_answer": task.final_answer}
+            "final_answer": task.final_answer, **settings}

@@ -79,9 +79,10 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
         procs_fd = None if group is None else os.open(group / "cgroup.procs", os.O_WRONLY)
         try:
             with open(scratch / "stdout", "wb") as out, open(scratch / "stderr", "wb") as err:
+                # a cwd inside a mount exists only in the jail (which moves there itself)
                 proc = subprocess.Popen(
-                    list(cmd), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=err, start_new_session=True,
+                    list(cmd), cwd=scratch if mounts else cwd, env=env,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                     preexec_fn=_preexec(_rlimits(timeout, limits), procs_fd))
         finally:
             if procs_fd is not None:

@@ -18,6 +18,16 @@ TARGETS = ("final", "file", "both")
 MAX_PATH_CHARS = 200
 MAX_CRITERIA = 100  # a rubric checker asks the judge once per criterion
 MAX_CRITERION_CHARS = 10_000
+MAX_NAME_CHARS = 200
+MAX_PARTS = 100  # a weighted checker runs each part in turn
+# How a rubric's criteria are judged (see hscale.harness.tasks.judge): "share" asks yes/no per
+# criterion and gives the weighted share of yes; "all" gives 1 only when every criterion is
+# met (JobBench's per-rubric rule); "graded" has the judge score each criterion in [0, 1] in
+# one request and gives the weighted mean (PinchBench's judge).
+SCORINGS = ("share", "all", "graded")
+# What the judge sees of the episode: "workspace" (the final answer and the workspace's text
+# files) or "pinchbench" (the transcript summarised as PinchBench's judge reads it).
+VIEWS = ("workspace", "pinchbench")
 FOLDER_HINT = ("a ClawGym task folder holds data_entry.json (task_id, user_query, metadata), "
                "input_files/ and reward/reward.sh or reward/reward.py")
 
@@ -42,8 +52,9 @@ def path_problem(rel: object, max_chars: int = MAX_PATH_CHARS) -> str | None:
 def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
     """Validate a checker spec and return a normalised copy."""
     hint = ('use {"kind": "answer", "expected": ..., "target": "final"|"file"|"both"}, '
-            '{"kind": "script", "path": ...} or {"kind": "rubric", "criteria": '
-            '[{"text": ..., "weight": 1.0}, ...]}')
+            '{"kind": "script", "path": ...}, {"kind": "rubric", "criteria": '
+            '[{"text": ..., "weight": 1.0}, ...]} or {"kind": "weighted", "parts": '
+            '[{"weight": 0.5, "checker": {...}}, ...]}')
     if not isinstance(spec, dict):
         raise HscaleError(f"{where}: checker must be a spec dict or a callable, "
                           f"got {type(spec).__name__}", hint)
@@ -74,13 +85,65 @@ def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
         return {"kind": "script", "path": path, "mount": mount}
     if kind == "rubric":
         return _rubric_spec(spec, where, hint)
+    if kind == "weighted":
+        return _weighted_spec(spec, where, hint)
     raise HscaleError(f"{where}: unknown checker kind {kind!r}", hint)
 
 
+def uses_judge(spec: object) -> bool:
+    """Whether a checker spec (a weighted one through its parts) asks the LLM judge."""
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("kind") == "weighted":
+        return any(isinstance(p, dict) and uses_judge(p.get("checker"))
+                   for p in spec.get("parts") or [])
+    return spec.get("kind") == "rubric"
+
+
+def _weighted_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
+    """A "weighted" spec: the weighted mean of its parts' rewards (each part a checker spec,
+    not itself weighted; weights finite and >= 0, summing above 0)."""
+    parts = spec.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise HscaleError(f"{where}: weighted checker needs a non-empty 'parts' list", hint)
+    if len(parts) > MAX_PARTS:
+        raise HscaleError(f"{where}: weighted checker has {len(parts)} parts, more than "
+                          f"{MAX_PARTS}", "merge parts")
+    out = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict) or "checker" not in part:
+            raise HscaleError(f"{where}: weighted part {i} needs a 'weight' and a 'checker'",
+                              hint)
+        weight = part.get("weight")
+        if (isinstance(weight, bool) or not isinstance(weight, int | float)
+                or not math.isfinite(weight) or weight < 0):
+            raise HscaleError(f"{where}: weighted part {i} has weight {weight!r}",
+                              "part weights are finite numbers >= 0")
+        inner = part["checker"]
+        if isinstance(inner, dict) and inner.get("kind") == "weighted":
+            raise HscaleError(f"{where}: weighted part {i} is itself weighted",
+                              "list every part in one weighted checker")
+        out.append({"weight": float(weight),
+                    "checker": check_spec(inner, f"{where}: weighted part {i}")})
+    if not sum(p["weight"] for p in out) > 0:
+        raise HscaleError(f"{where}: weighted checker's part weights sum to 0",
+                          "give at least one part a weight above 0")
+    return {"kind": "weighted", "parts": out}
+
+
 def _rubric_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
-    """A "rubric" spec: weighted yes/no criteria an LLM judge decides
-    (``hscale.harness.tasks.judge``); the reward is the weighted share of criteria met."""
+    """A "rubric" spec: weighted criteria an LLM judge decides (``hscale.harness.tasks.judge``),
+    scored as ``scoring`` says (default "share": the weighted share of criteria met) on what
+    ``view`` shows (default "workspace"). A criterion may carry a short ``name`` (the key a
+    "graded" judge scores it under; default "Criterion N")."""
     criteria, context = spec.get("criteria"), spec.get("context", "")
+    scoring, view = spec.get("scoring", "share"), spec.get("view", "workspace")
+    if scoring not in SCORINGS:
+        raise HscaleError(f"{where}: rubric 'scoring' {scoring!r} is not one of "
+                          f"{', '.join(SCORINGS)}", hint)
+    if view not in VIEWS:
+        raise HscaleError(f"{where}: rubric 'view' {view!r} is not one of {', '.join(VIEWS)}",
+                          hint)
     if not isinstance(criteria, list) or not criteria:
         raise HscaleError(f"{where}: rubric checker needs a non-empty 'criteria' list", hint)
     if len(criteria) > MAX_CRITERIA:
@@ -99,5 +162,17 @@ def _rubric_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
                 or not math.isfinite(weight) or weight <= 0):
             raise HscaleError(f"{where}: rubric criterion {i} has weight {weight!r}",
                               "weights are finite numbers above 0")
-        out.append({"text": text.strip(), "weight": float(weight)})
-    return {"kind": "rubric", "criteria": out, "context": context}
+        criterion = {"text": text.strip(), "weight": float(weight)}
+        name = item.get("name")
+        if name is not None:
+            if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS:
+                raise HscaleError(f"{where}: rubric criterion {i} 'name' must be text of 1 to "
+                                  f"{MAX_NAME_CHARS} characters", hint)
+            criterion["name"] = name.strip()
+        out.append(criterion)
+    normal = {"kind": "rubric", "criteria": out, "context": context}
+    if scoring != "share":
+        normal["scoring"] = scoring
+    if view != "workspace":
+        normal["view"] = view
+    return normal

@@ -8,8 +8,9 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks.clawgym import load_task_folder
@@ -20,11 +21,14 @@ from hscale.harness.tasks.task import Task
 MAX_TASK_LIST_BYTES = 256 << 20
 
 
-def load_tasks(path: str | Path) -> list[Task]:
+def load_tasks(path: str | Path, left_out: list | None = None) -> list[Task]:
     """Load tasks from a folder of ClawGym task folders (or one), a .jsonl or a .parquet list.
 
     A list file must be a regular file of at most ``MAX_TASK_LIST_BYTES``; data nested too
     deeply for the JSON reader is an error naming the file (and line), never a traceback.
+    With ``left_out`` a list, a task folder or row that cannot be loaded is appended to it as
+    ``(where, one-line problem)`` and left out; else (and when no task loads) the first problem
+    is raised.
     """
     path = Path(path)
     if path.is_dir():
@@ -34,7 +38,8 @@ def load_tasks(path: str | Path) -> list[Task]:
         if not folders:
             raise HscaleError(f"{path}: no task folders (none holds data_entry.json)",
                               FOLDER_HINT)
-        return [load_task_folder(p) for p in folders]
+        return _unique(path, gather(((str(p), lambda p=p: load_task_folder(p))
+                                     for p in folders), left_out), left_out)
     if not path.exists():
         raise HscaleError(f"{path}: no such file or folder",
                           "give a folder of task folders, a .jsonl or a .parquet task list")
@@ -52,19 +57,51 @@ def load_tasks(path: str | Path) -> list[Task]:
     else:
         raise HscaleError(f"{path}: unknown task list format {path.suffix!r}",
                           "use .jsonl, .parquet or a folder of ClawGym task folders")
-    tasks = []
-    for where, row in rows:
+    return _unique(path, gather(((where, lambda w=where, r=row: _row_task(r, w, path))
+                                 for where, row in rows), left_out), left_out)
+
+
+def gather(loads: Iterable[tuple[str, Callable[[], Task]]], left_out: list | None) -> list[Task]:
+    """The tasks ``loads`` make; with ``left_out`` a list, one that fails is appended to it
+    as ``(where, one-line problem)`` and skipped (the first problem is raised when none
+    loads); with None, the first problem is raised."""
+    tasks, first = [], None
+    for where, load in loads:
         try:
-            tasks.append(task_from_row(row, where, base=path.parent))
-        except RecursionError:  # a field's JSON text nested too deeply
-            raise HscaleError(f"{where}: nested too deeply",
-                              "task rows hold flat data: text, lists and objects") from None
+            tasks.append(load())
+        except HscaleError as exc:
+            if left_out is None:
+                raise
+            first = first or exc
+            left_out.append((where, exc.one_line()))
+    if not tasks and first is not None:
+        raise first
+    return tasks
+
+
+def _row_task(row: Any, where: str, path: Path) -> Task:
+    try:
+        return task_from_row(row, where, base=path.parent)
+    except RecursionError:  # a field's JSON text nested too deeply
+        raise HscaleError(f"{where}: nested too deeply",
+                          "task rows hold flat data: text, lists and objects") from None
+
+
+def _unique(path: Path, tasks: list[Task], left_out: list | None) -> list[Task]:
+    """``tasks`` with distinct ids: a repeated id is an error (or, with ``left_out``, the later
+    task is left out)."""
     seen: set[str] = set()
+    kept = []
     for task in tasks:
         if task.task_id in seen:
-            raise HscaleError(f"{path}: task id {task.task_id!r} appears twice")
+            if left_out is None:
+                raise HscaleError(f"{path}: task id {task.task_id!r} appears twice",
+                                  "give every task its own id")
+            left_out.append((str(path), f"task id {task.task_id!r} appears twice"))
+            continue
         seen.add(task.task_id)
-    return tasks
+        kept.append(task)
+    return kept
 
 
 def _check_list_file(path: Path) -> None:

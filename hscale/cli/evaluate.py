@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -72,4 +73,9 @@ def evaluate_cmd(
     for (dec, bench, setting), row in summary.iterrows():
         print(f"  {dec:<8} {bench:<12} {setting:<13} Pass@1 {100 * row['mean']:6.2f}%  "
               f"({int(row['size'])} episodes)")
+    from hscale.train.checker_health import checker_health
+
+    warning = checker_health([run_dir]).line()
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"wrote {run_dir}; `hscale report {run_dir.parents[1]}` maps it")

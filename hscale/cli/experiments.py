@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -163,7 +164,12 @@ def _default_workers() -> int:
 def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
+    from hscale.train.checker_health import checker_health
     from hscale.train.contracts import read_status
+
+    warning = checker_health(states).line()
+    if warning:
+        print(warning, file=sys.stderr)
 
     for run in failed:
         error = read_status(Path(run)).error

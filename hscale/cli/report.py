@@ -49,6 +49,8 @@ def report_cmd(
         print(f"warning: figure {name} failed: {why}", file=sys.stderr)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
+    if report.checker_warning:
+        print(report.checker_warning, file=sys.stderr)
     for line in report.ordering:
         print(line)
     print(f"wrote {len(report.tables)} tables and {len(report.figures)} figures to "

@@ -28,18 +28,33 @@ KindOpt = Annotated[str | None, typer.Option(
 SplitOpt = Annotated[str, typer.Option(
     "--split", help="recorded (each task's own), train, eval, or a share of eval tasks such "
                     "as 0.3 (picked by a hash of the id).")]
+StrictOpt = Annotated[bool, typer.Option(
+    "--strict", help="Stop on a task that cannot be loaded (default: leave it out and say so).")]
 BASE = "S0-T0-O0-C0-W0"
 
 
-def _open(path: Path, kind: str | None, split: str):
-    """The task set as a benchmark, every task loaded; a bad one ends here in one line."""
-    from hscale.cli.tasks_check import parse_split, resolve_kind
-    from hscale.harness.task_sources import open_benchmark
+def left_out_line(bench, path: Path | str) -> str | None:
+    """One line on the tasks a benchmark left out (None when none was)."""
+    left = getattr(bench, "left_out", None) or []
+    if not left:
+        return None
+    where, problem = left[0]
+    first = problem if problem.startswith(where) else f"{where}: {problem}"
+    return (f"warning: {len(left)} task{'s' if len(left) > 1 else ''} left out, the first: "
+            f"{first} ('hscale tasks check {path}' lists them; --strict stops on them)")
+
+
+def _open(path: Path, kind: str | None, split: str, strict: bool = False):
+    """The task set as a benchmark, every task loaded; with ``strict`` a bad one ends here in
+    one line, else it is left out and a warning says so."""
+    from hscale.cli.task_kinds import parse_split, resolve_kind
+    from hscale.harness.task_sources import Settings, open_benchmark
 
     if not path.exists():
         raise HscaleError(f"{path}: no such file or folder", "check the task set's path")
     kind = resolve_kind(path, kind)
-    bench = open_benchmark(kind, str(path), parse_split(split))
+    bench = open_benchmark(kind, str(path), parse_split(split),
+                           settings=Settings(strict=strict))
     try:
         bench.all_tasks()
     except HscaleError as exc:
@@ -48,17 +63,20 @@ def _open(path: Path, kind: str | None, split: str):
     except RecursionError:  # a loader's JSON parse of absurdly nested data
         raise HscaleError(f"{path}: a task file nests too deeply to read",
                           f"'hscale tasks check {path}' names it") from None
+    warning = left_out_line(bench, path)
+    if warning:
+        Console(stderr=True, highlight=False, soft_wrap=True, markup=False).print(warning)
     return kind, bench
 
 
 @app.command("list")
 def list_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-             ) -> None:
+             strict: StrictOpt = False) -> None:
     """How many tasks, per split and category, their grading types and content hash."""
     import json
 
-    kind, bench = _open(path, kind, split)
+    kind, bench = _open(path, kind, split, strict)
     tasks = bench.all_tasks()
     splits = {s: bench.available(s) for s in ("train", "eval")}
     categories = {c: {s: sum(t.category == c and t.split == s for t in tasks)
@@ -68,7 +86,9 @@ def list_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
     if as_json:
         print(json.dumps({"path": str(path), "kind": kind, "split": split, "tasks": len(tasks),
                           "splits": splits, "categories": categories,
-                          "grading_types": grading, "content_hash": digest}, indent=2))
+                          "grading_types": grading, "content_hash": digest,
+                          "left_out": [{"where": w, "problem": p} for w, p in
+                                       getattr(bench, "left_out", [])]}, indent=2))
         return
     table = Table(show_edge=False, title=f"{path} ({kind}): {len(tasks)} tasks, "
                                          f"{splits['train']} train, {splits['eval']} eval")
@@ -87,9 +107,10 @@ def show_cmd(path: PathArg, task: Annotated[str | None, typer.Option(
                  "--task", help="Task id (default: the first by id).")] = None,
              harness: Annotated[str, typer.Option(
                  "--harness", help="Harness label or out-of-space preset.")] = BASE,
-             kind: KindOpt = None, split: SplitOpt = "recorded") -> None:
+             kind: KindOpt = None, split: SplitOpt = "recorded",
+             strict: StrictOpt = False) -> None:
     """One task: its query, input files, checker, and what the model first sees."""
-    _, bench = _open(path, kind, split)
+    _, bench = _open(path, kind, split, strict)
     tasks = bench.all_tasks()
     chosen = tasks[0] if task is None else next((t for t in tasks if t.task_id == task), None)
     if chosen is None:
@@ -99,7 +120,7 @@ def show_cmd(path: PathArg, task: Annotated[str | None, typer.Option(
     template = _harness(harness)
     _describe(chosen, path)
     fresh = template.fresh()
-    view = fresh.view(fresh.start(chosen.user_query))
+    view = fresh.view(fresh.start(chosen.user_query, chosen.tools))
     console.rule(f"first model view under {template.name}: {len(view)} messages")
     for message in view:
         console.print(Text.assemble((f"[{message.role}]", "bold"), " ", message.content))
@@ -161,7 +182,7 @@ def check_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
             progress.update(bar, completed=done, total=total, visible=total > 5)
 
         report = check_tasks(path, kind, split, timeout, harness, progress=advance)
-    for problem in report.problems:
+    for problem in report.grouped():
         console.print(Text(problem))
     for note in report.notes:
         console.print(Text(f"note: {note}"))

@@ -17,6 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from hscale.cli.task_kinds import (
+    has_front_matter,
+    is_one_folder,
+    is_task_dir,
+    parse_split,
+    resolve_kind,
+)
 from hscale.errors import HscaleError
 from hscale.harness.tasks.checkers import CheckerError
 from hscale.harness.tasks.clawgym import load_task_folder
@@ -25,10 +32,7 @@ from hscale.harness.tasks.task import Task
 
 BASE_HARNESS = "S0-T0-O0-C0-W0"
 DEFAULT_TIMEOUT = 10.0
-KINDS = ("clawgym", "jsonl", "parquet", "pinchbench", "jobbench")
 MAX_ENTRY_BYTES = 1 << 20  # a data_entry.json; larger ones are not task descriptions
-JOBBENCH_COLUMNS = {"task_id", "prompt", "rubric_json"}
-KIND_HINT = f"give --kind, one of {', '.join(KINDS)}"
 
 Progress = Callable[[int, int], None]
 
@@ -48,6 +52,23 @@ class Report:
     def ok(self) -> bool:
         return not self.problems
 
+    def grouped(self, shown: int = 3) -> list[str]:
+        """The problems, one line per distinct problem: tasks with the same one (a shared
+        reward script, say) are one line, the first task's, naming and counting the others."""
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for line in self.problems:
+            unit = re.split(r"[/:]", line, maxsplit=1)[0]
+            groups.setdefault(line.replace(unit, "\0"), []).append((unit, line))
+        out = []
+        for members in groups.values():
+            line = members[0][1]
+            if len(members) > 1:
+                others = [unit for unit, _ in members[1:]]
+                more = ", ".join(others[:shown]) + (" ..." if len(others) > shown else "")
+                line += f" (and {len(others)} more: {more})"
+            out.append(line)
+        return out
+
     def summary(self) -> str:
         n, m = len(self.problems), self.tasks
         return f"{n} problem{'s' * (n != 1)} in {m} task{'s' * (m != 1)}"
@@ -59,88 +80,6 @@ class _Unit:
 
     name: str
     task: Task | None = None
-
-
-# ------------------------------------------------------------------------------ guessing
-def guess_kind(path: str | Path) -> str:
-    """The benchmark kind of ``path`` from its shape: ClawGym folders hold data_entry.json,
-    ``.jsonl`` is a task list, ``.parquet`` a task list unless its columns are JobBench's,
-    ``.md`` files are PinchBench tasks."""
-    path = Path(path)
-    if path.is_dir():
-        subdirs = [p for p in sorted(path.iterdir()) if _task_dir(p)]
-        if _one_folder(path) or any(_exists(p / "data_entry.json") for p in subdirs):
-            return "clawgym"
-        if any(_front_matter(p) for p in path.glob("*.md")):
-            return "pinchbench"
-        if subdirs:
-            return "clawgym"  # task folders, none with data_entry.json: check says so
-        raise HscaleError(f"{path}: neither task folders nor PinchBench .md files", KIND_HINT)
-    if not path.is_file():
-        raise HscaleError(f"{path}: no such file or folder",
-                          "give a folder of ClawGym task folders, a .jsonl, .parquet or .md")
-    if path.suffix == ".jsonl":
-        return "jsonl"
-    if path.suffix == ".md":
-        return "pinchbench"
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-
-            columns = set(pq.read_schema(path).names)
-        except Exception:  # unreadable: the task-list reader says why
-            return "parquet"
-        jobbench = columns >= JOBBENCH_COLUMNS and "user_query" not in columns
-        return "jobbench" if jobbench else "parquet"
-    raise HscaleError(f"{path}: cannot tell the task format from {path.suffix or 'no suffix'!r}",
-                      KIND_HINT)
-
-
-def parse_split(text: str | float) -> str | float:
-    """A benchmark split rule: recorded, train, eval, or a share of eval tasks in (0, 1)."""
-    if text in ("recorded", "train", "eval"):
-        return str(text)
-    try:
-        share = float(text)
-    except (TypeError, ValueError):
-        share = -1.0
-    if not 0.0 < share < 1.0:
-        raise HscaleError(f"split {text!r} is not recorded, train, eval or a share in (0, 1)",
-                          "e.g. --split recorded or --split 0.3")
-    return share
-
-
-def resolve_kind(path: str | Path, kind: str | None) -> str:
-    if kind is None:
-        return guess_kind(path)
-    if kind not in KINDS:
-        raise HscaleError(f"unknown task set kind {kind!r}", KIND_HINT)
-    return kind
-
-
-def _exists(path: Path) -> bool:
-    return path.exists() or path.is_symlink()
-
-
-def _one_folder(path: Path) -> bool:
-    """Whether the folder ``path`` is one ClawGym task folder (perhaps a broken one)."""
-    if _exists(path / "data_entry.json"):
-        return True
-    if any(_exists(p / "data_entry.json") for p in path.iterdir() if p.is_dir()):
-        return False
-    return (path / "input_files").is_dir() or (path / "reward").is_dir()
-
-
-def _task_dir(path: Path) -> bool:
-    return path.is_dir() and not path.name.startswith(".") and path.name != "__pycache__"
-
-
-def _front_matter(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(8).removeprefix(b"\xef\xbb\xbf").startswith(b"---")
-    except OSError:
-        return False
 
 
 # ------------------------------------------------------------------------------ checking
@@ -160,7 +99,7 @@ def check_tasks(path: str | Path, kind: str | None = None, split: str | float = 
         raise HscaleError(f"timeout must be above 0 s, got {timeout:g}")
     template = harness_named(harness)
     report = Report(path, kind)
-    base = path.parent if path.is_file() or _one_folder(path) else path
+    base = path.parent if path.is_file() or is_one_folder(path) else path
     units = list(_load(path, kind, base, report))
     report.tasks = len(units)
     if not units and not report.problems:
@@ -190,7 +129,9 @@ def check_tasks(path: str | Path, kind: str | None = None, split: str | float = 
 
 def _where(name: str, message: str, base: Path) -> str:
     """``name: message``, paths under ``base`` made relative, and ``name`` not said twice."""
-    for root in {str(base), str(base.resolve())}:
+    # the longer root first: replacing a relative root inside the absolute one would name a
+    # file that does not exist (and a set's order changed with PYTHONHASHSEED)
+    for root in sorted({str(base), str(base.resolve())}, key=len, reverse=True):
         message = message.replace(root.rstrip("/") + "/", "")
     parts = message.rstrip(": ").split(": ")
     while len(parts) > 1 and parts[0] == parts[1]:  # a loader that names its file twice
@@ -222,7 +163,7 @@ def _clawgym(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
     if not path.is_dir():
         raise HscaleError(f"{path}: not a folder of ClawGym task folders",
                           "give a folder whose task folders hold data_entry.json")
-    folders = [path] if base != path else [p for p in sorted(path.iterdir()) if _task_dir(p)]
+    folders = [path] if base != path else [p for p in sorted(path.iterdir()) if is_task_dir(p)]
     for folder in folders:
         unit = _Unit(folder.relative_to(base).as_posix())
         try:
@@ -338,7 +279,7 @@ def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
 
     if path.is_dir():
         files = [p for p in sorted(path.glob("*.md"))
-                 if p.is_file() and p.name not in NOT_TASKS and _front_matter(p)]
+                 if p.is_file() and p.name not in NOT_TASKS and has_front_matter(p)]
         if not files:
             raise HscaleError(f"{path}: no PinchBench task files (.md with front matter)")
     else:
@@ -385,7 +326,8 @@ def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
     if not units:
         return
     by_id = {u.task.task_id: u for u in units}
-    tasks = TaskFiles(kind, path, split, lambda _: [u.task for u in units]).all_tasks()
+    tasks = TaskFiles(kind, path, split, lambda _, left_out=None: [u.task for u in units]
+                      ).all_tasks()
     train = {fingerprint(t): t.task_id for t in tasks if t.split == "train"}
     for task in tasks:
         twin = train.get(fingerprint(task)) if task.split == "eval" else None
@@ -395,7 +337,9 @@ def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
 
 
 def _is_rubric(task: Task) -> bool:
-    return isinstance(task.checker, dict) and task.checker.get("kind") == "rubric"
+    from hscale.harness.tasks.specs import uses_judge
+
+    return uses_judge(task.checker)
 
 
 def _judge() -> bool:

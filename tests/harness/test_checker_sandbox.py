@@ -29,7 +29,7 @@ from hscale.harness.types import Message
 
 SECRET = "hunter2-do-not-leak"
 ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",
-               "FINAL_ANSWER"}
+               "FINAL_ANSWER", "TRANSCRIPT_FILE"}
 BOMB = 400  # forks the hostile script tries
 
 HOSTILE = '''

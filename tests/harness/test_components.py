@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -15,7 +16,14 @@ from hscale.harness.components.context import Compact, Full, Window, summarize
 from hscale.harness.components.observation import Observation
 from hscale.harness.components.tool_interface import JsonCall, PythonCall, XmlCall
 from hscale.harness.components.workflow import ActVerify, Kind, PlanAct, React
-from hscale.harness.types import CANONICAL_TOOLS, Message, ParseError, ToolCall, ToolResult
+from hscale.harness.types import (
+    BUILTIN_TOOLS,
+    CANONICAL_TOOLS,
+    Message,
+    ParseError,
+    ToolCall,
+    ToolResult,
+)
 from tests.harness.helpers import out_of_vocabulary
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")
@@ -53,6 +61,9 @@ SAMPLE_CALLS = [
     ToolCall("search", {"word": "sum"}),
     ToolCall("calc", {"expr": "7 + 3 * 2"}),
 ]
+# the shell tool, which only the real task sets' interfaces show
+ALL_CALLS = [*SAMPLE_CALLS,
+             ToolCall("run", {"command": "python3 check.py --out 'a b.txt' && echo \"ok\""})]
 
 
 # --- registry ---------------------------------------------------------------------------------
@@ -126,7 +137,7 @@ def test_users_register_their_own():
 @settings(max_examples=150, deadline=None)
 @given(call=canonical_calls())
 def test_round_trip(name, call):
-    interface = registry.get(name)
+    interface = registry.get(name).only(tuple(CANONICAL_TOOLS))
     assert interface.parse(interface.format_call(call)) == call
 
 
@@ -140,9 +151,22 @@ def test_parse_never_raises(name, text):
 
 @pytest.mark.parametrize("name", ALL_T)
 def test_round_trip_samples_and_thought_before_call(name):
-    interface = registry.get(name)
-    for call in SAMPLE_CALLS:
+    interface = registry.get(name).only(tuple(CANONICAL_TOOLS))
+    for call in ALL_CALLS:
         assert interface.parse("i will do it now.\n" + interface.format_call(call)) == call
+
+
+@pytest.mark.parametrize("name", ALL_T)
+def test_a_tool_the_task_does_not_have_is_an_unknown_tool(name):
+    """The built-in world's interfaces neither show nor parse ``run``; a task's tools do."""
+    base, full = registry.get(name), registry.get(name).only(tuple(CANONICAL_TOOLS))
+    run = ToolCall("run", {"command": "ls -l"})
+    assert base.enabled == BUILTIN_TOOLS and full.enabled == tuple(CANONICAL_TOOLS)
+    shown = re.compile(rf"(?<![\w-]){re.escape(full.spec('run').name)}(?![\w-])")
+    assert shown.search(full.describe()) and not shown.search(base.describe())
+    assert isinstance(base.parse(full.format_call(run)), ParseError)
+    assert full.parse(full.format_call(run)) == run
+    assert base.only(BUILTIN_TOOLS).describe() == base.describe()
 
 
 @pytest.mark.parametrize("name", ALL_T)
@@ -153,8 +177,9 @@ def test_plain_text_is_a_final_answer(name, answer):
 
 @pytest.mark.parametrize(("a", "b"), list(itertools.permutations(ALL_T, 2)))
 def test_another_interfaces_syntax_is_an_error(a, b):
-    writer, reader = registry.get(a), registry.get(b)
-    for call in SAMPLE_CALLS:
+    every = tuple(CANONICAL_TOOLS)
+    writer, reader = registry.get(a).only(every), registry.get(b).only(every)
+    for call in ALL_CALLS:
         assert isinstance(reader.parse(writer.format_call(call)), ParseError), (a, b, call)
 
 

@@ -1,4 +1,4 @@
-"""Public benchmark formats: PinchBench task files, JobBench parquet rows and the LLM-judged
+"""Public benchmark formats: PinchBench task files and the LLM-judged
 "rubric" checker (against a fake OpenAI-compatible server on localhost)."""
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from hscale.errors import HscaleError
@@ -19,7 +17,6 @@ from hscale.harness.tasks import (
     CheckerError,
     Task,
     judge_configured,
-    load_jobbench,
     load_pinchbench,
     run_checker,
 )
@@ -157,7 +154,15 @@ def test_pinchbench_folder_loads_tasks_and_skips_readmes(tmp_path):
     assert {c["weight"] for c in judged.checker["criteria"]} == {1.0}
     assert "Write a haiku" in judged.checker["context"]
     assert "5-7-5" in judged.checker["context"]
-    assert hybrid.checker["kind"] == "script" and "automated part only" in hybrid.metadata["scored"]
+    assert judged.checker["scoring"] == "graded" and judged.checker["view"] == "pinchbench"
+    assert "Grading Criteria bullets" in judged.metadata["judge_rubric"]
+    # hybrid: the automated grader and the judge, 0.5 each (no grading_weights given)
+    automated, judged_part = hybrid.checker["parts"]
+    assert hybrid.checker["kind"] == "weighted" and hybrid.metadata["grading_weights"] == {
+        "automated": 0.5, "llm_judge": 0.5}
+    assert automated == {"weight": 0.5, "checker": {"kind": "script",
+                                                    "path": automated["checker"]["path"]}}
+    assert judged_part["weight"] == 0.5 and judged_part["checker"]["kind"] == "rubric"
     assert hybrid.input_files["notes.txt"] == "from the assets folder"
 
 
@@ -207,75 +212,7 @@ def test_pinchbench_symlink_out_of_the_folder_is_refused(tmp_path):
 
 
 # --------------------------------------------------------------------------- JobBench
-
-
-def test_jobbench_parquet_rows_load_as_rubric_tasks(tmp_path):
-    rows = [
-        {"task_id": "acct-1", "occupation": "Accountants", "task_num": 1,
-         "prompt": "Reconcile the ledger in ledger.csv.",
-         "reference_files": json.dumps({"ledger.csv": "a,b\n1,2\n", "scan.bin": "x\u0000y"}),
-         "rubric_json": json.dumps([{"criterion": "Totals match", "weight": 3},
-                                    {"criterion": "Differences explained", "weight": 1}]),
-         "task_card": "{\"difficulty\": \"medium\"}"},
-        {"task_id": "nurse 2", "occupation": "Registered Nurses", "task_num": 2,
-         "prompt": "Write a care plan.",
-         "reference_files": json.dumps([{"path": "notes/patient.md", "content": "# Patient"}]),
-         "rubric_json": json.dumps([{"description": "Lists goals"}, {"text": "Cites vitals",
-                                                                      "weight": "2"}]),
-         "task_card": None},
-    ]
-    path = tmp_path / "jobbench.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    first, second = load_jobbench(path)
-    assert first.task_id == "acct-1" and first.category == "Accountants"
-    assert first.user_query == "Reconcile the ledger in ledger.csv." and first.split == "eval"
-    assert first.input_files == {"ledger.csv": "a,b\n1,2\n"}
-    assert first.metadata["skipped_files"] == ["scan.bin"]
-    assert first.checker == {"kind": "rubric", "context": first.user_query, "criteria": [
-        {"text": "Totals match", "weight": 3.0}, {"text": "Differences explained",
-                                                   "weight": 1.0}]}
-    assert second.task_id == "nurse-2" and second.input_files == {"notes/patient.md": "# Patient"}
-    assert [(c["text"], c["weight"]) for c in second.checker["criteria"]] == [
-        ("Lists goals", 1.0), ("Cites vitals", 2.0)]
-
-
-def test_jobbench_native_parquet_types_and_binary_files(tmp_path):
-    schema = pa.schema([
-        ("task_id", pa.string()), ("occupation", pa.string()), ("task_num", pa.int64()),
-        ("prompt", pa.string()),
-        ("reference_files", pa.list_(pa.struct([("path", pa.string()),
-                                                ("content", pa.binary())]))),
-        ("rubric_json", pa.list_(pa.struct([("criterion", pa.string()),
-                                            ("weight", pa.float64())]))),
-        ("task_card", pa.string())])
-    row = {"task_id": "t1", "occupation": "Chefs", "task_num": 1, "prompt": "Plan a menu.",
-           "reference_files": [{"path": "menu.txt", "content": b"soup"},
-                               {"path": "photo.jpg", "content": b"\xff\xd8\xff\xe0"}],
-           "rubric_json": [{"criterion": "Has a starter", "weight": 0.5}], "task_card": ""}
-    path = tmp_path / "native.parquet"
-    pq.write_table(pa.Table.from_pylist([row], schema=schema), path)
-    [task] = load_jobbench(path)
-    assert task.input_files == {"menu.txt": "soup"}
-    assert task.metadata["skipped_files"] == ["photo.jpg"]
-    assert task.checker["criteria"] == [{"text": "Has a starter", "weight": 0.5}]
-
-
-@pytest.mark.parametrize("change, match", [
-    ({"rubric_json": "[]"}, "no list of criteria"),
-    ({"rubric_json": "not json"}, "not valid JSON"),
-    ({"rubric_json": json.dumps([{"criterion": "x", "weight": 0}])}, "weight"),
-    ({"reference_files": json.dumps({"../up.txt": "x"})}, "leaves the workspace"),
-    ({"prompt": " "}, "prompt"),
-])
-def test_jobbench_bad_rows_name_the_row(tmp_path, change, match):
-    row = {"task_id": "t1", "occupation": "Chefs", "task_num": 1, "prompt": "Plan a menu.",
-           "reference_files": "{}", "rubric_json": json.dumps(["Has a starter"]),
-           "task_card": ""}
-    path = tmp_path / "bad.parquet"
-    pq.write_table(pa.Table.from_pylist([{**row, **change}]), path)
-    with pytest.raises(HscaleError, match=match) as info:
-        load_jobbench(path)
-    assert info.value.one_line().startswith(f"{path}: row 0")
+# (its reader's tests are in test_jobbench.py)
 
 
 # --------------------------------------------------------------------------- rubric checker

@@ -58,15 +58,18 @@ class ScriptedBackend(Backend):
             if len(done) and step <= int(done.step.max()):
                 continue
             rng = manifest.rng(f"step-{step}")
-            rewards, effective = [], 0
+            rewards, effective, checker_errors = [], 0, 0
             pairs = schedule.at(step)
             for task_id, label in pairs:
-                group = [self._episode(tasks[task_id], label, rng).reward
-                         for _ in range(manifest.budget.rollouts_per_task)]
+                played = [self._episode(tasks[task_id], label, rng)
+                          for _ in range(manifest.budget.rollouts_per_task)]
+                group = [e.reward for e in played]
+                checker_errors += sum("checker:" in e.error for e in played)
                 rewards += group
                 effective += 0 < sum(r >= 1 for r in group) < len(group)
             row = {"step": step, "reward_mean": float(np.mean(rewards)),
-                   "effective_group_rate": effective / len(pairs), "episodes": len(rewards)}
+                   "effective_group_rate": effective / len(pairs), "episodes": len(rewards),
+                   "checker_error_rate": checker_errors / len(rewards)}
             done = train_frame(pd.concat([done, pd.DataFrame([row])], ignore_index=True))
             write_parquet(run_dir / TRAIN, done)
             if progress is not None:

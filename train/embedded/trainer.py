@@ -280,7 +280,9 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
     return {"reward_mean": float(rewards.mean()), "success_rate": float(success.mean()),
             "effective_group_rate": float(np.mean(effective)),
             "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
-            "turns_mean": float(np.mean([e.turns for e in episodes]))}
+            "turns_mean": float(np.mean([e.turns for e in episodes])),
+            "checker_error_rate": float(np.mean([e.error.startswith("checker:") or
+                                                 "; checker:" in e.error for e in episodes]))}
 
 
 def _read(path: Path | None) -> pd.DataFrame | None:

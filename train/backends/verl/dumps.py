@@ -140,6 +140,12 @@ def import_metrics(run_dir: str | Path) -> pd.DataFrame:
                     continue  # validation-only lines (step 0 before training)
                 numbers = {k: v for k, v in data.items()
                            if v is None or isinstance(v, int | float)}
-                steps[step - 1] = {**{METRIC_NAMES[k]: v for k, v in numbers.items()
-                                      if k in METRIC_NAMES}, **numbers}
+                named = {METRIC_NAMES[k]: v for k, v in numbers.items() if k in METRIC_NAMES}
+                # the agent loop's per-rollout checker_error, averaged by veRL under its
+                # reward-extra prefix: the embedded trainer's checker_error_rate
+                rate = next((v for k, v in numbers.items() if k.endswith(
+                    ("checker_error", "checker_error/mean")) and v is not None), None)
+                if rate is not None:
+                    named["checker_error_rate"] = rate
+                steps[step - 1] = {**named, **numbers}
     return train_frame([{"step": step, **row} for step, row in sorted(steps.items())])

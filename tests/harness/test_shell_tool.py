@@ -1,0 +1,204 @@
+"""The shell tool ``run``: a command in, its exit code and bounded output out, contained as a
+reward script is; shown and parsed by every tool interface under its own name and syntax,
+and only for tasks whose benchmark gives it (the built-in world keeps its five tools)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from hscale.errors import HscaleError
+from hscale.harness.engine import Generation, TurnEngine
+from hscale.harness.env import Env
+from hscale.harness.harness import Harness
+from hscale.harness.loop import run_episode
+from hscale.harness.task_sources import RUNNER_LIMITS, RUNNER_TOOLS, Settings, open_benchmark
+from hscale.harness.tasks import Task
+from hscale.harness.tasks.jail import containment
+from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
+
+SECRET = "hscale-shell-secret-7f3a"
+EVERY = tuple(CANONICAL_TOOLS)
+INTERFACES = ["json_call", "xml_call", "python_call", "shell", "action_lines"]
+
+
+class ReplayPolicy:
+    """A policy that writes the given turns, in order."""
+
+    def __init__(self, turns: list[str]) -> None:
+        self.turns = list(turns)
+
+    def generate(self, messages) -> Generation:
+        return Generation(self.turns.pop(0))
+
+
+def _task(tools=EVERY, limits=None, checker=None, files=None) -> Task:
+    return Task(task_id="shell-1", user_query="run the script .",
+                input_files=files or {"a.txt": "hello\n", "add.py": "print(2 + 3)\n"},
+                checker=checker or {"kind": "answer", "expected": "5"}, tools=tools,
+                limits=limits or {})
+
+
+def _run(env: Env, command: str) -> str:
+    result = env.execute(ToolCall("run", {"command": command}))
+    assert result.ok, result
+    return result.output
+
+
+def test_a_command_runs_in_the_workspace_and_shows_its_exit_and_output(tmp_path):
+    with Env(_task(), root=tmp_path) as env:
+        assert _run(env, "python3 add.py") == "exit 0\n5"
+        assert _run(env, "cat a.txt; echo oops >&2; exit 3") == "exit 3\nhello\noops"
+        assert _run(env, "python3 -c 'print(1)' > out.txt") == "exit 0"
+        assert env.execute(ToolCall("read", {"path": "out.txt"})).output == "1\n"
+        assert _run(env, "ls") == "exit 0\na.txt\nadd.py\nout.txt"
+        assert not env.execute(ToolCall("run", {"command": "  "})).ok
+
+
+def test_output_is_cut_to_the_tasks_window(tmp_path):
+    with Env(_task(limits={"max_output_chars": 100}), root=tmp_path) as env:
+        result = env.execute(ToolCall("run", {"command": "seq 1 1000"}))
+        assert result.truncated and result.output.startswith("exit 0\n1\n2\n")
+        assert len(result.output) < 200 and "output too long" in result.output
+
+
+def test_a_command_gets_a_scrubbed_environment_and_no_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSCALE_SHELL_SECRET", SECRET)
+    with Env(_task(), root=tmp_path) as env:
+        shown = _run(env, "env")
+        assert SECRET not in shown and "HSCALE_SHELL_SECRET" not in shown
+        probe = ("python3 -c 'import socket; s = socket.socket(); s.settimeout(2); "
+                 "s.connect((\"1.1.1.1\", 80)); print(\"connected\")'")
+        assert "connected" not in _run(env, probe)
+
+
+@pytest.mark.skipif(not containment().strong, reason="no containment of its own here")
+def test_a_command_cannot_write_outside_the_workspace(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with Env(_task(), root=tmp_path / "ws") as env:
+        out = _run(env, f"touch {outside}/x 2>/dev/null; echo $?")
+        assert out == "exit 0\n1" and not (outside / "x").exists()
+
+
+def test_a_command_is_stopped_at_its_limit_with_everything_it_started(tmp_path):
+    with Env(_task(limits={"run_seconds": 1}), root=tmp_path) as env:
+        start = time.monotonic()
+        beat = "(while true; do echo . >> beat.txt; sleep 0.1; done &) ; sleep 30"
+        assert _run(env, beat) == "timeout after 1 s" and time.monotonic() - start < 10
+        beats = env.workspace / "beat.txt"
+        time.sleep(0.3)
+        seen = beats.stat().st_size
+        time.sleep(0.5)  # a heart still beating would have written 5 more lines
+        assert seen > 0 and beats.stat().st_size == seen
+
+
+def test_a_task_without_the_tool_cannot_run_commands(tmp_path):
+    task = _task(tools=BUILTIN_TOOLS)
+    with Env(task, root=tmp_path) as env:
+        result = env.execute(ToolCall("run", {"command": "ls"}))
+    assert not result.ok and result.error == ("unknown tool run ; tools are list , read , "
+                                              "write , search , calc")
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
+def test_every_interface_shows_and_parses_the_shell_for_a_task_that_has_it(interface,
+                                                                          tmp_path):
+    harness = Harness.from_names({"tool_interface": interface})
+    task = _task()
+    call = ToolCall("run", {"command": "python3 add.py"})
+    engine = TurnEngine(harness, task, max_turns=4, workspace_root=tmp_path)
+    own = engine.harness.tool_interface.format_call(call)
+    assert engine.harness.tool_interface.spec("run").name in engine.view()[0].content
+    engine.submit(Generation(own))
+    engine.submit(Generation("5"))
+    episode = engine.finish()
+    assert [c for c, _ in episode.tool_calls] == [call]
+    assert episode.tool_calls[0][1].output == "exit 0\n5" and episode.reward == 1.0
+    # the same turns under the built-in world's tools: the call is no tool at all
+    plain = run_episode(ReplayPolicy([own, "5"]), harness, _task(tools=BUILTIN_TOOLS),
+                        max_turns=4)
+    assert plain.tool_calls == [] and plain.parse_errors == 1
+
+
+CHECK_TRANSCRIPT = """import json, os
+turns = json.load(open(os.environ["TRANSCRIPT_FILE"]))
+ran = [t for t in turns if t.get("tool_call", {}).get("name") == "run"]
+shown = [t for t in turns if t["role"] == "tool" and t["name"] == "run" and t["ok"]]
+print(1.0 if ran and shown and shown[0]["content"] == "exit 0\\n5" and
+      turns[0] == {"role": "user", "content": "run the script ."} else 0.0)
+"""
+
+
+def test_the_checker_reads_the_episodes_transcript(tmp_path):
+    (tmp_path / "reward.py").write_text(CHECK_TRANSCRIPT)
+    task = _task(checker={"kind": "script", "path": str(tmp_path / "reward.py")})
+    harness = Harness.from_names({})
+    run = harness.fresh()
+    run.start(task.user_query, task.tools)
+    call = run.tool_interface.format_call(ToolCall("run", {"command": "python3 add.py"}))
+    episode = run_episode(ReplayPolicy([call, "5"]), harness, task, max_turns=4)
+    assert episode.reward == 1.0 and episode.error == ""
+    silent = run_episode(ReplayPolicy(["5"]), harness, task, max_turns=4)
+    assert silent.reward == 0.0
+
+
+def test_real_formats_give_the_runners_tools_and_a_spec_replaces_them(tmp_path):
+    folder = tmp_path / "tasks"
+    task = _task(tools=BUILTIN_TOOLS)
+    from hscale.harness.tasks import write_tasks
+
+    write_tasks([task], folder.with_suffix(".jsonl"))
+    own = open_benchmark("jsonl", str(folder.with_suffix(".jsonl"))).all_tasks()[0]
+    assert own.tools == BUILTIN_TOOLS and own.limits == {}  # hscale's own lists keep theirs
+    real = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "pinchbench"
+    if real.is_dir():
+        first = open_benchmark("pinchbench", str(real / "tasks")).all_tasks()[0]
+        assert first.tools == RUNNER_TOOLS and first.limits == RUNNER_LIMITS
+    chosen = Settings(tools=("read", "run"), limits=(("max_turns", 5),))
+    mine = open_benchmark("jsonl", str(folder.with_suffix(".jsonl")), settings=chosen)
+    assert mine.all_tasks()[0].tools == ("read", "run")
+    assert mine.all_tasks()[0].limits == {"max_turns": 5}
+    engine = TurnEngine(Harness.from_names({}), mine.all_tasks()[0], max_turns=30,
+                        workspace_root=tmp_path)
+    assert engine.max_turns == 5
+    engine.env.close()
+
+
+@pytest.mark.parametrize("bad, word", [({"tools": ("read", "sudo")}, "unknown tool 'sudo'"),
+                                       ({"tools": ()}, "non-empty"),
+                                       ({"limits": {"max_turn": 3}}, "unknown limit"),
+                                       ({"limits": {"max_turns": 0}}, "from 1 to 200"),
+                                       ({"limits": {"run_seconds": True}}, "run_seconds")])
+def test_bad_tools_and_limits_are_one_line(bad, word):
+    with pytest.raises(HscaleError, match=word):
+        Task(task_id="t", user_query="q", checker={"kind": "answer", "expected": "x"}, **bad)
+
+
+def test_a_spec_sets_a_benchmarks_tools_and_limits_or_is_refused_in_one_line(tmp_path):
+    from tests.cli import hscale
+
+    rows = tmp_path / "tasks.jsonl"
+    from hscale.harness.tasks import write_tasks
+
+    write_tasks([Task(task_id=f"t{i}", user_query=f"say {i} .", split="eval" if i % 3
+                      else "train", checker={"kind": "answer", "expected": str(i)})
+                 for i in range(9)], rows)
+    spec = tmp_path / "spec.yaml"
+    body = ("name: tools\nbackend: scripted\nsteps: 1\n"
+            "benchmark: {{name: jsonl, path: tasks.jsonl, tools: {tools}, limits: {limits}}}\n"
+            "arms:\n  one: {{train: single, assignment: {{mode: repeat, k: 1}}}}\n")
+    spec.write_text(body.format(tools="[read, run]", limits="{max_turns: 4}"))
+    out = tmp_path / "runs"
+    assert hscale("plan", spec, "--out", out).returncode == 0
+    manifest = json.loads(next(out.rglob("manifest.json")).read_text())
+    assert manifest["benchmark"]["tools"] == ["read", "run"]
+    assert manifest["benchmark"]["limits"] == {"max_turns": 4}
+    spec.write_text(body.format(tools="[read, sudo]", limits="{max_turns: 4}"))
+    bad = hscale("validate", spec)
+    assert bad.returncode == 2 and "unknown tool 'sudo'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and os.fspath(spec) in bad.stderr
