@@ -23,7 +23,7 @@ from hscale.errors import HscaleError
 from hscale.harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
 from hscale.harness.tasks.jail import containment
 from hscale.harness.tasks.sandbox import run_limited
-from hscale.harness.types import CANONICAL_TOOLS, ToolCall, ToolResult
+from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, OPTIONAL_ARGS, ToolCall, ToolResult
 from hscale.harness.vocab import tokenize
 
 # Words of the messages below; hscale.harness.world adds them to the vocabulary.
@@ -39,6 +39,7 @@ WORDS = (
 )
 
 TRUNCATION_MARKER = "\n[cut : output too long]"
+WINDOW_NOTE_ROOM = 90  # characters (and the path's) a read window keeps to say where it was cut
 
 _CALC_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
              ast.Div: int.__floordiv__, ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}
@@ -166,17 +167,20 @@ class Env:
             return ToolResult(False, error=f"unknown tool {str(call.name)[:40]} ; tools are "
                               + " , ".join(self.task.tools))
         args = call.args if isinstance(call.args, dict) else {}
-        if set(args) != set(expected) or not isinstance(call.args, dict):
+        optional = OPTIONAL_ARGS.get(call.name, ())
+        if (not set(expected) <= set(args) or not set(args) - set(expected) <= set(optional)
+                or not isinstance(call.args, dict)):
             want = f"args : {' , '.join(expected)}" if expected else "no args"
             return ToolResult(False, error=f"{call.name} expects {want}")
-        for key in expected:
+        for key in args:
             if not isinstance(args[key], str):
                 return ToolResult(False, error=f"arg {key} must be text")
+        given = {k: args[k] for k in optional if k in args}
         try:
             if self._bounded.get(call.name) == impl:
-                output = impl(*(args[k] for k in expected))
+                output = impl(*(args[k] for k in expected), **given)
             else:
-                output = call_with_timeout(lambda: impl(*(args[k] for k in expected)),
+                output = call_with_timeout(lambda: impl(*(args[k] for k in expected), **given),
                                            self.limits.tool_seconds)
         except TimeoutError:
             return ToolResult(False, error=f"{call.name} took too long and was stopped")
@@ -291,13 +295,28 @@ class Env:
                        if not p.is_dir() and self._inside(p))
         return "\n".join(names) if names else "no files"
 
-    def _read(self, path: str) -> str:
+    def _read(self, path: str, offset: str | None = None) -> str:
+        """A file's text; for a task of the real formats (tools beyond the built-in world's),
+        a window of it from character ``offset`` that says where it was cut and how to read
+        on (the built-in world's reads are as they always were)."""
         resolved = self._resolve(path)
         if resolved.is_dir():
             raise ToolError(f"{path} is a folder")
         if not resolved.exists():
             raise ToolError(f"no file {path}")
-        return self._read_text(resolved)
+        text = self._read_text(resolved)
+        if offset is None and self.task.tools == BUILTIN_TOOLS:
+            return text
+        start = offset.strip() if offset is not None else "0"
+        if not start.isdigit() or len(start) > 12:
+            raise ToolError("offset must be a whole number of characters")
+        room = WINDOW_NOTE_ROOM + len(path)  # the note below fits in the output window
+        first, window = int(start), max(self.limits.max_output_chars - room, 1)
+        piece = text[first:first + window]
+        if first + window >= len(text):
+            return piece if first < len(text) or not text else f"{path} has {len(text)} characters"
+        return (piece + f"\n[cut at {first + len(piece)} of {len(text)} characters : read "
+                f"{path} with offset {first + len(piece)} for more]")
 
     def _write(self, path: str, text: str) -> str:
         data = text.encode("utf-8", errors="replace")

@@ -123,8 +123,9 @@ class Harness:
         """Reset context and workflow state and take the task's ``tools`` (``Task.tools``);
         the episode's first messages."""
         self.context.start()
-        if tools != self.tool_interface.enabled:
-            self.tool_interface = self.tool_interface.only(tools)
+        optional = tools != BUILTIN_TOOLS  # a real format's task: read windows with offsets
+        if tools != self.tool_interface.enabled or optional != self.tool_interface.optional_on:
+            self.tool_interface = self.tool_interface.only(tools, optional)
         return self.workflow.start(self.initial_messages(task_query))
 
     def view(self, history: Sequence[Message]) -> list[Message]:

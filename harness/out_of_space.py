@@ -168,7 +168,7 @@ class Shell(ToolInterface):
 
     TOOLS = (
         ToolSpec("list", "ls"),
-        ToolSpec("read", "cat", (("path", "file"),)),
+        ToolSpec("read", "cat", (("path", "file"),), (("offset", "start"),)),
         ToolSpec("write", "echo", (("text", "text"), ("path", "file"))),
         ToolSpec("search", "grep", (("word", "word"),)),
         ToolSpec("calc", "bc", (("expr", "sum"),)),
@@ -182,12 +182,18 @@ class Shell(ToolInterface):
                    ToolCall("write", {"path": "a.txt", "text": "some text"}),
                    ToolCall("search", {"word": "word"}), ToolCall("calc", {"expr": "2 + 3"}),
                    ToolCall("run", {"command": "ls -l"})]
+        if self.optional_on and "read" in self.enabled:  # a window further into a long file
+            samples.insert(2, ToolCall("read", {"path": "a.txt", "offset": "4000"}))
         return "shell commands, one per turn, after $:\n" + "\n".join(
             self.format_call(c) for c in samples if c.name in self.enabled)
 
     def format_call(self, call: ToolCall) -> str:
         self.checked(call)
         a = {k: shlex.quote(v) for k, v in call.args.items()}
+        if call.name == "read" and "offset" in call.args:  # tail -c +N starts at byte N (from 1)
+            start = call.args["offset"]
+            start = str(int(start) + 1) if start.isdigit() else start
+            return f"$ tail -c +{shlex.quote(start)} {a['path']}"
         return "$ " + {
             "list": "ls",
             "read": f"cat {a.get('path')}",
@@ -222,9 +228,15 @@ class Shell(ToolInterface):
             return ParseError("unbalanced quotes")
         if not words:
             return ParseError("usage: ls")
-        if words[0] not in {s.name for s in self.TOOLS}:
+        tail = self.optional_on and "read" in self.enabled
+        if words[0] not in {s.name for s in self.TOOLS} | ({"tail"} if tail else set()):
             return ParseError(f"command not found: {words[0]}")
         match words:
+            case ["tail", "-c", start, path] if start.startswith("+") and start[1:].isdigit():
+                return ToolCall("read", {"path": path,
+                                         "offset": str(max(int(start[1:]) - 1, 0))})
+            case ["tail", *_]:
+                return ParseError("usage: tail -c +start file")
             case ["sh", "-c", command]:
                 return ToolCall("run", {"command": command})
             case ["ls"]:
@@ -254,7 +266,7 @@ class ActionLines(ToolInterface):
 
     TOOLS = (
         ToolSpec("list", "dir"),
-        ToolSpec("read", "show", (("path", "file"),)),
+        ToolSpec("read", "show", (("path", "file"),), (("offset", "from"),)),
         ToolSpec("write", "put", (("path", "file"), ("text", "body"))),
         ToolSpec("search", "lookup", (("word", "key"),)),
         ToolSpec("calc", "math", (("expr", "input"),)),
@@ -263,14 +275,17 @@ class ActionLines(ToolInterface):
 
     def describe(self) -> str:
         sigs = "; ".join(" ".join((s.name, ", ".join(s.own_args))).strip() for s in self.TOOLS)
-        return f"to use a tool, write lines:\n{self.example()}\ntools: {sigs}"
+        return (f"to use a tool, write lines:\n{self.example()}\ntools: {sigs}"
+                + self.optional_note())
 
     def format_call(self, call: ToolCall) -> str:
         spec = self.checked(call)
-        if any("\n" in call.args[c] for c, _ in spec.args[:-1]):
+        # optional arguments first: the last required one runs to the end of the message
+        pairs = [*(p for p in self.optional(spec) if p[0] in call.args), *spec.args]
+        if any("\n" in call.args[c] for c, _ in pairs[:-1]):
             raise HscaleError(f"{spec.name}: only its last argument may span lines")
         return "\n".join([f"action: {spec.name}"] +
-                         [f"{own}: {call.args[c]}" for c, own in spec.args])
+                         [f"{own}: {call.args[c]}" for c, own in pairs])
 
     def parse(self, text: str) -> Parsed:
         text, cut = bounded(text)
@@ -282,6 +297,13 @@ class ActionLines(ToolInterface):
         if spec is None:
             return ParseError(f"unknown tool {name}")
         args: dict[str, object] = {}
+        for _, own in self.optional(spec):  # optional lines come first
+            label = f"\n{own}:"
+            if rest.startswith(label):
+                line_end = rest.find("\n", len(label))
+                line_end = len(rest) if line_end < 0 else line_end
+                args[own] = rest[len(label):line_end].removeprefix(" ")
+                rest = rest[line_end:]
         for i, own in enumerate(spec.own_args):
             label = f"\n{own}:"
             if not rest.startswith(label):

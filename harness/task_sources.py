@@ -113,6 +113,7 @@ class Settings:
     tools: tuple[str, ...] | None = None
     limits: tuple[tuple[str, float], ...] | None = None  # sorted items: hashable, cacheable
     strict: bool = False
+    max_asset_bytes: int | None = None  # a PinchBench or JobBench workspace file (None: 8 MiB)
 
     @classmethod
     def of(cls, record: Any) -> Settings:
@@ -120,7 +121,8 @@ class Settings:
         tools = getattr(record, "tools", None)
         return cls(tuple(tools) if tools else None,
                    tuple(sorted(limits.items())) if limits else None,
-                   bool(getattr(record, "strict", False)))
+                   bool(getattr(record, "strict", False)),
+                   getattr(record, "max_asset_bytes", None))
 
 
 class TaskFiles(Benchmark):
@@ -143,7 +145,9 @@ class TaskFiles(Benchmark):
                 raise HscaleError(f"{self.path}: no such file or folder",
                                   "check the benchmark's path (relative to the spec's folder)")
             left: list[tuple[str, str]] | None = None if self.settings.strict else []
-            tasks = self._reader(self.path, left_out=left)
+            sized = ({"max_asset_bytes": self.settings.max_asset_bytes}
+                     if self.settings.max_asset_bytes else {})
+            tasks = self._reader(self.path, left_out=left, **sized)
             if not tasks:
                 raise HscaleError(f"{self.path}: holds no tasks", "add task folders or rows")
             self._all = sorted((replace(t, split=_split_of(t, self.split), **self._tools(t))
@@ -250,16 +254,16 @@ def _task_list(suffix: str) -> Callable[..., list[Task]]:
     return read
 
 
-def _pinchbench(path: Path, left_out: list | None = None) -> list[Task]:
+def _pinchbench(path: Path, left_out: list | None = None, **sized: int) -> list[Task]:
     from hscale.harness.tasks import load_pinchbench
 
-    return load_pinchbench(path, left_out=left_out)
+    return load_pinchbench(path, left_out=left_out, **sized)
 
 
-def _jobbench(path: Path, left_out: list | None = None) -> list[Task]:
+def _jobbench(path: Path, left_out: list | None = None, **sized: int) -> list[Task]:
     from hscale.harness.tasks import load_jobbench
 
-    return load_jobbench(path, left_out=left_out)
+    return load_jobbench(path, left_out=left_out, **sized)
 
 
 Factory = Callable[..., Benchmark]

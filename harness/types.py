@@ -20,6 +20,9 @@ CANONICAL_TOOLS: dict[str, tuple[str, ...]] = {
     "calc": ("expr",),            # integer arithmetic: a op b [op c ...], op in + - * /
     "run": ("command",),          # a shell command in the workspace: exit code and output
 }
+# Arguments a tool may also take, for tasks of the real formats (``ToolInterface.only``): a
+# read window's start, in characters.
+OPTIONAL_ARGS: dict[str, tuple[str, ...]] = {"read": ("offset",)}
 # The built-in world's tools: every task's unless its benchmark declares others (``run``
 # comes with the real task sets whose prompts ask the agent to run code).
 BUILTIN_TOOLS: tuple[str, ...] = ("list", "read", "write", "search", "calc")

@@ -89,7 +89,7 @@ class BenchmarkRecord(_Trimmed):
     ``limits`` and ``strict`` where it sets them."""
 
     LATER: ClassVar[tuple[str, ...]] = ("split", "label", "content", "tools", "limits",
-                                        "strict")
+                                        "strict", "max_asset_bytes")
 
     name: str
     tasks: int
@@ -101,6 +101,7 @@ class BenchmarkRecord(_Trimmed):
     tools: tuple[str, ...] | None = None  # the spec's, when it sets them
     limits: dict[str, int | float] | None = None
     strict: bool | None = None
+    max_asset_bytes: int | None = None
 
     def __hash__(self) -> int:  # limits is a dict: hash the record's JSON (caches key on it)
         return hash(json.dumps(self.model_dump(), sort_keys=True))

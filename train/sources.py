@@ -144,7 +144,9 @@ def _record(bench: Benchmark, source: Source, split: str, tasks: int | None,
     if content is not None or bench.label:
         record.update(split=bench.split, label=bench.column, content=content)
     record.update({k: v for k, v in (("tools", bench.tools), ("limits", bench.limits),
-                                     ("strict", bench.strict or None)) if v is not None})
+                                     ("strict", bench.strict or None),
+                                     ("max_asset_bytes", bench.max_asset_bytes))
+                   if v is not None})
     return record
 
 

@@ -81,6 +81,7 @@ class Benchmark(_Strict):
     tools: tuple[str, ...] | None = None
     limits: dict[str, int | float] | None = None
     strict: bool = False
+    max_asset_bytes: int | None = Field(None, ge=1, le=1 << 30)  # pinchbench, jobbench files
 
     @model_validator(mode="after")
     def _known_tools_and_limits(self) -> Benchmark:
@@ -101,6 +102,8 @@ class Benchmark(_Strict):
         if self.name == "builtin" and (self.path or self.split != "recorded"):
             raise ValueError("the builtin world takes no path or split (its splits are "
                              "disjoint by construction)")
+        if self.max_asset_bytes and self.name not in ("pinchbench", "jobbench"):
+            raise ValueError("max_asset_bytes is for pinchbench and jobbench assets")
         if self.name == "builtin" and (self.tools or self.limits or self.strict):
             raise ValueError("the builtin world takes no tools, limits or strict (its "
                              "tasks are made for its five tools)")

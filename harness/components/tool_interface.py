@@ -64,6 +64,7 @@ class ToolSpec:
     canonical: str
     name: str
     args: tuple[tuple[str, str], ...] = ()  # (canonical argument, own argument), in order
+    optional: tuple[tuple[str, str], ...] = ()  # arguments it may also take (OPTIONAL_ARGS)
 
     @property
     def own_args(self) -> tuple[str, ...]:
@@ -95,22 +96,30 @@ class ToolInterface:
     ``TOOLS`` names every canonical tool; :meth:`only` gives the interface of one task's tools
     (``Task.tools``), which describes, writes and parses those alone: another tool's name is
     an unknown tool, as it always was (the built-in world's five tools leave the interface as
-    it was before ``run`` existed).
+    it was before ``run`` existed). With ``optional``, its tools take their optional
+    arguments too (``read``'s ``offset``): the real formats' tasks, whose files are long.
     """
 
     TOOLS: tuple[ToolSpec, ...] = ()
+    optional_on: bool = False
 
     def __post_init__(self) -> None:
         # a new interface shows the built-in world's tools; a task's own come by only()
         object.__setattr__(self, "TOOLS", tuple(s for s in type(self).TOOLS
                                                 if s.canonical in BUILTIN_TOOLS))
 
-    def only(self, tools: tuple[str, ...]) -> ToolInterface:
-        """A copy whose tools are the canonical ``tools`` (in the table's order)."""
+    def only(self, tools: tuple[str, ...], optional: bool = False) -> ToolInterface:
+        """A copy whose tools are the canonical ``tools`` (in the table's order), taking
+        their optional arguments when ``optional``."""
         copy = copy_module.copy(self)
         object.__setattr__(copy, "TOOLS", tuple(s for s in type(self).TOOLS
                                                 if s.canonical in tools))
+        object.__setattr__(copy, "optional_on", optional)
         return copy
+
+    def optional(self, spec: ToolSpec) -> tuple[tuple[str, str], ...]:
+        """The optional (canonical, own) arguments ``spec`` takes here."""
+        return spec.optional if self.optional_on else ()
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -131,7 +140,9 @@ class ToolInterface:
     def checked(self, call: ToolCall) -> ToolSpec:
         """The spec for a canonical call whose argument names are exactly right."""
         spec = self.spec(call.name)
-        if set(call.args) != set(spec.canonical_args):
+        extra = set(call.args) - set(spec.canonical_args)
+        if not set(spec.canonical_args) <= set(call.args) or \
+                not extra <= {c for c, _ in self.optional(spec)}:
             raise HscaleError(
                 f"call {call.name} has args {sorted(call.args)}",
                 f"{call.name} takes {', '.join(CANONICAL_TOOLS.get(call.name, ())) or 'none'}",
@@ -143,13 +154,27 @@ class ToolInterface:
         spec = self.own(name)
         if spec is None:
             return ParseError(f"unknown tool {name}")
-        if set(args) != set(spec.own_args):
+        optional = self.optional(spec)
+        extra = set(args) - set(spec.own_args)
+        if not set(spec.own_args) <= set(args) or not extra <= {own for _, own in optional}:
             if not spec.args:
                 return ParseError(f"{name} takes no args")
             return ParseError(f"{name} needs {', '.join(spec.own_args)}")
         if not all(isinstance(v, str) for v in args.values()):
             return ParseError("args must be text")
-        return ToolCall(spec.canonical, {c: str(args[own]) for c, own in spec.args})
+        return ToolCall(spec.canonical, {c: str(args[own]) for c, own in (*spec.args, *optional)
+                                         if own in args})
+
+    def own_pairs(self, spec: ToolSpec, call: ToolCall) -> list[tuple[str, str]]:
+        """(canonical, own) of the arguments ``call`` gives: required, then optional."""
+        return [*spec.args, *((c, own) for c, own in self.optional(spec) if c in call.args)]
+
+    def optional_note(self) -> str:
+        """The line a description adds for the optional arguments (empty when off)."""
+        notes = [f"{s.name} also takes {own}" for s in self.TOOLS
+                 for _, own in self.optional(s)]
+        return ("\n" + "; ".join(notes) + " (the character to start at, for long files)"
+                if notes else "")
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -172,7 +197,7 @@ class JsonCall(ToolInterface):
 
     TOOLS = (
         ToolSpec("list", "list_files"),
-        ToolSpec("read", "read_file", (("path", "path"),)),
+        ToolSpec("read", "read_file", (("path", "path"),), (("offset", "offset"),)),
         ToolSpec("write", "write_file", (("path", "path"), ("text", "content"))),
         ToolSpec("search", "search_files", (("word", "query"),)),
         ToolSpec("calc", "calculator", (("expr", "expression"),)),
@@ -186,11 +211,11 @@ class JsonCall(ToolInterface):
             f"{s.name}: {', '.join(s.own_args)}" if s.args else s.name
             for s in self.TOOLS if s.canonical != "read"
         )
-        return f"{self.example()}\nalso: {others}"
+        return f"{self.example()}\nalso: {others}" + self.optional_note()
 
     def format_call(self, call: ToolCall) -> str:
         spec = self.checked(call)
-        args = {own: call.args[c] for c, own in spec.args}
+        args = {own: call.args[c] for c, own in self.own_pairs(spec, call)}
         body = json.dumps({"name": spec.name, "arguments": args}, ensure_ascii=False)
         return f"{self.OPEN} {body} {self.CLOSE}"
 
@@ -262,7 +287,7 @@ class XmlCall(ToolInterface):
 
     TOOLS = (
         XmlSpec("list", "ls"),
-        XmlSpec("read", "open", (("path", "file"),)),
+        XmlSpec("read", "open", (("path", "file"),), (("offset", "from"),)),
         XmlSpec("write", "save", (("path", "file"),), body="text"),
         XmlSpec("search", "find", (("word", "term"),)),
         XmlSpec("calc", "eval", (), body="expr"),
@@ -276,12 +301,13 @@ class XmlCall(ToolInterface):
             self.format_call(ToolCall(s.canonical, {a: samples[a] for a in
                                                     CANONICAL_TOOLS[s.canonical]}))
             for s in self.TOOLS
-        )
+        ) + self.optional_note()
 
     def format_call(self, call: ToolCall) -> str:
         spec = self.checked(call)
         assert isinstance(spec, XmlSpec)
-        attrs = "".join(f' {own}="{_xml_attr(call.args[c])}"' for c, own in spec.args)
+        attrs = "".join(f' {own}="{_xml_attr(call.args[c])}"'
+                        for c, own in self.own_pairs(spec, call))
         if spec.body is None:
             return f"<{spec.name}{attrs}/>"
         return f"<{spec.name}{attrs}>{_xml_body(call.args[spec.body])}</{spec.name}>"
@@ -381,7 +407,7 @@ class PythonCall(ToolInterface):
 
     TOOLS = (
         ToolSpec("list", "listdir"),
-        ToolSpec("read", "fetch", (("path", "name"),)),
+        ToolSpec("read", "fetch", (("path", "name"),), (("offset", "start"),)),
         ToolSpec("write", "store", (("path", "name"), ("text", "data"))),
         ToolSpec("search", "grep", (("word", "pattern"),)),
         ToolSpec("calc", "compute", (("expr", "formula"),)),
@@ -390,11 +416,11 @@ class PythonCall(ToolInterface):
 
     def describe(self) -> str:
         sigs = ", ".join(f"{s.name}({', '.join(s.own_args)})" for s in self.TOOLS)
-        return f"{sigs}\ncall: {self.example()}"
+        return f"{sigs}\ncall: {self.example()}" + self.optional_note()
 
     def format_call(self, call: ToolCall) -> str:
         spec = self.checked(call)
-        args = ", ".join(f"{own}={_py_str(call.args[c])}" for c, own in spec.args)
+        args = ", ".join(f"{own}={_py_str(call.args[c])}" for c, own in self.own_pairs(spec, call))
         return f"{spec.name}({args})"
 
     def parse(self, text: str) -> Parsed:

@@ -19,6 +19,7 @@ from hscale.harness.components.workflow import ActVerify, Kind, PlanAct, React
 from hscale.harness.types import (
     BUILTIN_TOOLS,
     CANONICAL_TOOLS,
+    OPTIONAL_ARGS,
     Message,
     ParseError,
     ToolCall,
@@ -51,6 +52,8 @@ def canonical_calls(draw) -> ToolCall:
         # Only the last argument of a call may span lines (the action-line protocol's rule).
         last = arg == CANONICAL_TOOLS[name][-1]
         args[arg] = draw(texts(single_line=not last))
+    if name in OPTIONAL_ARGS and draw(st.booleans()):  # a read window's start, sometimes
+        args["offset"] = str(draw(st.integers(0, 10**6)))
     return ToolCall(name, args)
 
 
@@ -63,7 +66,8 @@ SAMPLE_CALLS = [
 ]
 # the shell tool, which only the real task sets' interfaces show
 ALL_CALLS = [*SAMPLE_CALLS,
-             ToolCall("run", {"command": "python3 check.py --out 'a b.txt' && echo \"ok\""})]
+             ToolCall("run", {"command": "python3 check.py --out 'a b.txt' && echo \"ok\""}),
+             ToolCall("read", {"path": "notes/long file.md", "offset": "16000"})]
 
 
 # --- registry ---------------------------------------------------------------------------------
@@ -137,7 +141,7 @@ def test_users_register_their_own():
 @settings(max_examples=150, deadline=None)
 @given(call=canonical_calls())
 def test_round_trip(name, call):
-    interface = registry.get(name).only(tuple(CANONICAL_TOOLS))
+    interface = registry.get(name).only(tuple(CANONICAL_TOOLS), optional=True)
     assert interface.parse(interface.format_call(call)) == call
 
 
@@ -151,7 +155,7 @@ def test_parse_never_raises(name, text):
 
 @pytest.mark.parametrize("name", ALL_T)
 def test_round_trip_samples_and_thought_before_call(name):
-    interface = registry.get(name).only(tuple(CANONICAL_TOOLS))
+    interface = registry.get(name).only(tuple(CANONICAL_TOOLS), optional=True)
     for call in ALL_CALLS:
         assert interface.parse("i will do it now.\n" + interface.format_call(call)) == call
 
@@ -166,6 +170,11 @@ def test_a_tool_the_task_does_not_have_is_an_unknown_tool(name):
     assert shown.search(full.describe()) and not shown.search(base.describe())
     assert isinstance(base.parse(full.format_call(run)), ParseError)
     assert full.parse(full.format_call(run)) == run
+    window = ToolCall("read", {"path": "a.txt", "offset": "400"})
+    offsets = base.only(BUILTIN_TOOLS, optional=True)  # read windows come with the real formats
+    assert isinstance(base.parse(offsets.format_call(window)), ParseError)
+    assert offsets.parse(offsets.format_call(window)) == window
+    assert offsets.describe() != base.describe()
     assert base.only(BUILTIN_TOOLS).describe() == base.describe()
 
 
@@ -178,7 +187,7 @@ def test_plain_text_is_a_final_answer(name, answer):
 @pytest.mark.parametrize(("a", "b"), list(itertools.permutations(ALL_T, 2)))
 def test_another_interfaces_syntax_is_an_error(a, b):
     every = tuple(CANONICAL_TOOLS)
-    writer, reader = registry.get(a).only(every), registry.get(b).only(every)
+    writer, reader = registry.get(a).only(every, True), registry.get(b).only(every, True)
     for call in ALL_CALLS:
         assert isinstance(reader.parse(writer.format_call(call)), ParseError), (a, b, call)
 

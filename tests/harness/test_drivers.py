@@ -152,3 +152,39 @@ def test_the_verl_agent_loop_replays_the_sampler_exactly(sampled, tokenizer):
                                                                          ep.parse_errors)
         compared += 1
     assert compared >= 0.9 * len(sampled)
+
+
+TRANSCRIPT_CHECK = """import json, os
+turns = json.load(open(os.environ["TRANSCRIPT_FILE"]))
+ran = [t["content"] for t in turns if t["role"] == "tool" and t["name"] == "run"]
+print(1.0 if ran == ["exit 0\\n5"] and turns[-1]["content"] == "5" else 0.0)
+"""
+
+
+@pytest.mark.parametrize("label", ["S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "S2-T2-O2-C2-W2",
+                                   "oos/shell", "oos/actions"])
+def test_a_real_format_task_with_the_shell_is_the_same_under_both_drivers(label, tokenizer,
+                                                                          tmp_path):
+    """A task whose benchmark gives ``run``: its prompt, the shell call, the transcript its
+    checker reads and the reward are the same through run_episode and veRL's agent loop."""
+    from hscale.harness.tasks import Task
+    from hscale.harness.types import CANONICAL_TOOLS, ToolCall
+
+    (tmp_path / "reward.py").write_text(TRANSCRIPT_CHECK)
+    task = Task(task_id="shell-1", user_query="run add.py and give its output .",
+                input_files={"add.py": "print(2 + 3)\n"}, tools=tuple(CANONICAL_TOOLS),
+                limits={"max_turns": 6},
+                checker={"kind": "script", "path": str(tmp_path / "reward.py")})
+    harness = harness_named(label).fresh()
+    harness.start(task.user_query, task.tools)
+    turns = [harness.format_call(ToolCall("run", {"command": "python3 add.py"})), "5"]
+    if label.endswith("W1") or label.endswith("W2"):  # plan-first / verify workflows
+        turns = ["i will run add.py .", *turns, "5", "5"]
+    local = run_episode(ReplayPolicy(turns), harness_named(label), task, max_turns=30)
+    kwargs = row_kwargs(task, label)
+    kwargs["extra_info"] = {**kwargs["extra_info"], "max_turns": 30}
+    out = asyncio.run(replay_rollout(tokenizer, turns[:local.turns], kwargs))
+    assert local.reward == out.reward_score == 1.0, (label, local.messages[-3:])
+    assert out.extra_fields["hscale_turns"] == local.turns
+    shell = harness.tool_interface.spec("run").name
+    assert shell in local.messages[0].content

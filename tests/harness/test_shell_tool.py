@@ -202,3 +202,50 @@ def test_a_spec_sets_a_benchmarks_tools_and_limits_or_is_refused_in_one_line(tmp
     bad = hscale("validate", spec)
     assert bad.returncode == 2 and "unknown tool 'sudo'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and os.fspath(spec) in bad.stderr
+
+
+def test_a_long_file_is_read_in_windows_that_say_where_to_go_on(tmp_path):
+    text = "".join(f"line {i}\n" for i in range(2000))
+    task = _task(files={"log.txt": text}, limits={"max_output_chars": 500})
+    seen, offset = [], "0"
+    with Env(task, root=tmp_path) as env:
+        while True:
+            result = env.execute(ToolCall("read", {"path": "log.txt", "offset": offset}))
+            assert result.ok and not result.truncated and len(result.output) <= 500
+            body, _, note = result.output.partition("\n[cut at ")
+            seen.append(body)
+            if not note:
+                break
+            offset = note.split("with offset ")[1].split()[0]
+        assert "".join(seen) == text and len(seen) > 20
+        first = env.execute(ToolCall("read", {"path": "log.txt"})).output
+        assert first.startswith("line 0\n") and "read log.txt with offset" in first
+        assert env.execute(ToolCall("read", {"path": "log.txt", "offset": "99999"})).output == \
+            f"log.txt has {len(text)} characters"
+        assert not env.execute(ToolCall("read", {"path": "log.txt", "offset": "-3"})).ok
+    builtin = _task(tools=BUILTIN_TOOLS, files={"log.txt": text})
+    with Env(builtin, root=tmp_path) as env:  # the built-in world's read: as it always was
+        plain = env.execute(ToolCall("read", {"path": "log.txt"}))
+        assert plain.truncated and plain.output == text[:400] + "\n[cut : output too long]"
+
+
+def test_a_spec_sets_the_asset_limit_of_a_real_pinchbench_set(tmp_path):
+    from hscale.train.records import BenchmarkRecord
+    from hscale.train.spec import load_spec
+
+    real = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "pinchbench"
+    if not real.is_dir():
+        pytest.skip(f"no real PinchBench tasks at {real}")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: assets\nbackend: scripted\nsteps: 1\nbenchmark: {{name: pinchbench, "
+                    f"path: {real / 'tasks'}, split: eval, max_asset_bytes: 4096}}\n"
+                    "arms:\n  one: {train: single, assignment: {mode: repeat, k: 1}}\n")
+    source = open_benchmark("pinchbench", str(real / "tasks"), "eval",
+                            settings=Settings(max_asset_bytes=4096))
+    kept, left = len(source.all_tasks()), source.left_out
+    assert left and kept + len(left) == 22  # the tasks with larger assets are left out
+    assert all("4096" in problem for _, problem in left), left
+    assert Settings.of(load_spec(spec).benchmark).max_asset_bytes == 4096  # the spec's route
+    record = BenchmarkRecord(name="pinchbench", tasks=kept, seed=0, path=str(real / "tasks"),
+                             split="eval", max_asset_bytes=4096)
+    assert Settings.of(record) == Settings(max_asset_bytes=4096)  # and the manifest's
