@@ -99,7 +99,8 @@ class TurnEngine:
     ``transcript`` is what a checker may read of the episode, the same under every harness:
     the task's query, then per turn ``{"role": "assistant", "content": text}`` (with
     ``"tool_call": {"name", "args"}`` in canonical names when the turn called a tool) and
-    ``{"role": "tool", "name", "ok", "content"}`` for the tool's output or error.
+    ``{"role": "tool", "name", "ok", "content"}`` for the tool's output or error. What the
+    harness itself says (a workflow's injected message, a parse error) is not in it.
     """
 
     def __init__(self, harness: Harness, task: Task, max_turns: int = DEFAULT_MAX_TURNS,
@@ -129,15 +130,14 @@ class TurnEngine:
         turn = len(self.generations)
         self._record(gen)
         parsed = self.harness.parse(gen.text)
-        if isinstance(parsed, ToolCall):
-            self.transcript[-1]["tool_call"] = {"name": parsed.name, "args": dict(parsed.args)}
         action = self.harness.after_assistant(turn, parsed, gen.text)
         if action.kind is Kind.FINISH:
             self.final, self.termination, self.done = action.text, Termination.ANSWER, True
             return None
         if action.kind is Kind.INJECT:
             self.history.append(Message("user", action.text))
-        elif isinstance(parsed, ToolCall):
+        elif isinstance(parsed, ToolCall):  # only a call that runs is in the transcript
+            self.transcript[-1]["tool_call"] = {"name": parsed.name, "args": dict(parsed.args)}
             return parsed
         elif isinstance(parsed, ParseError):
             self.parse_errors += 1

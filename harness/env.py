@@ -2,15 +2,17 @@
 
 Model tool calls are untrusted input. Every path is checked twice: lexically (relative, no
 ``..``, no NUL, short) and after resolving symlinks (it must stay under the workspace); files
-are opened with O_NOFOLLOW. Writes, outputs, file counts and ``calc`` numbers are capped, every
-tool runs under a wall-clock limit in a worker thread, and errors come back as
-``ToolResult(ok=False)`` with short messages in the built-in world's words (``WORDS``).
+are opened with O_NOFOLLOW. Writes, outputs, file counts and ``calc`` numbers are capped; the
+built-in tools are bounded by construction, ``run`` (the shell, for the real formats' tasks)
+by its own jail and time limit, any replacement runs under a wall-clock watchdog; errors come
+back as ``ToolResult(ok=False)`` with short messages in the built-in world's words.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -21,8 +23,9 @@ from pathlib import Path
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks import CheckerError, Task, call_with_timeout, path_problem, run_checker
+from hscale.harness.tasks.checkers import remove_entry
 from hscale.harness.tasks.jail import containment
-from hscale.harness.tasks.sandbox import run_limited
+from hscale.harness.tasks.sandbox import plain_env, run_limited
 from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, OPTIONAL_ARGS, ToolCall, ToolResult
 from hscale.harness.vocab import tokenize
 
@@ -39,7 +42,7 @@ WORDS = (
 )
 
 TRUNCATION_MARKER = "\n[cut : output too long]"
-WINDOW_NOTE_ROOM = 90  # characters (and the path's) a read window keeps to say where it was cut
+WINDOW_NOTE_ROOM = 120  # characters (and the path's) a window keeps to say where it was cut
 
 _CALC_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
              ast.Div: int.__floordiv__, ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}
@@ -70,6 +73,17 @@ class Limits:
     def of(cls, task: Task) -> Limits:
         """The limits a task's benchmark set (``Task.limits``), the defaults elsewhere."""
         return cls(**{k: v for k, v in task.limits.items() if k != "max_turns"})
+
+
+MAX_COMMAND_BYTES = 100_000  # under the kernel's 128 KiB for one argument
+MAX_WORKSPACE_BYTES = 512 << 20  # what a workspace may hold after a command
+
+
+def _end(text: str, room: int) -> str:
+    """The last ``room`` characters of ``text``, saying how much came before."""
+    if len(text) <= room:
+        return text
+    return f"[{len(text) - room} characters cut]\n" + text[len(text) - room:]
 
 
 def _mount_of(task: Task) -> str | None:
@@ -153,7 +167,10 @@ class Env:
         """Delete the workspace (symlinks are removed, never followed)."""
         if not self.closed:
             self.closed = True
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            try:
+                remove_entry(self.workspace)
+            except OSError:
+                shutil.rmtree(self.workspace, ignore_errors=True)
 
     # ------------------------------------------------------------------------ public API
 
@@ -308,14 +325,17 @@ class Env:
         if offset is None and self.task.tools == BUILTIN_TOOLS:
             return text
         start = offset.strip() if offset is not None else "0"
-        if not start.isdigit() or len(start) > 12:
+        if not re.fullmatch(r"[0-9]{1,12}", start):
             raise ToolError("offset must be a whole number of characters")
         room = WINDOW_NOTE_ROOM + len(path)  # the note below fits in the output window
         first, window = int(start), max(self.limits.max_output_chars - room, 1)
         piece = text[first:first + window]
+        size = f"{len(text)} characters"
+        if resolved.stat().st_size > self.limits.max_read_bytes:  # only its start is read
+            size += f" (its first {self.limits.max_read_bytes} bytes)"
         if first + window >= len(text):
-            return piece if first < len(text) or not text else f"{path} has {len(text)} characters"
-        return (piece + f"\n[cut at {first + len(piece)} of {len(text)} characters : read "
+            return piece if first < len(text) or not text else f"{path} has {size}"
+        return (piece + f"\n[cut at {first + len(piece)} of {size} : read "
                 f"{path} with offset {first + len(piece)} for more]")
 
     def _write(self, path: str, text: str) -> str:
@@ -382,29 +402,54 @@ class Env:
     def _run(self, command: str) -> str:
         """A shell command from the workspace (``run``): contained as reward scripts are (own
         namespaces, no network, a read-only system but the workspace), a scrubbed environment,
-        ``run_seconds`` of wall clock and CPU, every process it started killed after. Shows
-        ``exit N`` and its output (stdout, then stderr), cut to the output window."""
+        ``run_seconds`` of wall clock and CPU, every process it started killed after; refused
+        where the machine gives no such containment. Shows ``exit N`` and the end of its
+        stdout, then of its stderr, in the output window."""
         if not command.strip():
             raise ToolError("command is empty")
-        if len(command) > self.limits.max_write_bytes or "\x00" in command:
+        if "\x00" in command:
+            raise ToolError("command holds a NUL")
+        if len(command.encode("utf-8", "surrogateescape")) > min(self.limits.max_write_bytes,
+                                                                   MAX_COMMAND_BYTES):
             raise ToolError("command is too long")
+        if not containment().strong:  # the agent's code never runs uncontained
+            raise ToolError("run needs a contained shell, which this machine lacks "
+                            "(hscale doctor says why; install bubblewrap)")
         cwd, mounts = self.workspace, None
         mount = _mount_of(self.task)
         if mount is not None and containment().mounts:
             cwd, mounts = Path(mount), {mount: self.workspace}
         with tempfile.TemporaryDirectory(prefix="hscale-run-", ignore_cleanup_errors=True) as tmp:
             scratch = Path(tmp)
-            (scratch / "home").mkdir()
-            (scratch / "tmp").mkdir()
-            env = {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
-                   "TMPDIR": str(scratch / "tmp"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                   "PWD": str(cwd)}
+            env = {**plain_env(scratch), "PWD": str(cwd)}
             done = run_limited(["bash", "-c", command], cwd, env, scratch,
                                self.limits.run_seconds, writable=[self.workspace],
                                mounts=mounts)
+        self._check_growth()
         if done.returncode is None:
             head = f"timeout after {self.limits.run_seconds:g} s"
         else:
             head = f"exit {done.returncode}"
-        body = "\n".join(part.rstrip("\n") for part in (done.stdout, done.stderr) if part)
+        # each stream's end (where errors are), so stderr shows however long stdout was
+        room = max((self.limits.max_output_chars - len(head) - 2) // 2, 1)
+        body = "\n".join(_end(part.rstrip("\n"), room) for part in (done.stdout, done.stderr)
+                         if part.strip())
         return f"{head}\n{body}" if body else head
+
+    def _check_growth(self) -> None:
+        """After a command: a workspace past its limits (entries, bytes) is emptied, so one
+        command cannot fill the memory the workspaces live in."""
+        entries, size = 0, 0
+        for top, dirs, files in os.walk(self.workspace):
+            for name in files:
+                try:
+                    size += os.lstat(os.path.join(top, name)).st_size
+                except OSError:
+                    continue
+            entries += len(dirs) + len(files)
+            if entries > self.limits.max_entries or size > MAX_WORKSPACE_BYTES:
+                for child in list(self.workspace.iterdir()):
+                    remove_entry(child)
+                raise ToolError(f"the command filled the workspace past its limits "
+                                f"({self.limits.max_entries} files, "
+                                f"{MAX_WORKSPACE_BYTES >> 20} MiB): it was emptied")

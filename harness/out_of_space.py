@@ -192,7 +192,7 @@ class Shell(ToolInterface):
         a = {k: shlex.quote(v) for k, v in call.args.items()}
         if call.name == "read" and "offset" in call.args:  # tail -c +N starts at byte N (from 1)
             start = call.args["offset"]
-            start = str(int(start) + 1) if start.isdigit() else start
+            start = str(int(start) + 1) if re.fullmatch(r"[0-9]{1,12}", start) else start
             return f"$ tail -c +{shlex.quote(start)} {a['path']}"
         return "$ " + {
             "list": "ls",
@@ -232,7 +232,7 @@ class Shell(ToolInterface):
         if words[0] not in {s.name for s in self.TOOLS} | ({"tail"} if tail else set()):
             return ParseError(f"command not found: {words[0]}")
         match words:
-            case ["tail", "-c", start, path] if start.startswith("+") and start[1:].isdigit():
+            case ["tail", "-c", start, path] if re.fullmatch(r"\+[0-9]{1,12}", start):
                 return ToolCall("read", {"path": path,
                                          "offset": str(max(int(start[1:]) - 1, 0))})
             case ["tail", *_]:
@@ -281,7 +281,7 @@ class ActionLines(ToolInterface):
     def format_call(self, call: ToolCall) -> str:
         spec = self.checked(call)
         # optional arguments first: the last required one runs to the end of the message
-        pairs = [*(p for p in self.optional(spec) if p[0] in call.args), *spec.args]
+        pairs = [*(p for p in spec.optional if p[0] in call.args), *spec.args]
         if any("\n" in call.args[c] for c, _ in pairs[:-1]):
             raise HscaleError(f"{spec.name}: only its last argument may span lines")
         return "\n".join([f"action: {spec.name}"] +

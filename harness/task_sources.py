@@ -180,6 +180,17 @@ class TaskFiles(Benchmark):
         return content_hash(self.path)
 
 
+def left_out_summary(left: Sequence[tuple[str, str]]) -> str:
+    """``2 tasks left out (cannot be loaded), the first: WHERE: WHY`` for a benchmark's
+    ``left_out`` (empty: "")."""
+    if not left:
+        return ""
+    where, problem = left[0]
+    first = problem if problem.startswith(where) else f"{where}: {problem}"
+    return (f"{len(left)} task{'s' * (len(left) > 1)} left out (cannot be loaded), the "
+            f"first: {first}")
+
+
 def _has_runner_layout(task: Task) -> bool:
     """A real ClawGym task: its reward script runs with the workspace at a fixed path."""
     return isinstance(task.checker, dict) and task.checker.get("mount") is not None
@@ -346,4 +357,4 @@ def overlap(train: Sequence[Task], evals: Sequence[Task], by_id: bool = True) ->
 
 __all__ = ["BENCHMARKS", "FILE_KINDS", "RUNNER_LIMITS", "RUNNER_TOOLS", "SPLIT_MODES",
            "Benchmark", "BuiltinWorld", "Settings", "TaskFiles", "benchmark_of", "content_hash",
-           "fingerprint", "open_benchmark", "overlap"]
+           "fingerprint", "left_out_summary", "open_benchmark", "overlap"]

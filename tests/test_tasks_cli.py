@@ -184,6 +184,14 @@ def test_parquet_task_list_and_jobbench_are_told_apart(tmp_path):
     checked = hscale("check", jobs)
     assert checked.returncode == 0, checked.stdout
     assert "1 rubric checker not run: no LLM judge" in checked.stdout
+    bad = [{**row, "task_id": "chef-2", "rubric_json": "{not json"},
+           {**row, "task_id": "chef-3", "reference_files": json.dumps(["../../etc/passwd"])}]
+    pq.write_table(pa.Table.from_pylist([row, *bad]), jobs)
+    checked = hscale("check", jobs)
+    lines = checked.stdout.strip().splitlines()
+    assert checked.returncode == 2 and lines[-1] == "2 problems in 3 tasks", lines
+    assert any("row 1" in line and "rubric_json" in line for line in lines), lines
+    assert any("row 2" in line for line in lines), lines
 
 
 PINCH = """---

@@ -14,7 +14,7 @@ from typing import Any
 
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.harness.task_sources import Benchmark as Source
-from hscale.harness.task_sources import Settings, open_benchmark, overlap
+from hscale.harness.task_sources import Settings, left_out_summary, open_benchmark, overlap
 from hscale.train.spec import BUILTIN_TASKS, Benchmark, ExperimentSpec
 
 _SHOWN = 3  # task ids an overlap error names
@@ -71,14 +71,10 @@ def _open(bench: Benchmark, where: str | Path, field: str) -> Source:
         source.available("train")  # reads a data benchmark's files: every problem now
     except HscaleError as exc:
         raise HscaleError(f"{where}: {field}: {exc.message}", exc.hint) from None
-    left = getattr(source, "left_out", None)
+    left = left_out_summary(getattr(source, "left_out", None) or [])
     if left:
-        where_first, problem = left[0]
-        first = problem if problem.startswith(where_first) else f"{where_first}: {problem}"
-        warnings.warn(f"{where}: {field}: {len(left)} task{'s' * (len(left) > 1)} left out "
-                      f"(cannot be loaded), the first: {first}; 'hscale tasks check "
-                      f"{bench.path}' lists them, strict: true stops on them", HscaleWarning,
-                      stacklevel=3)
+        warnings.warn(f"{where}: {field}: {left}; 'hscale tasks check {bench.path}' lists "
+                      "them, strict: true stops on them", HscaleWarning, stacklevel=3)
     if bench.path is not None and hasattr(source, "all_tasks") and not getattr(
             source, "probed", False):
         _probe_checkers(source.all_tasks(), where, field, bench.path)
@@ -95,21 +91,21 @@ def _probe_checkers(tasks: list, where: str | Path, field: str, path: str) -> No
     an empty answer (a reward of 0 is fine; a crash is not). Refuse the benchmark when half
     or more crash: every episode would score 0 whatever the policy did; warn for fewer."""
     from hscale.harness.env import Env
-    from hscale.harness.tasks import CheckerError, judge_configured
+    from hscale.harness.tasks import CheckerError
     from hscale.harness.tasks.specs import uses_judge
 
-    judged = judge_configured()
-    sample = [t for t in tasks if judged or not uses_judge(t.checker)]
+    # judged checkers are not probed: a plan should not pay for LLM calls
+    sample = [t for t in tasks if not uses_judge(t.checker)]
     sample = sample[::max(1, len(sample) // PROBED)][:PROBED]
     failed: list[str] = []
     for task in sample:
         try:
-            with Env(task) as env:
-                env.reward("")
+            with Env(task) as env:  # as an episode that ends at once: the query, no turn
+                env.reward("", [{"role": "user", "content": task.user_query}])
         except CheckerError as exc:
             failed.append(f"{task.task_id}: {exc.short}")
-        except HscaleError as exc:  # input files that cannot be set up
-            failed.append(f"{task.task_id}: {exc.message}")
+        except (HscaleError, OSError) as exc:  # input files that cannot be set up
+            failed.append(f"{task.task_id}: {getattr(exc, 'message', None) or exc}")
     if not failed:
         return
     message = (f"{where}: {field}: the checkers of {len(failed)} of {len(sample)} sampled "

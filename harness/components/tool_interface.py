@@ -47,6 +47,10 @@ MSG_ONE = "one call per turn"
 MSG_TAGS = "unbalanced tags"
 MSG_LONG = "call too long"
 
+# What an example call writes for each canonical argument.
+SAMPLE_ARGS = {"path": "a.txt", "text": "text", "word": "word", "expr": "2 + 3",
+               "command": "ls -l"}
+
 # Characters of a turn a parser reads (16 KiB; a write's text is at most 4 KiB): a bound on
 # the work per turn, whatever the model wrote.
 MAX_PARSE_CHARS = 16 * 1024
@@ -121,12 +125,12 @@ class ToolInterface:
         """The optional (canonical, own) arguments ``spec`` takes here."""
         return spec.optional if self.optional_on else ()
 
-    @property
-    def enabled(self) -> tuple[str, ...]:
-        return tuple(s.canonical for s in self.TOOLS)
+    enabled = property(lambda self: tuple(s.canonical for s in self.TOOLS))  # canonical names
 
     def spec(self, canonical: str) -> ToolSpec:
-        for s in self.TOOLS:
+        """A tool's spec, enabled or not: any canonical call can be written (a scripted
+        policy writes with the harness template); only enabled ones are shown and parsed."""
+        for s in type(self).TOOLS:
             if s.canonical == canonical:
                 return s
         raise HscaleError(
@@ -142,7 +146,7 @@ class ToolInterface:
         spec = self.spec(call.name)
         extra = set(call.args) - set(spec.canonical_args)
         if not set(spec.canonical_args) <= set(call.args) or \
-                not extra <= {c for c, _ in self.optional(spec)}:
+                not extra <= {c for c, _ in spec.optional}:
             raise HscaleError(
                 f"call {call.name} has args {sorted(call.args)}",
                 f"{call.name} takes {', '.join(CANONICAL_TOOLS.get(call.name, ())) or 'none'}",
@@ -160,21 +164,21 @@ class ToolInterface:
             if not spec.args:
                 return ParseError(f"{name} takes no args")
             return ParseError(f"{name} needs {', '.join(spec.own_args)}")
-        if not all(isinstance(v, str) for v in args.values()):
+        numbers = {own for _, own in optional}  # an offset may come as a number
+        if not all(isinstance(v, str) or (k in numbers and type(v) is int)
+                   for k, v in args.items()):
             return ParseError("args must be text")
         return ToolCall(spec.canonical, {c: str(args[own]) for c, own in (*spec.args, *optional)
                                          if own in args})
 
     def own_pairs(self, spec: ToolSpec, call: ToolCall) -> list[tuple[str, str]]:
         """(canonical, own) of the arguments ``call`` gives: required, then optional."""
-        return [*spec.args, *((c, own) for c, own in self.optional(spec) if c in call.args)]
+        return [*spec.args, *((c, own) for c, own in spec.optional if c in call.args)]
 
     def optional_note(self) -> str:
         """The line a description adds for the optional arguments (empty when off)."""
-        notes = [f"{s.name} also takes {own}" for s in self.TOOLS
-                 for _, own in self.optional(s)]
-        return ("\n" + "; ".join(notes) + " (the character to start at, for long files)"
-                if notes else "")
+        notes = [f"{s.name} also takes {own}" for s in self.TOOLS for _, own in self.optional(s)]
+        return "\n" + "; ".join(notes) + " (the character to start at)" if notes else ""
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -185,8 +189,14 @@ class ToolInterface:
     def parse(self, text: str) -> Parsed:
         raise NotImplementedError
 
+    def example_tool(self) -> str:
+        """The tool an example shows: read, or the first tool a task without read has."""
+        return "read" if "read" in self.enabled or not self.TOOLS else self.TOOLS[0].canonical
+
     def example(self) -> str:
-        return self.format_call(ToolCall("read", {"path": "a.txt"}))
+        name = self.example_tool()
+        return self.format_call(ToolCall(name, {a: SAMPLE_ARGS[a] for a in
+                                                CANONICAL_TOOLS[name]}))
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,7 +219,7 @@ class JsonCall(ToolInterface):
     def describe(self) -> str:
         others = "; ".join(
             f"{s.name}: {', '.join(s.own_args)}" if s.args else s.name
-            for s in self.TOOLS if s.canonical != "read"
+            for s in self.TOOLS if s.canonical != self.example_tool()
         )
         return f"{self.example()}\nalso: {others}" + self.optional_note()
 

@@ -33,6 +33,7 @@ import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 from hscale.errors import HscaleError
 from hscale.harness.tasks.jail import containment
 from hscale.harness.tasks.judge import JudgeError, judge_rubric
-from hscale.harness.tasks.sandbox import ScriptLimits, run_limited
+from hscale.harness.tasks.sandbox import ScriptLimits, plain_env, run_limited
 from hscale.harness.tasks.specs import FOLDER_HINT, Checker, check_spec
 from hscale.harness.tasks.timeout import call_with_timeout
 
@@ -172,15 +173,11 @@ def script_env(workspace: Path, answer: str, scratch: Path,
         data = answer.encode("utf-8", "replace")
     answer_file = scratch / "final_answer"
     answer_file.write_bytes(data)
-    (scratch / "home").mkdir()
-    (scratch / "tmp").mkdir()
     inline = len(data) <= ANSWER_ENV_MAX_BYTES and b"\0" not in data
     transcript_file = scratch / "transcript.json"
     transcript_file.write_text(json.dumps(transcript or [], ensure_ascii=False),
                                encoding="utf-8", errors="surrogateescape")
-    return {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
-            "TMPDIR": str(scratch / "tmp"),
-            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "WORKSPACE": str(workspace),
+    return {**plain_env(scratch), "WORKSPACE": str(workspace),
             "FINAL_ANSWER_FILE": str(answer_file), "TRANSCRIPT_FILE": str(transcript_file),
             "FINAL_ANSWER": data.decode("utf-8", "surrogateescape") if inline else ""}
 
@@ -251,7 +248,10 @@ def clawgym_layout(script: Path, workspace: Path, mount: str, answer: str, conte
     OPENCLAW_REWARD_PAYLOAD, ``bash MOUNT/reward/reward.sh`` with no argument from ``/``.
     Where the containment cannot show a folder elsewhere, the path is mapped instead: the
     script runs as a copy with ``mount`` written as the workspace's own path."""
-    shutil.copytree(script.parent, workspace / "reward", symlinks=True, dirs_exist_ok=True)
+    # whatever the agent left at reward/ goes first, never followed: a link there (its shell
+    # can make one) would have this process, outside the jail, write where it points
+    remove_entry(workspace / "reward")
+    shutil.copytree(script.parent, workspace / "reward", symlinks=True)
     payload = scratch / "payload.json"
     payload.write_text(json.dumps({
         "task_id": context.get("task_id", ""), "user_query": context.get("user_query", ""),
@@ -268,6 +268,26 @@ def clawgym_layout(script: Path, workspace: Path, mount: str, answer: str, conte
                       .replace(mount.rstrip("/"), str(workspace)),
                       encoding="utf-8", errors="surrogateescape")
     return ["bash", str(mapped)], Path("/"), None
+
+
+def remove_entry(path: Path) -> None:
+    """Delete a file, a link (not what it points to) or a folder tree (links in it are
+    removed, not followed; folders made unreadable are made readable first)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        path.unlink()
+        return
+
+    def retry(func, name, _exc):  # a folder the agent made 000: open it up and go on
+        os.chmod(os.path.dirname(name), 0o700)
+        if os.path.isdir(name) and not os.path.islink(name):
+            os.chmod(name, 0o700)
+        func(name)
+
+    shutil.rmtree(path, onerror=retry)
 
 
 def _exit_words(code: int) -> str:

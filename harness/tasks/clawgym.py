@@ -14,7 +14,12 @@ from pathlib import Path, PurePosixPath
 from hscale.errors import HscaleError
 from hscale.harness.tasks.checkers import score_answer
 from hscale.harness.tasks.rows import parse_solution, stored_spec, task_to_row
-from hscale.harness.tasks.specs import FOLDER_HINT, path_problem
+from hscale.harness.tasks.specs import (  # noqa: F401  (mount_dir_problem: the loaders')
+    FOLDER_HINT,
+    SYSTEM_FOLDERS,
+    mount_dir_problem,
+    path_problem,
+)
 from hscale.harness.tasks.task import Task
 
 MAX_INPUT_FILE_BYTES = 1 << 20
@@ -54,29 +59,6 @@ def load_task_folder(path: str | Path, split: str | None = None) -> Task:
 
 
 # Where no task may ask its workspace to be mounted: the system's own folders.
-SYSTEM_FOLDERS = ("bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
-                  "run", "sbin", "sys", "usr", "var")
-
-
-def mount_dir_problem(value: object) -> str:
-    """What is wrong with a data entry's ``input_mount_dir`` ("" if nothing): absent, a
-    relative folder inside the workspace, or an absolute, normalised folder outside the
-    system's (ClawGym's is ``/root/.openclaw/workspace``)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        return f"{value!r}: must be a folder path"
-    path = PurePosixPath(value)
-    if ".." in path.parts:
-        return f"{value!r}: may not hold '..'"
-    if not path.is_absolute():
-        return ""
-    if str(path) != value.rstrip("/") or len(path.parts) < 2 or path.parts[1] in SYSTEM_FOLDERS:
-        return (f"{value!r}: an absolute mount point must be a normalised folder outside "
-                f"the system's ({', '.join('/' + f for f in SYSTEM_FOLDERS[:4])}, ...)")
-    return ""
-
-
 def _entry_task(folder: Path, entry_path: Path, entry: object, split: str | None) -> Task:
     if not isinstance(entry, dict):
         raise HscaleError(f"{entry_path}: must hold a JSON object", FOLDER_HINT)

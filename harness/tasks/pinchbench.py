@@ -28,12 +28,13 @@ commit 1f3d1df):
   hscale also drops non-finite values and clamps to [0, 1]).
 - llm_judge: a "rubric" checker with ``scoring: graded`` and ``view: pinchbench``: one request
   holding the task prompt and expected behaviour, the transcript summarised as PinchBench's
-  judge sees it (:func:`judge_summary`) and the rubric; the judge scores each criterion in
-  [0, 1] and the reward is their mean weighted by the ``(Weight: X%)`` of each heading (see
-  :mod:`hscale.harness.tasks.judge`). The criteria are the ``### `` blocks of the ``## LLM
-  Judge Rubric`` section (no weights at all: equal weights; no ``### `` heading: the section
-  is one criterion). Without that section the Grading Criteria bullets are the criteria, equal
-  weights, as PinchBench falls back to them (``metadata["judge_rubric"]`` says which).
+  judge sees it (:func:`judge_summary`) and the rubric with each heading's ``(Weight: X%)``;
+  the judge scores each criterion and the reward is its total, as PinchBench takes it (see
+  :mod:`hscale.harness.tasks.judge`; the parsed weights are recorded in the spec). The
+  criteria are the ``### `` blocks of the ``## LLM Judge Rubric`` section (no weights at all:
+  equal weights; no ``### `` heading: the section is one criterion). Without that section the
+  Grading Criteria bullets are the criteria, equal weights, as PinchBench falls back to them
+  (``metadata["judge_rubric"]`` says which).
 - hybrid: a "weighted" checker of the two, with the front matter's ``grading_weights``
   (``automated``, ``llm_judge``; 0.5 each when absent, both 0.5 when they sum to 0), as
   PinchBench's ``_combine_grades`` does; ``metadata["grading_weights"]`` records them.

@@ -211,7 +211,7 @@ def openclaw_transcript(transcript: list, answer: str = "") -> list:
             if items:
                 events.append(message("assistant", items))
         elif role == "tool":
-            call_id, name = (pending.pop(0) if pending
+            call_id, name = (pending.pop() if pending  # the call of the turn just before
                              else (f"call_{calls}", tool(turn.get("name"), {})[0]))
             events.append(message("toolResult", [{"type": "text", "text": text}],
                                   toolCallId=call_id, toolName=name,

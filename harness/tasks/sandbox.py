@@ -62,6 +62,15 @@ class Finished:
     stderr: str
 
 
+def plain_env(scratch: Path) -> dict[str, str]:
+    """The environment a contained program starts from, whatever the runner's holds: PATH,
+    an empty HOME and TMPDIR of its own (made in ``scratch``), a UTF-8 locale."""
+    (scratch / "home").mkdir(exist_ok=True)
+    (scratch / "tmp").mkdir(exist_ok=True)
+    return {"PATH": os.environ.get("PATH") or os.defpath, "HOME": str(scratch / "home"),
+            "TMPDIR": str(scratch / "tmp"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+
 def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Path,
                 timeout: float, limits: ScriptLimits | None = None,
                 writable: Sequence[Path] = (), mounts: dict[str, Path] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hscale.errors import HscaleError
@@ -49,6 +49,29 @@ def path_problem(rel: object, max_chars: int = MAX_PATH_CHARS) -> str | None:
     return None
 
 
+SYSTEM_FOLDERS = ("bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
+                  "run", "sbin", "sys", "usr", "var")
+
+
+def mount_dir_problem(value: object) -> str:
+    """What is wrong with a data entry's ``input_mount_dir`` ("" if nothing): absent, a
+    relative folder inside the workspace, or an absolute, normalised folder outside the
+    system's (ClawGym's is ``/root/.openclaw/workspace``)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        return f"{value!r}: must be a folder path"
+    path = PurePosixPath(value)
+    if ".." in path.parts:
+        return f"{value!r}: may not hold '..'"
+    if not path.is_absolute():
+        return ""
+    if str(path) != value.rstrip("/") or len(path.parts) < 2 or path.parts[1] in SYSTEM_FOLDERS:
+        return (f"{value!r}: an absolute mount point must be a normalised folder outside "
+                f"the system's ({', '.join('/' + f for f in SYSTEM_FOLDERS[:4])}, ...)")
+    return ""
+
+
 def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
     """Validate a checker spec and return a normalised copy."""
     hint = ('use {"kind": "answer", "expected": ..., "target": "final"|"file"|"both"}, '
@@ -78,10 +101,11 @@ def check_spec(spec: object, where: str = "checker") -> dict[str, Any]:
         mount = spec.get("mount")
         if mount is None:
             return {"kind": "script", "path": path}
-        if not isinstance(mount, str) or not mount.startswith("/") or ".." in mount.split("/"):
+        if (not isinstance(mount, str) or not mount.startswith("/")
+                or mount_dir_problem(mount)):
             raise HscaleError(f"{where}: script checker 'mount' must be an absolute folder "
-                              "path (where the workspace is shown, as ClawGym's "
-                              "/root/.openclaw/workspace)", hint)
+                              "outside the system's (where the workspace is shown, as "
+                              "ClawGym's /root/.openclaw/workspace)", hint)
         return {"kind": "script", "path": path, "mount": mount}
     if kind == "rubric":
         return _rubric_spec(spec, where, hint)

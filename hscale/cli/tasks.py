@@ -35,13 +35,11 @@ BASE = "S0-T0-O0-C0-W0"
 
 def left_out_line(bench, path: Path | str) -> str | None:
     """One line on the tasks a benchmark left out (None when none was)."""
-    left = getattr(bench, "left_out", None) or []
-    if not left:
-        return None
-    where, problem = left[0]
-    first = problem if problem.startswith(where) else f"{where}: {problem}"
-    return (f"warning: {len(left)} task{'s' if len(left) > 1 else ''} left out, the first: "
-            f"{first} ('hscale tasks check {path}' lists them; --strict stops on them)")
+    from hscale.harness.task_sources import left_out_summary
+
+    left = left_out_summary(getattr(bench, "left_out", None) or [])
+    return (f"warning: {left} ('hscale tasks check {path}' lists them; --strict stops on "
+            "them)") if left else None
 
 
 def _open(path: Path, kind: str | None, split: str, strict: bool = False):

@@ -58,7 +58,8 @@ class Report:
         groups: dict[str, list[tuple[str, str]]] = {}
         for line in self.problems:
             unit = re.split(r"[/:]", line, maxsplit=1)[0]
-            groups.setdefault(line.replace(unit, "\0"), []).append((unit, line))
+            key = re.sub(rf"(?<![\w.-]){re.escape(unit)}(?![\w.-])", "\0", line)
+            groups.setdefault(key, []).append((unit, line))
         out = []
         for members in groups.values():
             line = members[0][1]
@@ -294,15 +295,20 @@ def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
 
 
 def _whole(path: Path, report: Report) -> Iterator[_Unit]:
-    """JobBench: its reader takes the file whole, so its first bad row is the one line."""
+    """JobBench: every row the reader cannot load is one line (the file itself, when it
+    cannot be read at all)."""
     from hscale.harness.tasks.jobbench import load_jobbench
 
+    left: list[tuple[str, str]] = []
     try:
-        tasks = load_jobbench(path)
+        tasks = load_jobbench(path, left_out=left)
     except HscaleError as exc:
         report.problems.append(_where(path.name, _error(exc), path.parent))
         yield _Unit(path.name)
         return
+    for where, problem in left:
+        report.problems.append(_where(path.name, f"{where}: {problem}", path.parent))
+        yield _Unit(where)
     for task in tasks:
         yield _Unit(f"task {task.task_id}", task)
 
@@ -355,8 +361,8 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
             return _oracle(task, template, timeout)
         from hscale.harness.env import Env, Limits
 
-        with Env(task, limits=Limits(checker_seconds=timeout)) as env:
-            env.reward("")
+        with Env(task, limits=replace(Limits.of(task), checker_seconds=timeout)) as env:
+            env.reward("", [{"role": "user", "content": task.user_query}])
     except CheckerError as exc:
         return " ".join(exc.message.split())
     except Exception as exc:  # e.g. input files that cannot coexist in a workspace
@@ -375,7 +381,7 @@ def _oracle(task: Task, template, timeout: float) -> str | None:
         oracle = Oracle(task, template)
         while not engine.done:
             engine.submit(oracle.generate(engine.view()))
-        reward = engine.env.reward(engine.final)
+        reward = engine.env.reward(engine.final, engine.transcript)
     finally:
         engine.env.close()
     if reward >= 1.0:

@@ -59,11 +59,80 @@ def test_a_command_runs_in_the_workspace_and_shows_its_exit_and_output(tmp_path)
         assert not env.execute(ToolCall("run", {"command": "  "})).ok
 
 
-def test_output_is_cut_to_the_tasks_window(tmp_path):
+def test_output_is_the_end_of_each_stream_in_the_tasks_window(tmp_path):
     with Env(_task(limits={"max_output_chars": 100}), root=tmp_path) as env:
-        result = env.execute(ToolCall("run", {"command": "seq 1 1000"}))
-        assert result.truncated and result.output.startswith("exit 0\n1\n2\n")
-        assert len(result.output) < 200 and "output too long" in result.output
+        result = env.execute(ToolCall("run", {"command": "seq 1 1000; echo boom >&2"}))
+        assert result.output.startswith("exit 0\n[") and "characters cut]" in result.output
+        assert "\n1000\n" in result.output and result.output.endswith("\nboom")
+        assert len(result.output) <= 100 + len("[3900 characters cut]\n")
+
+
+def test_a_command_that_floods_the_workspace_empties_it(tmp_path):
+    with Env(_task(limits={"max_entries": 50}), root=tmp_path) as env:
+        flood = env.execute(ToolCall("run", {"command": "mkdir d && touch d/{1..200}"}))
+        assert not flood.ok and "filled the workspace past its limits" in flood.error
+        assert list(env.workspace.iterdir()) == []
+
+
+def test_the_shell_is_refused_where_nothing_contains_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSCALE_CONTAINMENT", "limits")
+    with Env(_task(), root=tmp_path) as env:
+        result = env.execute(ToolCall("run", {"command": "echo hi > x.txt"}))
+        assert not result.ok and "contained shell" in result.error
+        assert not (env.workspace / "x.txt").exists()
+
+
+@pytest.mark.skipif(not containment().mounts, reason="no mount namespace with bubblewrap here")
+def test_a_link_left_at_reward_never_leads_the_runner_outside(tmp_path):
+    """The runner copies reward/ into the workspace outside the jail: a link the agent made
+    there is removed, not followed."""
+    task_dir = tmp_path / "task" / "reward"
+    task_dir.mkdir(parents=True)
+    (task_dir / "reward.sh").write_text("echo 1.0\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    task = _task(checker={"kind": "script", "path": str(task_dir / "reward.sh"),
+                          "mount": "/root/.openclaw/workspace"})
+    with Env(task, root=tmp_path / "ws") as env:
+        _run(env, f"ln -s {outside} reward")
+        assert env.score("") == 1.0 and env.checker_error == ""
+        assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+        (env.workspace / "reward").rename(env.workspace / "gone")
+        _run(env, f"mkdir reward && ln -s {outside}/keep.txt reward/reward.sh")
+        assert env.score("") == 1.0
+    assert (outside / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("text", ["$ tail -c +\u00b2 a.txt", "$ tail -c +" + "9" * 5000 + " a.txt",
+                                  "$ tail -c +\u0663 a.txt"])
+def test_odd_digits_in_a_read_window_are_a_parse_error(text):
+    harness = Harness.from_names({"tool_interface": "shell"})
+    harness.start("q", EVERY)
+    assert harness.parse(text).__class__.__name__ == "ParseError"
+
+
+def test_a_call_the_workflow_does_not_run_is_not_in_the_transcript(tmp_path):
+    from hscale.harness.harness import harness_named
+
+    engine = TurnEngine(harness_named("S0-T0-O0-C0-W1"), _task(), max_turns=6,
+                        workspace_root=tmp_path)
+    early = engine.harness.format_call(ToolCall("read", {"path": "a.txt"}))
+    assert engine.take(Generation(early)) is None  # the plan comes first: nothing runs
+    assert "tool_call" not in engine.transcript[-1]
+    engine.env.close()
+
+
+def test_a_template_writes_any_tool_and_a_set_without_read_is_described(tmp_path):
+    from hscale.harness.harness import harness_named
+
+    template = harness_named("S0-T0-O0-C0-W0")
+    run = ToolCall("run", {"command": "ls"})
+    assert template.format_call(run)  # scripted policies write with the template
+    harness = template.fresh()
+    harness.start("q", ("write", "run"))
+    assert "write_file" in harness.render_system() and "read_file" not in harness.render_system()
+
 
 
 def test_a_command_gets_a_scrubbed_environment_and_no_network(tmp_path, monkeypatch):
@@ -249,3 +318,11 @@ def test_a_spec_sets_the_asset_limit_of_a_real_pinchbench_set(tmp_path):
     record = BenchmarkRecord(name="pinchbench", tasks=kept, seed=0, path=str(real / "tasks"),
                              split="eval", max_asset_bytes=4096)
     assert Settings.of(record) == Settings(max_asset_bytes=4096)  # and the manifest's
+
+
+@pytest.mark.parametrize("mount", ["/", "/etc", "/proc/self", "relative/dir", "/a/../etc"])
+def test_a_script_cannot_be_shown_the_workspace_over_a_system_folder(mount):
+    from hscale.harness.tasks import check_spec
+
+    with pytest.raises(HscaleError, match="outside the system's"):
+        check_spec({"kind": "script", "path": "/t/reward.sh", "mount": mount})
