@@ -76,6 +76,7 @@ class Limits:
 
 
 MAX_COMMAND_BYTES = 100_000  # under the kernel's 128 KiB for one argument
+CUT_NOTE_ROOM = 30  # characters of a stream's "[N characters cut]" line
 MAX_WORKSPACE_BYTES = 512 << 20  # what a workspace may hold after a command
 
 
@@ -431,7 +432,7 @@ class Env:
         else:
             head = f"exit {done.returncode}"
         # each stream's end (where errors are), so stderr shows however long stdout was
-        room = max((self.limits.max_output_chars - len(head) - 2) // 2, 1)
+        room = max((self.limits.max_output_chars - len(head) - 2) // 2 - CUT_NOTE_ROOM, 1)
         body = "\n".join(_end(part.rstrip("\n"), room) for part in (done.stdout, done.stderr)
                          if part.strip())
         return f"{head}\n{body}" if body else head

@@ -320,10 +320,16 @@ def test_the_hand_solved_tasks_include_shell_ones():
 @pytest.mark.parametrize("task_id", sorted(SOLVED))
 def test_a_hand_solved_task_scores_one_as_the_runner(runner_tasks, task_id, kind, monkeypatch):
     """Solved through hscale's tools only; the commands use relative paths, so they need no
-    mount at /root/.openclaw/workspace and work in every containment."""
+    mount at /root/.openclaw/workspace and work in every containment that contains them
+    (under ``limits`` the shell is refused: the agent's code never runs uncontained)."""
     if probe(kind).kind != kind:
         pytest.skip(f"{kind} containment does not work here")
     monkeypatch.setenv("HSCALE_CONTAINMENT", kind)
+    if kind == "limits" and task_id in USES_RUN:
+        with Env(runner_tasks[task_id]) as env:
+            refused = env.execute(next(s for s in SOLVED[task_id][0] if s.name == "run"))
+        assert not refused.ok and "contained shell" in refused.error
+        return
     task = runner_tasks[task_id]
     steps, final = SOLVED[task_id]
     transcript: list[dict] = [{"role": "user", "content": task.user_query}]

@@ -64,7 +64,10 @@ def test_output_is_the_end_of_each_stream_in_the_tasks_window(tmp_path):
         result = env.execute(ToolCall("run", {"command": "seq 1 1000; echo boom >&2"}))
         assert result.output.startswith("exit 0\n[") and "characters cut]" in result.output
         assert "\n1000\n" in result.output and result.output.endswith("\nboom")
-        assert len(result.output) <= 100 + len("[3900 characters cut]\n")
+        assert len(result.output) <= 100 and not result.truncated
+        both = env.execute(ToolCall("run", {"command": "seq 1 1000; seq 5001 6000 >&2"}))
+        assert not both.truncated and len(both.output) <= 100
+        assert "\n1000\n" in both.output and both.output.endswith("\n6000")
 
 
 def test_a_command_that_floods_the_workspace_empties_it(tmp_path):
