@@ -18,7 +18,7 @@ import numpy as np
 
 from hscale.design.space import MAX_FACTORS, MAX_LEVELS
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_text, refuse_foreign_file
+from hscale.files import atomic_write_text, reads_as, refuse_foreign_file
 
 # Largest file read: 64 MiB holds over 30 million levels, far more than an array to verify.
 MAX_FILE_BYTES = 64 * 2**20
@@ -141,16 +141,8 @@ def check_array_target(path: str | Path) -> None:
     hint = "give a new file path (nothing was changed)"
     if path.is_dir() and not path.is_symlink():
         hint = "give a file path for the CSV (nothing was changed)"
-    refuse_foreign_file(path, _is_array, "a design CSV; hscale replaces only its own arrays",
-                        hint)
-
-
-def _is_array(path: Path) -> bool:
-    try:
-        read_array(path)
-    except HscaleError:
-        return False
-    return True
+    refuse_foreign_file(path, reads_as(read_array),
+                        "a design CSV; hscale replaces only its own arrays", hint)
 
 
 def write_array(path: str | Path, array: np.ndarray, names: Sequence[str]) -> None:

@@ -84,6 +84,12 @@ class Episode:
     def success(self) -> bool:
         return self.reward >= 1.0
 
+    @property
+    def checker_failed(self) -> bool:
+        """Whether its checker failed (``error`` holds its ``checker: ...`` line): the
+        episode scored 0 whatever the policy did."""
+        return any(part.startswith("checker:") for part in self.error.split("; "))
+
 
 Execute = Callable[[ToolCall], Awaitable[ToolResult]]
 

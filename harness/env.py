@@ -87,14 +87,6 @@ def _end(text: str, room: int) -> str:
     return f"[{len(text) - room} characters cut]\n" + text[len(text) - room:]
 
 
-def _mount_of(task: Task) -> str | None:
-    """Where the task's own runner shows the workspace (a ClawGym task's input_mount_dir), so
-    a command naming that path works as it did there; None for other tasks."""
-    spec = task.checker if isinstance(task.checker, dict) else {}
-    mount = spec.get("mount")
-    return mount if isinstance(mount, str) else None
-
-
 MEMORY_FOLDER = Path("/dev/shm")
 MEMORY_ROOM = 1 << 30  # free bytes /dev/shm must have to hold workspaces
 
@@ -117,6 +109,14 @@ def default_root() -> str | None:
                                                                   os.W_OK | os.X_OK):
         return str(MEMORY_FOLDER)
     return None
+
+
+def untouched_reward(task: Task, limits: Limits | None = None) -> float:
+    """The task's checker on its untouched workspace, as an episode that ends at once is
+    scored (no answer, the query its transcript); a failing checker raises CheckerError.
+    What validation and ``hscale tasks check`` run to find a checker that crashes."""
+    with Env(task, limits=limits) as env:
+        return env.reward("", [{"role": "user", "content": task.user_query}])
 
 
 class Env:
@@ -417,7 +417,7 @@ class Env:
             raise ToolError("run needs a contained shell, which this machine lacks "
                             "(hscale doctor says why; install bubblewrap)")
         cwd, mounts = self.workspace, None
-        mount = _mount_of(self.task)
+        mount = self.task.mount
         if mount is not None and containment().mounts:
             cwd, mounts = Path(mount), {mount: self.workspace}
         with tempfile.TemporaryDirectory(prefix="hscale-run-", ignore_cleanup_errors=True) as tmp:

@@ -158,7 +158,7 @@ class TaskFiles(Benchmark):
     def _tools(self, task: Task) -> dict[str, Any]:
         """The tools and limits ``task`` runs with: the spec's, else its format runner's (a
         task of hscale's own keeps what it has)."""
-        runner = self.kind in ("pinchbench", "jobbench") or _has_runner_layout(task)
+        runner = self.kind in ("pinchbench", "jobbench") or task.mount is not None
         tools = self.settings.tools or (RUNNER_TOOLS if runner else task.tools)
         limits = {**(RUNNER_LIMITS if runner else {}), **task.limits}
         limits.update(dict(self.settings.limits or ()))
@@ -189,11 +189,6 @@ def left_out_summary(left: Sequence[tuple[str, str]]) -> str:
     first = problem if problem.startswith(where) else f"{where}: {problem}"
     return (f"{len(left)} task{'s' * (len(left) > 1)} left out (cannot be loaded), the "
             f"first: {first}")
-
-
-def _has_runner_layout(task: Task) -> bool:
-    """A real ClawGym task: its reward script runs with the workspace at a fixed path."""
-    return isinstance(task.checker, dict) and task.checker.get("mount") is not None
 
 
 def _count(n: int | None, available: int | None, split: str, where: str) -> int:

@@ -31,6 +31,19 @@ def refuse_foreign_file(path: Path, ours: Callable[[Path], bool], what: str, hin
         raise HscaleError(f"{shown}: exists and is not {what}", hint)
 
 
+def reads_as(read: Callable[[Path], object]) -> Callable[[Path], bool]:
+    """``ours`` for the refusals above: a file is ours when ``read`` takes it without an
+    HscaleError (a design CSV that ``read_array`` reads, a checkpoint ``load`` loads)."""
+    def ours(path: Path) -> bool:
+        try:
+            read(path)
+        except HscaleError:
+            return False
+        return True
+
+    return ours
+
+
 def refuse_foreign_folder(path: Path, ours: Callable[[Path], bool], what: str, hint: str,
                           name: str | None = None) -> None:
     """Refuse to write into a folder at ``path`` where that could replace what is not

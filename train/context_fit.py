@@ -81,7 +81,7 @@ def _measurer(model: str) -> tuple[Any, int, bool] | None:
 
 
 def _hf_measurer(model: str) -> tuple[Any, int, bool] | None:
-    from hscale.train.token_budget import _tokenizer
+    from hscale.train.token_budget import _tokenizer, exact_counter
 
     tokenizer = _tokenizer(model)
     if tokenizer is None:
@@ -91,12 +91,10 @@ def _hf_measurer(model: str) -> tuple[Any, int, bool] | None:
                                          stated < 1 << 24 else None)
     if context is None:
         return None
+    count = exact_counter(tokenizer)
 
     def hf(messages: list) -> tuple[int, int]:
-        text = tokenizer.apply_chat_template([{"role": m.role, "content": m.content}
-                                              for m in messages], tokenize=False,
-                                             add_generation_prompt=True)
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"]), 0
+        return count([{"role": m.role, "content": m.content} for m in messages], True), 0
 
     return hf, int(context), False
 
@@ -105,14 +103,13 @@ def _config_context(model: str) -> int | None:
     """max_position_embeddings (or n_positions) from the model folder's config.json."""
     from pathlib import Path
 
+    from hscale.errors import HscaleError
+    from hscale.train.lm.hf import read_config
     from hscale.train.models import resolve_model
 
     try:
-        path = Path(resolve_model(model))
-        import json
-
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except Exception:  # not a local folder, or no config: nothing to measure against
+        config = read_config(Path(resolve_model(model)))
+    except HscaleError:  # not a local folder, or no config: nothing to measure against
         return None
     for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
         value = config.get(key)

@@ -90,7 +90,7 @@ def _probe_checkers(tasks: list, where: str | Path, field: str, path: str) -> No
     """Run the checkers of a spread sample of ``tasks`` on their untouched workspaces with
     an empty answer (a reward of 0 is fine; a crash is not). Refuse the benchmark when half
     or more crash: every episode would score 0 whatever the policy did; warn for fewer."""
-    from hscale.harness.env import Env
+    from hscale.harness.env import untouched_reward
     from hscale.harness.tasks import CheckerError
     from hscale.harness.tasks.specs import uses_judge
 
@@ -100,8 +100,7 @@ def _probe_checkers(tasks: list, where: str | Path, field: str, path: str) -> No
     failed: list[str] = []
     for task in sample:
         try:
-            with Env(task) as env:  # as an episode that ends at once: the query, no turn
-                env.reward("", [{"role": "user", "content": task.user_query}])
+            untouched_reward(task)
         except CheckerError as exc:
             failed.append(f"{task.task_id}: {exc.short}")
         except (HscaleError, OSError) as exc:  # input files that cannot be set up

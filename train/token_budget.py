@@ -101,7 +101,14 @@ def _counter(model: str) -> Any:
             return math.ceil(text / CHARS_PER_TOKEN)
 
         return estimate
+    exact = exact_counter(tokenizer)
+    exact.source = model  # type: ignore[attr-defined]
+    return exact
 
+
+def exact_counter(tokenizer: Any) -> Any:
+    """Tokens of a message list (role/content dicts) under ``tokenizer``'s chat template,
+    with the generation prompt when ``prompt``."""
     def exact(messages: list[dict[str, str]], prompt: bool) -> int:
         if not messages:
             return 0
@@ -109,7 +116,6 @@ def _counter(model: str) -> Any:
                                              add_generation_prompt=prompt)
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    exact.source = model  # type: ignore[attr-defined]
     return exact
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import stat
 from pathlib import Path, PurePath
@@ -39,9 +38,10 @@ from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks.clawgym import MAX_INPUT_TOTAL_BYTES
-from hscale.harness.tasks.pinchbench import MAX_ASSET_BYTES, safe_task_id
-from hscale.harness.tasks.specs import check_spec, path_problem
+from hscale.harness.tasks.pinchbench import MAX_ASSET_BYTES, check_asset_limit, safe_task_id
+from hscale.harness.tasks.specs import check_spec, is_finite_number, path_problem
 from hscale.harness.tasks.task import Task
+from hscale.harness.tasks.task_lists import gather
 
 REQUIRED = ("task_id", "prompt", "rubric_json")
 HINT = ("JobBench rows hold task_id, occupation, task_num, prompt, reference_files (paths into "
@@ -59,10 +59,7 @@ def load_jobbench(path: str | Path, *, max_asset_bytes: int = MAX_ASSET_BYTES,
     without that prefix); when every row is bad the first problem is raised all the same. With
     ``left_out=None`` the first problem is raised.
     """
-    if (isinstance(max_asset_bytes, bool) or not isinstance(max_asset_bytes, int)
-            or max_asset_bytes <= 0):
-        raise HscaleError(f"max_asset_bytes {max_asset_bytes!r} is not a positive whole number",
-                          f"give a size in bytes, e.g. {MAX_ASSET_BYTES}")
+    check_asset_limit(max_asset_bytes)
     path = Path(path)
     if not path.is_file():
         raise HscaleError(f"{path}: no such file", "give a JobBench .parquet file")
@@ -75,29 +72,12 @@ def load_jobbench(path: str | Path, *, max_asset_bytes: int = MAX_ASSET_BYTES,
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise HscaleError(f"{path}: no column {', '.join(missing)}", HINT)
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
-    first: HscaleError | None = None
-    for i, row in enumerate(table.to_pylist()):
-        where = f"{path}: row {i}"
-        try:
-            task = _task(row, where, path.parent, max_asset_bytes)
-            if task.task_id in seen:
-                raise HscaleError(f"{where}: task id {task.task_id!r} is also row "
-                                  f"{seen[task.task_id]}'s", "give every task its own id")
-        except HscaleError as exc:
-            if left_out is None:
-                raise
-            line = exc.one_line()
-            left_out.append((where, line[len(where):].lstrip(": ")
-                             if line.startswith(where) else line))
-            first = first or exc
-            continue
-        seen[task.task_id] = i
-        tasks.append(task)
-    if not tasks and first is not None:
-        raise first
-    return tasks
+    rows = ((f"{path}: row {i}", row) for i, row in enumerate(table.to_pylist()))
+    return gather(((where, lambda where=where, row=row: _task(row, where, path.parent,
+                                                             max_asset_bytes))
+                   for where, row in rows), left_out,
+                  twin=lambda where, earlier, task_id: f"{where}: task id {task_id!r} is also "
+                  f"row {earlier.rsplit(' ', 1)[1]}'s")
 
 
 def _task(row: dict[str, Any], where: str, base: Path, limit: int) -> Task:
@@ -156,8 +136,7 @@ def _checker(raw: object, prompt: str, where: str) -> dict[str, Any]:
         if isinstance(weight, str):
             with contextlib.suppress(ValueError):  # else the check below names it
                 weight = float(weight)
-        if (isinstance(weight, bool) or not isinstance(weight, int | float)
-                or not math.isfinite(weight) or weight < 0):
+        if not is_finite_number(weight) or weight < 0:
             raise HscaleError(f"{where}: {field} has weight {weight!r}",
                               "rubric weights are finite numbers >= 0")
         if isinstance(criteria, str):

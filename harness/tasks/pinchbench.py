@@ -74,7 +74,6 @@ Every problem is one HscaleError naming the file, and the line where there is on
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
@@ -94,8 +93,9 @@ from hscale.harness.tasks.pinchbench_grader import (  # noqa: F401  (transcripts
     judge_summary,
     openclaw_transcript,
 )
-from hscale.harness.tasks.specs import path_problem
+from hscale.harness.tasks.specs import is_finite_number, path_problem
 from hscale.harness.tasks.task import SPLITS, Task
+from hscale.harness.tasks.task_lists import gather
 from hscale.yamlio import parse_yaml
 
 GRADING_TYPES = ("automated", "llm_judge", "hybrid")
@@ -121,10 +121,7 @@ def load_pinchbench(path: str | Path, *, max_asset_bytes: int = MAX_ASSET_BYTES,
     problem has a line); when every file is bad the first problem is raised all the same.
     With ``left_out=None`` the first problem is raised.
     """
-    if (isinstance(max_asset_bytes, bool) or not isinstance(max_asset_bytes, int)
-            or max_asset_bytes <= 0):
-        raise HscaleError(f"max_asset_bytes {max_asset_bytes!r} is not a positive whole number",
-                          f"give a size in bytes, e.g. {MAX_ASSET_BYTES}")
+    check_asset_limit(max_asset_bytes)
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.glob("*.md")
@@ -136,37 +133,17 @@ def load_pinchbench(path: str | Path, *, max_asset_bytes: int = MAX_ASSET_BYTES,
     else:
         raise HscaleError(f"{path}: no such file or folder",
                           "give a PinchBench task .md file or a folder of them")
-    tasks: list[Task] = []
-    seen: dict[str, Path] = {}
-    first: HscaleError | None = None
-    for md in files:
-        try:
-            task = _load_file(md, max_asset_bytes)
-            if task.task_id in seen:
-                raise HscaleError(f"{md}: task id {task.task_id!r} is also "
-                                  f"{seen[task.task_id]}'s", "give every task its own id")
-        except (HscaleError, OSError) as exc:
-            if left_out is None:
-                raise
-            problem = exc if isinstance(exc, HscaleError) else HscaleError(
-                f"{md}: cannot read ({exc.strerror or exc})", "check the file")
-            left_out.append((str(md), _without_where(problem.one_line(), str(md))))
-            first = first or problem
-            continue
-        seen[task.task_id] = md
-        tasks.append(task)
-    if not tasks and first is not None:
-        raise first
-    return tasks
+    return gather(((str(md), lambda md=md: _load_file(md, max_asset_bytes)) for md in files),
+                  left_out, twin=lambda md, earlier, task_id:
+                  f"{md}: task id {task_id!r} is also {earlier}'s", errors=(HscaleError, OSError))
 
 
-def _without_where(line: str, where: str) -> str:
-    """A one-line message without its leading ``where:`` (``where:12:`` becomes ``line 12:``)."""
-    if not line.startswith(where + ":"):
-        return line
-    rest = line[len(where) + 1:]
-    number = re.match(r"(\d+):\s*", rest)
-    return f"line {number.group(1)}: {rest[number.end():]}" if number else rest.strip()
+def check_asset_limit(max_asset_bytes: object) -> None:
+    """A loader's ``max_asset_bytes``: a positive whole number of bytes."""
+    if (isinstance(max_asset_bytes, bool) or not isinstance(max_asset_bytes, int)
+            or max_asset_bytes <= 0):
+        raise HscaleError(f"max_asset_bytes {max_asset_bytes!r} is not a positive whole number",
+                          f"give a size in bytes, e.g. {MAX_ASSET_BYTES}")
 
 
 def safe_task_id(raw: object) -> str:
@@ -207,8 +184,7 @@ def _load_file(md: Path, max_asset_bytes: int = MAX_ASSET_BYTES) -> Task:
         metadata["source_id"] = str(raw_id)
     timeout = meta.get("timeout_seconds")
     if timeout is not None:
-        if (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                or not math.isfinite(timeout) or timeout <= 0):
+        if not is_finite_number(timeout) or timeout <= 0:
             doc.error(f"timeout_seconds {timeout!r} is not a positive number",
                       doc.lines.get("timeout_seconds"))
         metadata["timeout_seconds"] = timeout

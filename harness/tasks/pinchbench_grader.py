@@ -11,7 +11,6 @@ import ast
 import hashlib
 import inspect
 import json
-import math
 import os
 import re
 import tempfile
@@ -21,6 +20,7 @@ from typing import Any, NoReturn
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks.judge import register_view
+from hscale.harness.tasks.specs import is_finite_number
 
 _BULLET = re.compile(r"\s{0,3}(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?(.+?)\s*")
 _CRITERION = re.compile(r"###\s+(.+?)\s*#*\s*")
@@ -149,8 +149,7 @@ def grading_weights(doc: Doc) -> dict[str, float]:
     weights = {}
     for key, default in DEFAULT_GRADING_WEIGHTS.items():
         value = raw.get(key, default)
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value < 0):
+        if not is_finite_number(value) or value < 0:
             doc.error(f"grading_weights.{key} {value!r} is not a number >= 0", line,
                       "give e.g. 'automated: 0.4' and 'llm_judge: 0.6'")
         weights[key] = float(value)

@@ -23,7 +23,7 @@ MAX_PARTS = 100  # a weighted checker runs each part in turn
 # How a rubric's criteria are judged (see hscale.harness.tasks.judge): "share" asks yes/no per
 # criterion and gives the weighted share of yes; "all" gives 1 only when every criterion is
 # met (JobBench's per-rubric rule); "graded" has the judge score each criterion in [0, 1] in
-# one request and gives the weighted mean (PinchBench's judge).
+# one request, shown the weights, and its total is the reward (PinchBench's judge).
 SCORINGS = ("share", "all", "graded")
 # What the judge sees of the episode: "workspace" (the final answer and the workspace's text
 # files) or "pinchbench" (the transcript summarised as PinchBench's judge reads it).
@@ -51,6 +51,12 @@ def path_problem(rel: object, max_chars: int = MAX_PATH_CHARS) -> str | None:
 
 SYSTEM_FOLDERS = ("bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc",
                   "run", "sbin", "sys", "usr", "var")
+
+
+def is_finite_number(value: object) -> bool:
+    """A real number a spec may hold (an int or float, finite; a bool is no number)."""
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))
 
 
 def mount_dir_problem(value: object) -> str:
@@ -139,8 +145,7 @@ def _weighted_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any
             raise HscaleError(f"{where}: weighted part {i} needs a 'weight' and a 'checker'",
                               hint)
         weight = part.get("weight")
-        if (isinstance(weight, bool) or not isinstance(weight, int | float)
-                or not math.isfinite(weight) or weight < 0):
+        if not is_finite_number(weight) or weight < 0:
             raise HscaleError(f"{where}: weighted part {i} has weight {weight!r}",
                               "part weights are finite numbers >= 0")
         inner = part["checker"]
@@ -182,8 +187,7 @@ def _rubric_spec(spec: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_CRITERION_CHARS:
             raise HscaleError(f"{where}: rubric criterion {i} needs a 'text' of 1 to "
                               f"{MAX_CRITERION_CHARS} characters", hint)
-        if (isinstance(weight, bool) or not isinstance(weight, int | float)
-                or not math.isfinite(weight) or weight <= 0):
+        if not is_finite_number(weight) or weight <= 0:
             raise HscaleError(f"{where}: rubric criterion {i} has weight {weight!r}",
                               "weights are finite numbers above 0")
         criterion = {"text": text.strip(), "weight": float(weight)}

@@ -10,7 +10,7 @@ from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks.checkers import run_checker
-from hscale.harness.tasks.specs import Checker, check_spec, path_problem
+from hscale.harness.tasks.specs import Checker, check_spec, is_finite_number, path_problem
 from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
 
 SPLITS = ("train", "eval")
@@ -36,8 +36,8 @@ def limits_problem(limits: object) -> str | None:
         if key not in LIMIT_BOUNDS:
             return f"unknown limit {key!r} (limits: {', '.join(LIMIT_BOUNDS)})"
         kind, low, high = LIMIT_BOUNDS[key]
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or (kind is int and not float(value).is_integer()) or not low <= value <= high):
+        if (not is_finite_number(value) or (kind is int and not float(value).is_integer())
+                or not low <= value <= high):
             return (f"limit {key} is {value!r}: give "
                     f"{'a whole number' if kind is int else 'a number'} from {low:g} to {high:g}")
     return None
@@ -108,6 +108,14 @@ class Task:
             if call.name not in self.tools:
                 raise HscaleError(f"task {self.task_id}: its solution calls {call.name}, "
                                   "not one of its tools", "add the tool to the task's tools")
+
+    @property
+    def mount(self) -> str | None:
+        """Where the task's own runner shows its workspace (a real ClawGym task's
+        ``input_mount_dir``, kept in its script checker), else None."""
+        spec = self.checker if isinstance(self.checker, dict) else {}
+        mount = spec.get("mount")
+        return mount if isinstance(mount, str) else None
 
     def check(self, workspace: Path, final_answer: str, timeout: float = 10.0) -> float:
         """The reward in [0, 1] for a finished workspace and final answer."""

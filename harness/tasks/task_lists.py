@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
@@ -61,22 +62,45 @@ def load_tasks(path: str | Path, left_out: list | None = None) -> list[Task]:
                                  for where, row in rows), left_out), left_out)
 
 
-def gather(loads: Iterable[tuple[str, Callable[[], Task]]], left_out: list | None) -> list[Task]:
-    """The tasks ``loads`` make; with ``left_out`` a list, one that fails is appended to it
-    as ``(where, one-line problem)`` and skipped (the first problem is raised when none
-    loads); with None, the first problem is raised."""
-    tasks, first = [], None
+def gather(loads: Iterable[tuple[str, Callable[[], Task]]], left_out: list | None,
+           twin: Callable[[str, str, str], str] | None = None,
+           errors: tuple[type[Exception], ...] = (HscaleError,)) -> list[Task]:
+    """The tasks ``loads`` make. With ``left_out`` a list, one that fails (raises one of
+    ``errors``) is appended to it as ``(where, one-line problem)``, the problem without its
+    leading ``where``, and skipped; the first problem is raised when none loads. With None,
+    the first problem is raised. ``twin`` ((where, earlier task's where, id) -> message) makes
+    a task whose id an earlier one has a problem too, in the order the tasks come."""
+    tasks, first, seen = [], None, {}
     for where, load in loads:
         try:
-            tasks.append(load())
-        except HscaleError as exc:
+            task = load()
+            if twin is not None and task.task_id in seen:
+                raise HscaleError(twin(where, seen[task.task_id], task.task_id),
+                                  "give every task its own id")
+        except errors as exc:
             if left_out is None:
                 raise
-            first = first or exc
-            left_out.append((where, exc.one_line()))
+            problem = exc if isinstance(exc, HscaleError) else HscaleError(
+                f"{where}: cannot read ({getattr(exc, 'strerror', None) or exc})",
+                "check the file")
+            first = first or problem
+            left_out.append((where, without_where(problem.one_line(), where)))
+            continue
+        seen[task.task_id] = where
+        tasks.append(task)
     if not tasks and first is not None:
         raise first
     return tasks
+
+
+def without_where(line: str, where: str) -> str:
+    """A one-line message without its leading ``where`` (``where:12:`` becomes ``line 12:``;
+    ``where (id): ...`` keeps ``(id): ...``)."""
+    rest = line[len(where):]
+    if not line.startswith(where) or rest[:1].isdigit():  # "row 12" is not "row 1"
+        return line
+    number = re.match(r":(\d+):\s*", rest)
+    return f"line {number.group(1)}: {rest[number.end():]}" if number else rest.lstrip(": ")
 
 
 def _row_task(row: Any, where: str, path: Path) -> Task:

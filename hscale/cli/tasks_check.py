@@ -359,10 +359,9 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
     try:
         if task.solution or task.final_answer is not None:
             return _oracle(task, template, timeout)
-        from hscale.harness.env import Env, Limits
+        from hscale.harness.env import Limits, untouched_reward
 
-        with Env(task, limits=replace(Limits.of(task), checker_seconds=timeout)) as env:
-            env.reward("", [{"role": "user", "content": task.user_query}])
+        untouched_reward(task, replace(Limits.of(task), checker_seconds=timeout))
     except CheckerError as exc:
         return " ".join(exc.message.split())
     except Exception as exc:  # e.g. input files that cannot coexist in a workspace

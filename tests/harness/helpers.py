@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from hscale.harness.engine import Episode
 from hscale.harness.harness import Harness
@@ -52,3 +55,27 @@ def hostile_turns(n: int) -> dict[str, str]:
         "entities": fill("&"), "spaces_then_call": fill(" ", "", "<ls/>"),
         "mixed": fill('<ls \n\n\n\n\n"{(`$'), "py_string": fill("a", 'fetch(name="', '")'),
     }
+
+
+@contextmanager
+def judge_server(handler: type[BaseHTTPRequestHandler], monkeypatch, model: str,
+                 url_tail: str = "/v1", key: str | None = None) -> Iterator[ThreadingHTTPServer]:
+    """A local chat-completions server answering with ``handler``, named to hscale's judge by
+    the HSCALE_JUDGE_* variables (no proxy in the way), stopped after."""
+    for var in ("HSCALE_JUDGE_KEY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+                "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}{url_tail}")
+    monkeypatch.setenv("HSCALE_JUDGE_MODEL", model)
+    if key is not None:
+        monkeypatch.setenv("HSCALE_JUDGE_KEY", key)
+    monkeypatch.setenv("HSCALE_JUDGE_TIMEOUT", "10")
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from hscale.harness.tasks import CheckerError, Task, check_spec, load_pinchbench
 from hscale.harness.tasks.judge import GRADED_PROMPT, parse_scores
 from hscale.harness.tasks.pinchbench import MAX_ASSET_BYTES, judge_summary, openclaw_transcript
 from hscale.harness.tasks.specs import uses_judge
+from tests.harness.helpers import judge_server
 
 REAL = Path("/work/shared/realtasks/pinchbench")
 TRANSCRIPT_GRADERS = ("task_08", "task_10", "task_13", "task_18")  # grade() reads the transcript
@@ -54,20 +54,9 @@ class _JudgeHandler(BaseHTTPRequestHandler):
 def scripted_judge(monkeypatch):
     """A chat-completions server answering with ``server.script(system, question)`` (default:
     "no"); ``server.requests`` records what it was asked."""
-    for var in ("HSCALE_JUDGE_KEY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
-                "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _JudgeHandler)
-    server.requests, server.script = [], lambda system, question: "no"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}/v1")
-    monkeypatch.setenv("HSCALE_JUDGE_MODEL", "scripted")
-    monkeypatch.setenv("HSCALE_JUDGE_TIMEOUT", "10")
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with judge_server(_JudgeHandler, monkeypatch, "scripted") as server:
+        server.requests, server.script = [], lambda system, question: "no"
+        yield server
 
 
 # --------------------------------------------------------------------------- PinchBench, restated

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from hscale.harness.tasks import (
     run_checker,
 )
 from hscale.harness.tasks.judge import parse_verdict
+from tests.harness.helpers import judge_server
 
 AUTOMATED = '''---
 id: task_sum
@@ -272,17 +272,8 @@ class _FakeJudge(BaseHTTPRequestHandler):
 @pytest.fixture
 def judge(no_judge):
     _FakeJudge.requests, _FakeJudge.reply = [], None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeJudge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    no_judge.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}/v1/")
-    no_judge.setenv("HSCALE_JUDGE_MODEL", "fake-judge")
-    no_judge.setenv("HSCALE_JUDGE_KEY", "sk-test")
-    no_judge.setenv("HSCALE_JUDGE_TIMEOUT", "10")
-    yield _FakeJudge
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with judge_server(_FakeJudge, no_judge, "fake-judge", url_tail="/v1/", key="sk-test"):
+        yield _FakeJudge
 
 
 def test_rubric_reward_is_the_weighted_share_of_yes(tmp_path, judge):

@@ -64,7 +64,7 @@ class ScriptedBackend(Backend):
                 played = [self._episode(tasks[task_id], label, rng)
                           for _ in range(manifest.budget.rollouts_per_task)]
                 group = [e.reward for e in played]
-                checker_errors += sum("checker:" in e.error for e in played)
+                checker_errors += sum(e.checker_failed for e in played)
                 rewards += group
                 effective += 0 < sum(r >= 1 for r in group) < len(group)
             row = {"step": step, "reward_mean": float(np.mean(rewards)),

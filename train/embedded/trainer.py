@@ -281,8 +281,7 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "effective_group_rate": float(np.mean(effective)),
             "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
             "turns_mean": float(np.mean([e.turns for e in episodes])),
-            "checker_error_rate": float(np.mean([e.error.startswith("checker:") or
-                                                 "; checker:" in e.error for e in episodes]))}
+            "checker_error_rate": float(np.mean([e.checker_failed for e in episodes]))}
 
 
 def _read(path: Path | None) -> pd.DataFrame | None:

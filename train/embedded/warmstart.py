@@ -27,8 +27,7 @@ from pathlib import Path
 
 import torch
 
-from hscale.errors import HscaleError
-from hscale.files import refuse_foreign_file
+from hscale.files import reads_as, refuse_foreign_file
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.embedded.model import ModelConfig, TinyGPT, load, save
 from hscale.train.embedded.presets import preset
@@ -111,17 +110,9 @@ def build(name: str, progress: Callable[[int, int], None] | None = None,
 
 def check_out(out: Path) -> None:
     """Refuse an ``--out`` that is a folder or a file other than an hscale checkpoint."""
-    refuse_foreign_file(out, _is_checkpoint, "an hscale checkpoint",
+    refuse_foreign_file(out, reads_as(load), "an hscale checkpoint",
                         "give a new file path for --out (nothing was changed)",
                         name=f"--out {out}")
-
-
-def _is_checkpoint(path: Path) -> bool:
-    try:
-        load(path)
-    except HscaleError:
-        return False
-    return True
 
 
 def warm_start(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:
