@@ -196,6 +196,9 @@ def _meta(path: Path, manifest: dict | None, episodes: pd.DataFrame | None, stat
         "eval_sets": {k: v for k, v in typed("eval_sets", dict, {}).items()
                       if isinstance(v, list)},
         "space": space.get("factors") if isinstance(space.get("factors"), dict) else None,
+        "components": {f.get("factor"): f.get("component") for f in space["components"]
+                       if isinstance(f, dict)}
+        if isinstance(space.get("components"), list) else None,
         "budget": dict(typed("budget", dict, {})),
         "assignment": dict(typed("assignment", dict, {})),
     }

@@ -219,7 +219,32 @@ def effects_data(results: Results, options: Options | None = None) -> pd.DataFra
     from hscale.analysis.effects import main_effects
 
     options = options or Options()
-    return main_effects(results.episodes, ["method"], n_boot=options.n_boot, seed=options.seed)
+    data = main_effects(results.episodes, ["method"], n_boot=options.n_boot, seed=options.seed)
+    names, titles = _level_names(results)
+    data["level_name"] = [names.get(f, {}).get(int(lv), str(lv))
+                          for f, lv in zip(data["factor"], data["level"], strict=True)]
+    data["title"] = [titles.get(f, f) for f in data["factor"]]
+    return data
+
+
+def _level_names(results: Results) -> tuple[dict[str, dict[int, str]], dict[str, str]]:
+    """Factor -> level index -> the level's name, and factor -> "S: system prompt", from the
+    first run that records its space (the papers' components when it names none)."""
+    from hscale.harness.space import COMPONENTS_OF_THE_PAPERS
+
+    words = {c.name: c.description for c in COMPONENTS_OF_THE_PAPERS}
+    papers = {c.factor: c.description for c in COMPONENTS_OF_THE_PAPERS}
+    runs = results.runs
+    for row in runs.itertuples() if "space" in runs else ():
+        if isinstance(row.space, dict):
+            components = getattr(row, "components", None)
+            components = components if isinstance(components, dict) else {}
+            names = {f: dict(enumerate(map(str, levels))) for f, levels in row.space.items()
+                     if isinstance(levels, list | tuple)}
+            titles = {f: f"{f}: " + (words.get(components[f], components[f].replace("_", " "))
+                                     if f in components else papers.get(f, "")) for f in names}
+            return names, {f: t.rstrip(": ") for f, t in titles.items()}
+    return {}, {}
 
 
 def plot_effects(data: pd.DataFrame):
@@ -236,8 +261,11 @@ def plot_effects(data: pd.DataFrame):
             err = np.vstack([line["mean"] - line["lo"], line["hi"] - line["mean"]])
             ax.errorbar(x, line["mean"], yerr=np.nan_to_num(err), marker="o", ms=3,
                         capsize=2, color=colors[method], label=method, lw=1)
-        ax.set(title=factor, xlabel="level")
-        ax.set_xticks(sorted(part["level"].unique()))
+        ticks = part.drop_duplicates("level").sort_values("level")
+        ax.set(title=ticks["title"].iloc[0] if "title" in part else factor)
+        ax.set_xticks(ticks["level"])
+        if "level_name" in part:
+            ax.set_xticklabels(ticks["level_name"], rotation=30, ha="right", fontsize=7)
     axes[0].set_ylabel("Pass@1 (%)")
     axes[-1].legend(fontsize=6, loc="best")
     fig.suptitle("Component main effects (in-space, 95% intervals over tasks)")

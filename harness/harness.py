@@ -16,6 +16,7 @@ from hscale.design.space import FactorSpace
 from hscale.errors import HscaleError
 from hscale.harness.components import registry
 from hscale.harness.components.context import Context
+from hscale.harness.components.extra import EXTRA_KINDS, Extra
 from hscale.harness.components.observation import Observation
 from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
 from hscale.harness.components.tool_interface import Parsed, ToolInterface
@@ -37,9 +38,15 @@ def _build(component: str, spec: ComponentSpec) -> Any:
     return registry.get(name, **dict(spec.get("params") or {}))
 
 
+def _kind_of(extra: Any) -> str:
+    return registry.name_of(extra).split("/", 1)[0]
+
+
 @dataclass
 class Harness:
-    """One realization per component; ``name`` is its label or preset name."""
+    """One realization per component; ``name`` is its label or preset name; ``extras`` the
+    realizations of component kinds beyond the five (hscale.harness.components.extra), in
+    the order of their factors."""
 
     system_prompt: SystemPrompt
     tool_interface: ToolInterface
@@ -47,20 +54,28 @@ class Harness:
     context: Context
     workflow: Workflow
     name: str = ""
+    extras: tuple[Extra, ...] = ()
 
     # --- construction ---------------------------------------------------------------
     @classmethod
     def from_names(cls, names: Mapping[str, ComponentSpec] | None = None,
                    name: str = "") -> Harness:
         """Components by realization name (``"window"`` or ``"context/window"``) or spec dict;
-        missing components take the base realization."""
+        missing components take the base realization; added kinds (a plugin's) only when
+        named."""
         names = dict(names or {})
-        unknown = sorted(set(names) - set(COMPONENTS))
+        unknown = sorted(set(names) - set(COMPONENTS) - set(EXTRA_KINDS.names()))
         if unknown:
             raise HscaleError(f"unknown components {unknown}",
-                              f"components are: {', '.join(COMPONENTS)}")
+                              f"components are: {', '.join(COMPONENTS + tuple(EXTRA_KINDS))}")
         parts = {c: _build(c, names.get(c, BASE[c])) for c in COMPONENTS}
-        return cls(**parts, name=name)
+        extras = tuple(_build(c, spec) for c, spec in names.items() if c not in COMPONENTS)
+        wrong = [c for c, e in zip((c for c in names if c not in COMPONENTS), extras,
+                                   strict=True) if not isinstance(e, Extra)]
+        if wrong:
+            raise HscaleError(f"a realization of {wrong[0]} is not an Extra",
+                              "subclass hscale.harness.components.extra.Extra")
+        return cls(**parts, name=name, extras=extras)
 
     @classmethod
     def from_label(cls, label: str, space: FactorSpace | None = None) -> Harness:
@@ -89,19 +104,25 @@ class Harness:
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Harness:
         """Inverse of :meth:`to_spec`."""
-        return cls.from_names(spec.get("components", {}), name=str(spec.get("name", "")))
+        return cls.from_names({**spec.get("components", {}), **spec.get("extras", {})},
+                              name=str(spec.get("name", "")))
 
     def to_spec(self) -> dict[str, Any]:
-        """``{"name": ..., "components": {component: {"name": ..., "params": ...}}}``."""
-        return {"name": self.name,
-                "components": {c: registry.spec_of(getattr(self, c)) for c in COMPONENTS}}
+        """``{"name": ..., "components": {component: {"name": ..., "params": ...}}}``, and
+        ``extras`` the same way when the harness has added kinds."""
+        out = {"name": self.name,
+               "components": {c: registry.spec_of(getattr(self, c)) for c in COMPONENTS}}
+        if self.extras:
+            out["extras"] = {_kind_of(e): registry.spec_of(e) for e in self.extras}
+        return out
 
     def fresh(self) -> Harness:
         """A copy with fresh per-episode state (for concurrent episodes)."""
         return Harness.from_spec(self.to_spec())
 
     def realization_names(self) -> dict[str, str]:
-        return {c: registry.name_of(getattr(self, c)) for c in COMPONENTS}
+        return {**{c: registry.name_of(getattr(self, c)) for c in COMPONENTS},
+                **{_kind_of(e): registry.name_of(e) for e in self.extras}}
 
     # --- rendering ------------------------------------------------------------------
     def render_system(self) -> str:
@@ -110,6 +131,7 @@ class Harness:
             workflow=self.workflow.instructions(),
             observation=self.observation.describe(),
             context=self.context.describe(),
+            extra=" ".join(x for x in (e.describe() for e in self.extras) if x),
         ))
 
     def initial_messages(self, task_query: str) -> list[Message]:
@@ -124,12 +146,18 @@ class Harness:
         the episode's first messages."""
         self.context.start()
         optional = tools != BUILTIN_TOOLS  # a real format's task: read windows with offsets
+        for extra in self.extras:
+            extra.start(task_query)
+            tools = extra.tools(tools)
         if tools != self.tool_interface.enabled or optional != self.tool_interface.optional_on:
             self.tool_interface = self.tool_interface.only(tools, optional)
         return self.workflow.start(self.initial_messages(task_query))
 
     def view(self, history: Sequence[Message]) -> list[Message]:
-        return self.context.view(history, self.tool_interface.parse)
+        view = self.context.view(history, self.tool_interface.parse)
+        for extra in self.extras:
+            view = extra.view(view)
+        return view
 
     def parse(self, text: str) -> Parsed:
         return self.tool_interface.parse(text)
@@ -141,14 +169,23 @@ class Harness:
         """The tool message for a result (a ParseError shows as an error result)."""
         if isinstance(result, ParseError):
             result = ToolResult(ok=False, error=result.message)
-        return Message("tool", self.observation.render(result))
+        text = self.observation.render(result)
+        for extra in self.extras:
+            text = extra.observe(text)
+        return Message("tool", text)
 
     def after_assistant(self, turn: int, parsed: Parsed, text: str) -> Action:
         return self.workflow.after_assistant(turn, parsed, text)
 
 
 @cache
-def harness_named(label: str) -> Harness:
-    """One harness per label and process, built once: a template that episodes copy
-    (``fresh()``), so trainers, evaluators, routers and agent loops share it."""
-    return Harness.from_name(label)
+def harness_named(label: str, space: Any = None) -> Harness:
+    """One harness per label (of ``space``, a hscale.harness.spaces.HarnessSpace, the papers'
+    when None; else a preset's name) and
+    process, built once: a template that episodes copy (``fresh()``), so trainers,
+    evaluators, routers and agent loops share it."""
+    if space is None:
+        return Harness.from_name(label)
+    if space.factor_space.contains(label):
+        return space.harness(label)
+    return PRESETS.get(label)()

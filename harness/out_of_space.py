@@ -58,7 +58,8 @@ class Manual(SystemPrompt):
     """A man page: upper-case section names, indented bodies."""
 
     def render(self, parts: PromptParts) -> str:
-        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow) if x)
+        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow,
+                                     parts.extra) if x)
         return "\n".join([
             "NAME", _indent("agent - does file tasks, one tool call per turn"),
             "TOOLS", _indent(parts.tools),
@@ -75,7 +76,8 @@ class QandA(SystemPrompt):
     """Questions and answers, as in a help page."""
 
     def render(self, parts: PromptParts) -> str:
-        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow) if x)
+        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow,
+                                     parts.extra) if x)
         return "\n".join([
             "q: who are you?", "a: a helper for file tasks, one tool call per turn.",
             "q: how do tools work?", f"a: {parts.tools}",

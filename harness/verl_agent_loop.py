@@ -60,6 +60,8 @@ from hscale.harness.types import Message, ToolCall, ToolResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hscale.harness.spaces import HarnessSpace
+
 # HscaleAgentLoop is defined by the module's __getattr__ (built on first lookup).
 __all__ = [
     "AGENT_LOOP_CONFIG", "AGENT_NAME", "SEGMENT_MODES", "HscaleAgentLoop",  # noqa: F822
@@ -80,8 +82,12 @@ ROW_HINT = ("build rows with hscale.harness.verl_agent_loop.to_verl_rows: extra_
 
 def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[str, Sequence[str]],
                  split: str, *, data_source: str = "hscale",
-                 max_turns: int = DEFAULT_MAX_TURNS) -> pd.DataFrame:
-    """veRL rows, one per (task, harness): every label for every task, or per task id.
+                 max_turns: int = DEFAULT_MAX_TURNS, space: HarnessSpace | None = None
+                 ) -> pd.DataFrame:
+    """veRL rows, one per (task, harness): every label for every task, or per task id;
+    labels of ``space`` (the papers' when None: a described space rides in
+    ``extra_info.space``, so every rollout worker builds the same harnesses and loads the
+    same plugins).
 
     ``prompt`` holds the harness's initial messages; ``extra_info.task`` is the task row as
     JSON (parquet would merge the differing keys of ``input_files`` across rows into nulls);
@@ -97,6 +103,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                           f"write [{harness_labels!r}]")
     rows: list[dict[str, Any]] = []
     fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
+    carried = {"space": space.to_json()} if space is not None and space.described else {}
     for task in tasks:
         labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
                   else harness_labels)
@@ -105,7 +112,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                               "map every task id to at least one harness label")
         task_json = json.dumps(task_to_row(task), sort_keys=True)
         for label in labels:
-            h = fresh.get(label) or fresh.setdefault(label, harness_named(label).fresh())
+            h = fresh.get(label) or fresh.setdefault(label, harness_named(label, space).fresh())
             rows.append({
                 "data_source": data_source,
                 "prompt": _dicts(h.start(task.user_query, task.tools)),
@@ -115,7 +122,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                 "agent_name": AGENT_NAME,
                 "extra_info": {"index": len(rows), "split": split, "harness": label,
                                "task_id": task.task_id, "task": task_json,
-                               "max_turns": int(max_turns)},
+                               "max_turns": int(max_turns), **carried},
             })
     return pd.DataFrame(rows, columns=["data_source", "prompt", "ability", "reward_model",
                                        "agent_name", "extra_info"])
@@ -194,7 +201,7 @@ class _HarnessLoop:
         mode = self._mode()
         if info.get("decoding") == "greedy":  # a validation row of the greedy pass
             sampling_params = {**sampling_params, "temperature": 0.0, "top_p": 1.0, "top_k": -1}
-        engine = TurnEngine(harness_named(label), task, self._max_turns(info),
+        engine = TurnEngine(harness_named(label, row_space(info)), task, self._max_turns(info),
                             self.workspace_root)
         segments: list[_Stream] = []  # one per context segment, in order
         whole: _Stream | None = None  # the full history (full_history mode)
@@ -387,6 +394,20 @@ def _extra_info(raw: object) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise HscaleError("the row has no extra_info mapping", ROW_HINT)
     return raw
+
+
+def row_space(info: Mapping[str, Any]) -> HarnessSpace | None:
+    """The harness space a row's labels belong to (None: the papers')."""
+    raw = info.get("space")
+    if not raw:
+        return None
+    from hscale.harness.spaces import from_record
+
+    try:
+        return from_record(json.loads(raw) if isinstance(raw, str) else dict(raw))
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise HscaleError(f"the row's extra_info.space is not a space record ({exc})",
+                          ROW_HINT) from None
 
 
 def _task_of(info: Mapping[str, Any]) -> Task:

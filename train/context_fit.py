@@ -43,16 +43,14 @@ class Fit:
         return out
 
 
-def context_fit(model: str, tasks: Sequence[Any], harness: str) -> Fit | None:
-    """``tasks``' first views under ``harness`` measured against ``model`` (None: no way to
-    measure this model here)."""
-    from hscale.harness.harness import harness_named
-
+def context_fit(model: str, tasks: Sequence[Any], harness: Any) -> Fit | None:
+    """``tasks``' first views under ``harness`` (a Harness) measured against ``model``
+    (None: no way to measure this model here)."""
     measured = _measurer(model)
     if measured is None or not tasks:
         return None
     count, context, unk = measured
-    template = harness_named(harness)
+    template = harness
     lengths, unknown, total = [], 0, 0
     for task in tasks:
         view = template.fresh().start(task.user_query, task.tools)

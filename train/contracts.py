@@ -105,6 +105,9 @@ class Manifest(BaseModel):
                 if record.get("content") else record
 
         body["benchmark"] = portable(body["benchmark"])
+        if body["space"].get("plugins"):  # a plugin is its code, wherever its file lies
+            body["space"] = {**body["space"], "plugins": [
+                {k: v for k, v in p.items() if k != "path"} for p in body["space"]["plugins"]]}
         if body["evaluation"].get("benchmarks"):
             body["evaluation"] = {**body["evaluation"], "benchmarks": [
                 portable(b) for b in body["evaluation"]["benchmarks"]]}
@@ -170,6 +173,20 @@ class Manifest(BaseModel):
         return FactorSpace(tuple(Factor(n, tuple(levels))
                                  for n, levels in self.space.factors.items()),
                            name=self.space.name)
+
+    def harness_space(self) -> Any:
+        """The run's HarnessSpace (hscale.harness.spaces): its plugins loaded, each refused
+        when its code changed since planning."""
+        from hscale.harness.spaces import from_record
+
+        return from_record(self.space.model_dump(mode="json"))
+
+    def harness(self, label: str) -> Any:
+        """The harness a label of this run names, in its space (a preset name such as
+        ``oos/shell`` outside it): one template a process, which episodes copy."""
+        from hscale.harness.harness import harness_named
+
+        return harness_named(label, self.harness_space())
 
 
 def canonical_hash(body: dict[str, Any]) -> str:

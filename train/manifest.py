@@ -13,27 +13,41 @@ from hscale.design.recipes import RECIPES, eval_set, first_order, structured
 from hscale.design.space import FactorSpace
 from hscale.design.weights import by_name
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness.spaces import HarnessSpace
 from hscale.train.contracts import BASE_MODEL_ARM, Manifest, rng_for
 from hscale.train.spec import Arm, ExperimentSpec
+from hscale.train.spec_space import resolve_space
 from hscale.train.spec_weights import spec_weights
 
 if TYPE_CHECKING:
     from hscale.train.sources import Sources
 
-def space_of(spec: ExperimentSpec) -> FactorSpace:
-    return harness_space() if spec.space == "harness" else FactorSpace.from_levels(spec.space)
+
+def space_of(spec: ExperimentSpec) -> HarnessSpace:
+    """The spec's harness space: the papers' or one given by components (its plugins
+    loaded); every level builds (hscale.train.spec_space)."""
+    return resolve_space(spec.space)
 
 
-def eval_sets(spec: ExperimentSpec, space: FactorSpace) -> dict[str, list[str]]:
-    """The evaluated harnesses, shared by every arm: base, held-out in-space, out-of-space."""
+def _factors(space: HarnessSpace | FactorSpace) -> FactorSpace:
+    return space.factor_space if isinstance(space, HarnessSpace) else space
+
+
+def eval_sets(spec: ExperimentSpec, space: HarnessSpace | FactorSpace) -> dict[str, list[str]]:
+    """The evaluated harnesses, shared by every arm: base, held-out in-space, out-of-space.
+    A held-out set that cannot be built names ``evaluation.in_space``."""
+    space = _factors(space)
     sets: dict[str, list[str]] = {}
     if spec.evaluation.base:
         sets["base"] = [space.label(space.base)]
     if spec.evaluation.in_space:
-        held_out = eval_set(space, [structured(space), first_order(space)],
-                            runs=spec.evaluation.in_space,
-                            weights=spec_weights(spec.weights, space))
+        n = spec.evaluation.in_space
+        try:
+            held_out = eval_set(space, [structured(space), first_order(space)], runs=n,
+                                weights=spec_weights(spec.weights, space))
+        except HscaleError as exc:
+            raise HscaleError(f"evaluation.in_space: {n} held-out harnesses of space "
+                              f"{space.name}: {exc.message}", exc.hint) from None
         sets["in_space"] = held_out.labels
     if spec.evaluation.out_of_space:
         sets["out_of_space"] = list(spec.evaluation.out_of_space)
@@ -97,19 +111,29 @@ def _check_pool(where: str, pool: list[str], base: str, held_out: list[str]) -> 
 
 
 def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
-                   space: FactorSpace, evals: dict[str, list[str]],
+                   space: HarnessSpace | FactorSpace, evals: dict[str, list[str]],
                    sources: Sources | None = None) -> Manifest:
-    """One run's manifest; ``sources`` (hscale.train.sources.resolve_sources) once per plan."""
+    """One run's manifest; ``sources`` (hscale.train.sources.resolve_sources) once per plan.
+    A training set that cannot be built names the arm's ``train`` key."""
     if sources is None:
         from hscale.train.sources import resolve_sources
 
         sources = resolve_sources(spec, spec.name)
     algorithm = arm.algorithm or spec.algorithm
-    train = train_set(arm, space, evals.get("in_space", []), rng_for(seed, arm_name, "train"))
+    record = (space.record() if isinstance(space, HarnessSpace) else
+              {"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}})
+    space = _factors(space)
+    try:
+        train = train_set(arm, space, evals.get("in_space", []),
+                          rng_for(seed, arm_name, "train"))
+    except HscaleError as exc:
+        options = ", ".join(f"{k}={v}" for k, v in arm.train.model_dump().items()
+                            if v is not None and k != "criterion")
+        raise HscaleError(f"arm {arm_name}: train ({options}) in space {space.name}: "
+                          f"{exc.message}", exc.hint) from None
     return Manifest.build(
         experiment=spec.name, arm=arm_name, seed=seed,
-        space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors},
-               "weights": by_name(space, spec_weights(spec.weights, space))},
+        space={**record, "weights": by_name(space, spec_weights(spec.weights, space))},
         train_harnesses=train,
         eval_sets=evals,
         assignment=assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
@@ -132,7 +156,7 @@ BASE_MODEL = Arm.model_validate({"train": "single", "assignment": {"mode": "repe
                                  "description": "the starting model, evaluated before RL"})
 
 
-def base_model_manifest(spec: ExperimentSpec, seed: int, space: FactorSpace,
+def base_model_manifest(spec: ExperimentSpec, seed: int, space: HarnessSpace | FactorSpace,
                         evals: dict[str, list[str]], sources: Sources | None = None
                         ) -> Manifest:
     """The reference run of a seed (arm ``base-model``): the spec's model evaluated at step
@@ -160,5 +184,6 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
 
     resolve_model(spec.model)
     record, notes = verl_record(spec.verl or VerlSettings(), spec.model,
-                                harness_labels(manifests), manifests[0].benchmark)
+                                harness_labels(manifests), manifests[0].benchmark,
+                                manifests[0].harness_space())
     return [Manifest.build(**{**m.body(), "verl": record}) for m in manifests], notes

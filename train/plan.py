@@ -21,10 +21,10 @@ from hscale.train.manifest import (
     space_of,
     with_verl,
 )
+from hscale.train.quick import quick as quick_spec
 from hscale.train.schedule import Schedule
 from hscale.train.sources import resolve_sources
 from hscale.train.spec import load_spec
-from hscale.train.spec import quick as quick_spec
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
               quick: bool = False) -> list[Planned]:
     """Every arm x seed of the spec, built and checked, nothing written; ``state`` says what
     :func:`write_plan` will do. ``quick`` plans the smoke-test scale of the spec
-    (:func:`hscale.train.spec.quick`)."""
+    (:func:`hscale.train.quick.quick`)."""
     spec = load_spec(spec_path)
     if quick:
         spec = quick_spec(spec)
@@ -89,7 +89,7 @@ def _fit_notes(spec, manifest: Manifest) -> list[str]:
             continue
         seen.add((record.path, split))
         tasks = benchmark_of(record).tasks(record.tasks, record.seed, split)
-        fit = context_fit(spec.model, tasks, manifest.train_harnesses[0])
+        fit = context_fit(spec.model, tasks, manifest.harness(manifest.train_harnesses[0]))
         notes += fit.notes(f"{what} ({split})") if fit else []
     return notes
 

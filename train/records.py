@@ -26,15 +26,61 @@ class _Trimmed(_Record):
         return {k: v for k, v in out.items() if not (k in self.LATER and v is None)}
 
 
+class LevelRecord(_Trimmed):
+    """A level of a described space: its name, the realization it builds and its parameters,
+    and the sha256 of its inline text or of the plugin that registered it."""
+
+    LATER: ClassVar[tuple[str, ...]] = ("params", "sha256")
+
+    name: str
+    realization: str
+    params: dict[str, Any] | None = None
+    sha256: str | None = None
+
+
+class FactorRecord(_Record):
+    """A factor of a described space, in label order (a list keeps it through the hash)."""
+
+    factor: str
+    component: str
+    levels: tuple[LevelRecord, ...]
+
+
+class PluginRecord(_Trimmed):
+    """A plugin as planned (hscale.harness.spaces.Plugin); ``path`` is left out of the hash."""
+
+    LATER: ClassVar[tuple[str, ...]] = ("path",)
+
+    module: str
+    sha256: str
+    path: str | None = None
+
+
 class SpaceRecord(_Trimmed):
     """The factor space; ``weights``: factor name -> weight of the weighted Hamming distance
-    (hscale.design.weights, mean 1), recorded only when the spec gives unequal weights."""
+    (hscale.design.weights, mean 1), recorded only when the spec gives unequal weights;
+    ``components`` and ``plugins`` for a space given by components (hscale.harness.spaces),
+    not for the papers' (whose level names are its realizations)."""
 
-    LATER: ClassVar[tuple[str, ...]] = ("weights",)
+    LATER: ClassVar[tuple[str, ...]] = ("weights", "components", "plugins")
 
     name: str
     factors: dict[str, tuple[str, ...]]  # factor name -> level (realization) names
     weights: dict[str, float] | None = None
+    components: tuple[FactorRecord, ...] | None = None
+    plugins: tuple[PluginRecord, ...] | None = None
+
+    def __hash__(self) -> int:  # params are dicts: hash the record's JSON
+        return hash(json.dumps(self.model_dump(), sort_keys=True))
+
+    @model_validator(mode="after")
+    def _components_match(self) -> SpaceRecord:
+        if self.components is not None and [
+                (f.factor, tuple(lv.name for lv in f.levels)) for f in self.components] != [
+                (name, tuple(levels)) for name, levels in self.factors.items()]:
+            raise ValueError("components must list the factors and levels of factors, in "
+                             "their order")
+        return self
 
     @model_validator(mode="after")
     def _weights_known(self) -> SpaceRecord:
@@ -132,4 +178,4 @@ class EvaluationRecord(_Trimmed):
 
 
 __all__ = ["AlgorithmRecord", "AssignmentRecord", "BenchmarkRecord", "BudgetRecord",
-           "EvaluationRecord", "SpaceRecord"]
+           "EvaluationRecord", "FactorRecord", "LevelRecord", "PluginRecord", "SpaceRecord"]

@@ -8,7 +8,6 @@ K compactly (hscale.train.sweeps); they join ``arms`` during validation.
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import warnings
 from pathlib import Path
@@ -36,6 +35,7 @@ from hscale.train.contracts import BASE_MODEL_ARM
 from hscale.train.models import check_spec_model, is_local_path
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
+from hscale.train.spec_space import SpaceError, SpaceSpec, papers_only, resolve_space
 from hscale.train.spec_weights import spec_weights
 from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
 from hscale.yamlio import key_line, read_yaml
@@ -251,7 +251,8 @@ class Arm(_Strict):
 
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
-    space: str = "harness"
+    # the papers' space, or one by components and realizations (hscale.train.spec_space)
+    space: Annotated[str, AfterValidator(papers_only)] | SpaceSpec = "harness"
     # component -> weight of the weighted Hamming distance (train.spec_weights); missing ones 1
     weights: dict[str, Annotated[float, Field(gt=0, strict=True)]] | None = None
     benchmark: Benchmark = Benchmark()
@@ -296,7 +297,8 @@ class ExperimentSpec(_Strict):
         """Swept arms join ``arms``, so every reader of the spec sees them; ``sweeps`` is
         then emptied, so a dumped spec validates again to the same arms."""
         if self.sweeps is not None:
-            found = expand(self.sweeps, self.arms, self.space, NAME, RESERVED)
+            levels = self.space if isinstance(self.space, str) else self.space.level_counts()
+            found = expand(self.sweeps, self.arms, levels, NAME, RESERVED)
             object.__setattr__(self, "arms", {**self.arms, **found.arms})
             object.__setattr__(self, "sweeps", None)
             self._swept, self._notes = found.origin, found.notes
@@ -322,26 +324,6 @@ class ExperimentSpec(_Strict):
             merged = _merge(self.defaults, body or {})
             out[name] = Arm.model_validate(merged)
         return out
-
-
-def quick(spec: ExperimentSpec) -> ExperimentSpec:
-    """The same arms at smoke-test scale (``hscale run --quick``), under ``<name>-quick``:
-    one seed, 4 steps of 4 tasks x 2 rollouts (or the least multiple of every arm's K above
-    4, as a schedule needs), one evaluation run of 6 episodes a setting."""
-    every_k = math.lcm(*(arm.assignment.k for arm in spec.resolved_arms().values()))
-    algorithm = spec.algorithm.model_copy(update={"tasks_per_step": 4, "rollouts": 2})
-    arms = {}
-    for name, body in spec.arms.items():
-        body = dict(body or {})
-        if body.get("algorithm"):
-            body["algorithm"] = {**body["algorithm"], "tasks_per_step": 4, "rollouts": 2}
-        arms[name] = body
-    evaluation = spec.evaluation.model_copy(update={"runs": 1, "tasks": 6, "episodes": 6,
-                                                    "every": None})
-    return spec.model_copy(update={"name": f"{spec.name}-quick", "seeds": spec.seeds[:1],
-                                   "steps": every_k * math.ceil(4 / every_k),
-                                   "algorithm": algorithm, "arms": arms,
-                                   "evaluation": evaluation})
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -384,7 +366,10 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     except ValidationError as exc:
         raise _spec_error(path, tree, exc, ()) from None
     try:
-        spec_weights(spec.weights, spec.space)
+        spec_weights(spec.weights, resolve_space(spec.space, path.parent).factor_space)
+    except SpaceError as exc:
+        raise HscaleError(f"{path}:{key_line(tree, exc.loc) or 1}: {exc.message}",
+                          exc.hint) from None
     except WeightError as exc:
         raise HscaleError(f"{path}:{key_line(tree, ('weights', exc.key or ''))}: {exc.message}",
                           exc.hint) from None
@@ -423,7 +408,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
 
 
 def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
-    """Benchmark paths and a model folder's path made absolute against ``base`` (the spec's
+    """Benchmark, plugin and model folder paths made absolute against ``base`` (the spec's
     folder): a plan run from any folder finds the same files."""
     def resolve(bench: Benchmark) -> Benchmark:
         if not bench.path or Path(bench.path).is_absolute():
@@ -437,7 +422,8 @@ def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
     model = spec.model
     if is_local_path(model) and not Path(model).expanduser().is_absolute():
         model = str((base / Path(model).expanduser()).resolve())
-    return spec.model_copy(update={"benchmark": resolve(spec.benchmark),
+    space = spec.space if isinstance(spec.space, str) else spec.space.with_base(base)
+    return spec.model_copy(update={"benchmark": resolve(spec.benchmark), "space": space,
                                    "evaluation": evaluation, "model": model})
 
 

@@ -51,15 +51,16 @@ def _round(value: float) -> int:
     return max(ROUND, int(math.ceil(value / ROUND)) * ROUND)
 
 
-def measure(model: str, labels: Sequence[str], benchmark: Any = None) -> TokenBudget:
+def measure(model: str, labels: Sequence[str], benchmark: Any = None, space: Any = None
+            ) -> TokenBudget:
     """Render oracle episodes under ``labels`` (a spread sample of them) and measure them, on
     the training tasks of ``benchmark`` (a manifest's record; default the builtin world's)
     that carry an oracle's solution."""
-    return _measure(model, tuple(sorted(set(labels))), benchmark)
+    return _measure(model, tuple(sorted(set(labels))), benchmark, space)
 
 
 @cache
-def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> TokenBudget:
+def _measure(model: str, labels: tuple[str, ...], benchmark: Any, space: Any) -> TokenBudget:
     from hscale.harness.harness import harness_named
     from hscale.harness.loop import run_episode
     from hscale.harness.policies import Oracle
@@ -74,7 +75,7 @@ def _measure(model: str, labels: tuple[str, ...], benchmark: Any) -> TokenBudget
              if t.solution]
     prompt = response = segments = episodes = 0
     for label in labels[::step]:
-        harness = harness_named(label)
+        harness = harness_named(label, space)
         for task in tasks:
             episode = run_episode(Oracle(task, harness), harness, task, max_turns=EPISODE_TURNS,
                                   score=False)
@@ -135,12 +136,12 @@ def _tokenizer(model: str) -> Any | None:
     return tokenizer if getattr(tokenizer, "chat_template", None) else None
 
 
-def verl_record(settings: Any, model: str, labels: Sequence[str], benchmark: Any = None
-                ) -> tuple[dict[str, Any], list[str]]:
+def verl_record(settings: Any, model: str, labels: Sequence[str], benchmark: Any = None,
+                space: Any = None) -> tuple[dict[str, Any], list[str]]:
     """The manifest's ``verl`` record from a spec's settings (``hscale.train.spec.VerlSettings``):
     budgets not given are measured; given ones shorter than a rendered episode are warned
     about (the notes, one line each, with the numbers)."""
-    budget = measure(model, labels, benchmark)
+    budget = measure(model, labels, benchmark, space)
     prompt, response = budget.lengths()
     source = ("by the model's tokenizer" if budget.tokenizer != "estimate"
               else f"estimated at {CHARS_PER_TOKEN} characters a token, no tokenizer here")

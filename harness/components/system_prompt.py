@@ -7,8 +7,10 @@ as text, so a prompt never hard-codes another component's syntax.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from hscale.errors import HscaleError
 from hscale.harness.components.registry import register
 
 WORDS = (
@@ -31,6 +33,7 @@ class PromptParts:
     workflow: str
     observation: str = ""
     context: str = ""
+    extra: str = ""  # the added component kinds' sentences (hscale.harness.components.extra)
 
 
 class SystemPrompt:
@@ -53,7 +56,8 @@ class Terse(SystemPrompt):
     """Two short lines around the tool list: everything, nothing stressed."""
 
     def render(self, parts: PromptParts) -> str:
-        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow) if x)
+        notes = " ".join(x for x in (parts.observation, parts.context, parts.workflow,
+                                     parts.extra) if x)
         return _join("you do file tasks with tools, one tool call per turn.", parts.tools, notes)
 
 
@@ -64,7 +68,7 @@ class Sectioned(SystemPrompt):
 
     def render(self, parts: PromptParts) -> str:
         rules = ["- one tool call per turn."]
-        rules += [f"- {x}" for x in (parts.context, parts.workflow) if x]
+        rules += [f"- {x}" for x in (parts.context, parts.workflow, parts.extra) if x]
         return _join(
             "## role", "you do file tasks.",
             "## rules", *rules,
@@ -82,7 +86,8 @@ class Persona(SystemPrompt):
 
     def render(self, parts: PromptParts) -> str:
         checks = ["[ ] one tool call at most"]
-        checks += [f"[ ] {x}" for x in (parts.observation, parts.context, parts.workflow) if x]
+        checks += [f"[ ] {x}" for x in (parts.observation, parts.context, parts.workflow,
+                                         parts.extra) if x]
         return _join(
             "you are ada, a careful file clerk.",
             "tools:",
@@ -93,3 +98,42 @@ class Persona(SystemPrompt):
 
     def render_task(self, query: str) -> str:
         return f"job: {query}"
+
+
+# The parts a written prompt may place: {tools}, {workflow}, {observation}, {context}, {extra}.
+_PART = re.compile(r"\{(tools|workflow|observation|context|extra)\}( ?)")
+
+
+@register("system_prompt", "text")
+@dataclass(frozen=True)
+class Text(SystemPrompt):
+    """A prompt written in a spec (an inline level): ``text`` with the other components'
+    parts in braces, ``{tools}`` at least; ``task`` wraps the task's query (``{query}``).
+    Other braces are kept as written; a line that held only empty parts is dropped."""
+
+    text: str = "{tools}\n{observation} {context} {workflow} {extra}"
+    task: str = "{query}"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or "{tools}" not in self.text:
+            raise HscaleError("a written system prompt must place the tools' description",
+                              "put {tools} in its text (and {workflow}, {observation}, "
+                              "{context}, {extra} where they belong)")
+        if not isinstance(self.task, str) or "{query}" not in self.task:
+            raise HscaleError("a written system prompt's task text must place the query",
+                              "put {query} in task (or leave task out)")
+
+    def render(self, parts: PromptParts) -> str:
+        def part(m: re.Match[str]) -> str:  # an empty part takes its following space along
+            text = getattr(parts, m.group(1))
+            return text + m.group(2) if text else ""
+
+        lines = []
+        for line in self.text.split("\n"):
+            done = _PART.sub(part, line).rstrip()
+            if done or not _PART.search(line):
+                lines.append(done)
+        return "\n".join(lines)
+
+    def render_task(self, query: str) -> str:
+        return self.task.replace("{query}", query)

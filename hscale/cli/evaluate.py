@@ -40,6 +40,9 @@ def evaluate_cmd(
     force: Annotated[bool, typer.Option("--force", help="Replace an evaluation of another "
                                                         "model or set under the same name.")
                      ] = False,
+    spec: Annotated[Path | None, typer.Option(
+        "--spec", help="An experiment spec: evaluate over its harness space (plugins "
+                       "loaded) and its out-of-space harnesses.")] = None,
 ) -> None:
     """Evaluate MODEL under every harness of a set, with no training, into a run folder that
     `hscale report` reads (heat map over the space, component effects, best vs worst).
@@ -56,7 +59,7 @@ def evaluate_cmd(
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,
                       tasks=tasks, runs=runs, decoding=decoding, experiment=experiment,
                       label=label, max_new_tokens=max_new_tokens, max_batch=batch,
-                      served_name=served_name)
+                      served_name=served_name, spec=None if spec is None else str(spec))
     manifest = plan_evaluation(request)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in manifest.eval_sets.items())
     print(f"evaluating {model} as {manifest.arm}: harnesses {sizes}; "

@@ -97,9 +97,9 @@ def run_cmd(
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
     from hscale.errors import HscaleError
     from hscale.train.backends import get_backend
+    from hscale.train.quick import quick as quick_spec
     from hscale.train.runner import export_experiment, run_experiment
     from hscale.train.spec import load_spec
-    from hscale.train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
     chosen = get_backend(backend or spec.backend, overrides=override or None)

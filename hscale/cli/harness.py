@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,23 +19,44 @@ app = typer.Typer(help="Harnesses: components, rendering, and an oracle self-che
 console = Console(highlight=False, soft_wrap=True, emoji=False)  # text printed as it is
 
 
-def _all_labels() -> list[str]:
-    from hscale.harness.space import OUT_OF_SPACE, harness_space
+SpecOpt = Annotated[Path | None, typer.Option(
+    "--spec", help="An experiment spec: its harness space (plugins loaded) and its "
+                   "out-of-space harnesses instead of the papers'.")]
 
-    space = harness_space()
-    return space.labels(space.all_configs()) + list(OUT_OF_SPACE)
+
+def _space(spec: Path | None):
+    """(the harness space, the out-of-space harnesses) of a spec, or the papers'."""
+    from hscale.harness.space import OUT_OF_SPACE
+    from hscale.harness.spaces import papers_space
+
+    if spec is None:
+        return papers_space(), list(OUT_OF_SPACE)
+    from hscale.train.manifest import space_of
+    from hscale.train.spec import load_spec
+
+    loaded = load_spec(spec)
+    return space_of(loaded), list(loaded.evaluation.out_of_space)
+
+
+def _all_labels(spec: Path | None = None) -> list[str]:
+    space, out_of_space = _space(spec)
+    factors = space.factor_space
+    return factors.labels(factors.all_configs()) + out_of_space
 
 
 @app.command("list")
-def list_cmd() -> None:
+def list_cmd(spec: SpecOpt = None) -> None:
     """Registered realizations per component, and the harness presets (out of space)."""
+    from hscale.harness.components.extra import EXTRA_KINDS
     from hscale.harness.components.registry import available
     from hscale.harness.space import COMPONENTS, PRESETS
 
+    if spec is not None:
+        _space(spec)  # its plugins register their realizations and kinds
     table = Table(show_edge=False)
     table.add_column("component")
     table.add_column("registered realizations")
-    for component in COMPONENTS:
+    for component in (*COMPONENTS, *EXTRA_KINDS.names()):
         table.add_row(escape(component), escape(", ".join(available(component))))
     console.print(table)
     console.print("out-of-space harnesses: " + ", ".join(PRESETS.names()), markup=False)
@@ -53,14 +75,16 @@ def _task(task_id: str | None, seed: int):
                       f"choose one of {', '.join(t.task_id for t in tasks[:5])}, ...")
 
 
-def _harness(label: str):
-    from hscale.harness.harness import Harness
+def _harness(label: str, spec: Path | None = None):
+    from hscale.harness.harness import harness_named
     from hscale.harness.space import PRESETS
 
+    space, _ = _space(spec)
     try:
-        return Harness.from_name(label)
+        return harness_named(label, space).fresh()
     except HscaleError:
-        raise HscaleError(f"unknown harness {label!r}", "give a label such as S0-T1-O2-C0-W1 "
+        example = space.factor_space.label(space.factor_space.base)
+        raise HscaleError(f"unknown harness {label!r}", f"give a label such as {example} "
                           f"or one of {', '.join(PRESETS.names())}") from None
 
 
@@ -70,12 +94,13 @@ def render_cmd(
                                               "out-of-space harness (oos/shell).")],
     task: Annotated[str | None, typer.Option("--task", help="Built-in task id.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
+    spec: SpecOpt = None,
 ) -> None:
     """Show exactly what the model sees at each turn of an oracle episode under LABEL."""
     from hscale.harness.loop import run_episode
     from hscale.harness.policies import Oracle
 
-    harness = _harness(label)
+    harness = _harness(label, spec)
     chosen = _task(task, seed)
     seen: list[list] = []
 
@@ -104,9 +129,10 @@ def selfcheck_cmd(
                      ] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
     threshold: Annotated[float, typer.Option(help="Least success rate per harness.")] = 0.99,
+    spec: SpecOpt = None,
 ) -> None:
     """Run the oracle on every configuration and out-of-space harness; exit 1 below 99%."""
-    from hscale.harness.harness import Harness
+    from hscale.harness.harness import harness_named
     from hscale.harness.loop import run_episode
     from hscale.harness.policies import DoNothing, Oracle
     from hscale.harness.world import generate
@@ -114,18 +140,19 @@ def selfcheck_cmd(
     if tasks < 1:
         raise HscaleError(f"--tasks must be at least 1, got {tasks}")
     task_list = generate(tasks, seed=seed)
-    labels = _all_labels()
+    labels = _all_labels(spec)
+    space, _ = _space(spec)
     rates: dict[str, float] = {}
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task("oracle episodes", total=len(labels) * len(task_list))
         for label in labels:
-            harness = Harness.from_name(label)
+            harness = harness_named(label, space)
             wins = 0
             for task in task_list:
                 wins += run_episode(Oracle(task, harness), harness, task).success
                 progress.advance(bar)
             rates[label] = wins / len(task_list)
-    floor = Harness.from_name(labels[0])
+    floor = harness_named(labels[0], space)
     nothing = sum(run_episode(DoNothing(), floor, t).reward for t in task_list)
     width = max(map(len, labels)) + 6
     cells = [f"{label} {rate:4.0%}".ljust(width) for label, rate in rates.items()]

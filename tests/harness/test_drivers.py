@@ -188,3 +188,33 @@ def test_a_real_format_task_with_the_shell_is_the_same_under_both_drivers(label,
     assert out.extra_fields["hscale_turns"] == local.turns
     shell = harness.tool_interface.spec("run").name
     assert shell in local.messages[0].content
+
+
+@pytest.mark.parametrize("label", ["S0-T0-O0-C0-W0-R1", "S1-T1-O1-C1-W1-R0",
+                                   "S2-T2-O2-C2-W2-R1"])
+def test_a_space_from_a_spec_is_the_same_under_both_drivers(label, tokenizer):
+    """A harness of a described space (a plugin's sixth component, which rewrites every
+    observation): veRL's rows carry the space, and the agent loop plays the oracle's turns
+    into the same messages and reward as run_episode."""
+    from pathlib import Path
+
+    from hscale.harness import verl_agent_loop as vl
+    from hscale.harness.policies import Oracle
+    from hscale.train.manifest import space_of
+    from hscale.train.spec import load_spec
+
+    spec = Path(__file__).resolve().parents[2] / "experiments" / "sixth-factor.yaml"
+    space = space_of(load_spec(spec))
+    harness = harness_named(label, space)
+    task = generate(3, seed=5)[1]
+    local = run_episode(Oracle(task, harness), harness, task, max_turns=EPISODE_TURNS)
+    assert local.success and any("task: " in m.content for m in local.messages
+                                 if m.role == "tool") == label.endswith("R1")
+    row = vl.to_verl_rows([task], [label], "train", space=space).iloc[0].to_dict()
+    kwargs = {**row, "raw_prompt": row["prompt"], "index": row["extra_info"]["index"]}
+    kwargs["extra_info"] = {**kwargs["extra_info"], "max_turns": EPISODE_TURNS}
+    out = asyncio.run(replay_rollout(tokenizer, turns_of(local), kwargs))
+    text = tokenizer.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
+    last = max(i for i, m in enumerate(local.messages) if m.role == "assistant")
+    assert _MESSAGE.findall(text) == [(m.role, m.content) for m in local.messages[:last + 1]]
+    assert out.reward_score == local.reward == 1.0

@@ -12,7 +12,8 @@ import yaml
 
 from hscale.errors import HscaleWarning
 from hscale.train.plan import plan_runs
-from hscale.train.spec import ExperimentSpec, load_spec, quick
+from hscale.train.quick import quick
+from hscale.train.spec import ExperimentSpec, load_spec
 from hscale.train.sweeps import MAX_SWEPT_ARMS
 from tests.cli import Result, hscale
 

@@ -19,7 +19,6 @@ import pandas as pd
 
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness.engine import EPISODE_TURNS
-from hscale.harness.harness import harness_named
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import NoisyOracle
 from hscale.train.backends.base import Backend, StepProgress
@@ -61,7 +60,7 @@ class ScriptedBackend(Backend):
             rewards, effective, checker_errors = [], 0, 0
             pairs = schedule.at(step)
             for task_id, label in pairs:
-                played = [self._episode(tasks[task_id], label, rng)
+                played = [self._episode(manifest, tasks[task_id], label, rng)
                           for _ in range(manifest.budget.rollouts_per_task)]
                 group = [e.reward for e in played]
                 checker_errors += sum(e.checker_failed for e in played)
@@ -97,8 +96,8 @@ class ScriptedBackend(Backend):
                 (run_dir / name).unlink(missing_ok=True)
             atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")
 
-    def _episode(self, task, label: str, rng: np.random.Generator):
-        harness = harness_named(label)
+    def _episode(self, manifest: Manifest, task, label: str, rng: np.random.Generator):
+        harness = manifest.harness(label)
         policy = NoisyOracle(task, harness, self.error_rate, seed=int(rng.integers(2**31)))
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 
@@ -107,7 +106,7 @@ class ScriptedBackend(Backend):
         rows, rngs = [], {}
         for job in eval_jobs(manifest):
             rng = rngs.setdefault(job.run, manifest.rng(f"eval-{job.run}"))
-            episode = self._episode(job.task, job.harness, rng)
+            episode = self._episode(manifest, job.task, job.harness, rng)
             rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
         return eval_frame(rows)
 

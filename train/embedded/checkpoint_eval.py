@@ -12,7 +12,6 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from hscale.harness.harness import harness_named
 from hscale.train.contracts import Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.workload import eval_jobs, eval_tasks
@@ -25,7 +24,7 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
     # the greedy pass plays run 0's episodes; all in one batch: one slow tail
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
-    episodes = sampler.run([(harness_named(job.harness), job.task) for _, job in jobs],
+    episodes = sampler.run([(manifest.harness(job.harness), job.task) for _, job in jobs],
                            greedy=[decoding == "greedy" for decoding, _ in jobs],
                            generator=torch.Generator().manual_seed(seed))
     return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)

@@ -27,7 +27,6 @@ import torch
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from hscale.harness.engine import Episode
-from hscale.harness.harness import harness_named
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.backends.base import StepProgress
 from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
@@ -204,7 +203,7 @@ class Trainer:
         began = time.perf_counter()
         jobs, groups = [], []
         for g, (task_id, label) in enumerate(zip(rows.task_id, rows.harness, strict=True)):
-            jobs += [(harness_named(label), tasks[task_id])] * n
+            jobs += [(self.manifest.harness(label), tasks[task_id])] * n
             groups += [g] * n
         sampled_before = self.sampler.stats.sampled
         entropy_before = self.sampler.stats.entropy
@@ -229,7 +228,7 @@ class Trainer:
     def _measure_siblings(self, tasks: list) -> None:
         """Greedy success of every pool harness on every validation task, for the router."""
         pool = self.router.pool
-        jobs = [(harness_named(label), task) for label in pool for task in tasks]
+        jobs = [(self.manifest.harness(label), task) for label in pool for task in tasks]
         episodes = self.sampler.run(jobs, greedy=True, generator=self.generator)
         success = np.array([e.success for e in episodes], dtype=float).reshape(
             len(pool), len(tasks))
@@ -247,7 +246,7 @@ class Trainer:
         for g in failed:
             task = tasks[task_list[g]]
             for label in self.router.pick(task, k):
-                jobs.append((harness_named(label), task))
+                jobs.append((self.manifest.harness(label), task))
                 owners.append(g)
         rescued = self.sampler.run(jobs, generator=self.generator) if jobs else []
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]

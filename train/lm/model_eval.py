@@ -44,14 +44,16 @@ PARTIAL = "episodes.partial.jsonl"  # finished episodes of an evaluation under w
 _KEY = ["decoding", "run", "benchmark", "setting", "harness", "task_id"]
 
 
-def harness_sets(text: str) -> dict[str, list[str]]:
+def harness_sets(text: str, spec: str | None = None) -> dict[str, list[str]]:
     """Settings -> harness labels from ``--harnesses``: ``base``, ``in_space`` (the held-out
-    18), ``all`` (every configuration but the base), ``out_of_space``, joined with ``+``; or
-    a comma list of labels (``S0-T1-O0-C2-W1``, ``oos/shell``); or a design CSV."""
+    set: 18 of the papers' space, or a spec's ``evaluation.in_space``), ``all`` (every
+    configuration but the base), ``out_of_space``, joined with ``+``; or a comma list of
+    labels (``S0-T1-O0-C2-W1``, ``oos/shell``); or a design CSV. Labels are of the papers'
+    space, or of the experiment ``spec``'s (its out-of-space harnesses too)."""
     from hscale.design.recipes import eval_set, first_order, structured
-    from hscale.harness.space import OUT_OF_SPACE, harness_space
 
-    space = harness_space()
+    harnesses, held_out, out_of_space = _spec_space(spec)
+    space = harnesses.factor_space
     base = space.label(space.base)
     path = Path(text)
     if path.suffix == ".csv" or path.is_file():
@@ -75,17 +77,33 @@ def harness_sets(text: str) -> dict[str, list[str]]:
             sets["base"] = [base]
         elif part == "in_space":
             sets["in_space"] = eval_set(space, [structured(space), first_order(space)],
-                                        runs=18).labels
+                                        runs=held_out).labels
         elif part == "all":
             sets["in_space"] = [label for label in space.labels(space.all_configs())
                                 if label != base]
         elif part == "out_of_space":
-            sets["out_of_space"] = list(OUT_OF_SPACE)
+            sets["out_of_space"] = list(out_of_space)
         else:
             raise HscaleError(f"--harnesses: unknown set {part!r}",
                               f"use {', '.join(SETS)} joined with +, a comma list of labels, "
                               "or a design CSV")
     return sets
+
+
+def _spec_space(spec: str | None) -> tuple[Any, int, list[str]]:
+    """(the harness space, its held-out set's size, the out-of-space harnesses): the papers'
+    or an experiment spec's."""
+    from hscale.harness.space import OUT_OF_SPACE
+    from hscale.harness.spaces import papers_space
+
+    if spec is None:
+        return papers_space(), 18, list(OUT_OF_SPACE)
+    from hscale.train.manifest import space_of
+    from hscale.train.spec import load_spec
+
+    loaded = load_spec(spec)
+    return (space_of(loaded), loaded.evaluation.in_space or 18,
+            list(loaded.evaluation.out_of_space))
 
 
 def _split(labels: list[str], base: str, space: Any) -> dict[str, list[str]]:
@@ -123,6 +141,7 @@ class Request:
     max_new_tokens: int = MAX_NEW_TOKENS
     max_batch: int = 32
     served_name: str | None = None
+    spec: str | None = None  # an experiment spec whose harness space is evaluated
 
 
 def label_of(request: Request) -> str:
@@ -134,8 +153,6 @@ def label_of(request: Request) -> str:
 
 def plan_evaluation(request: Request) -> Manifest:
     """The evaluation's manifest (checked before any model loads)."""
-    from hscale.harness.space import harness_space
-
     if request.decoding not in ("greedy", "sampled", "both"):
         raise HscaleError(f"--decoding {request.decoding!r}", "use greedy, sampled or both")
     if request.runs < 1 or request.tasks < 1:
@@ -159,8 +176,8 @@ def plan_evaluation(request: Request) -> Manifest:
     if request.path:
         record.update(split="recorded", label=Path(request.path).stem,
                       content=source.content_hash())
-    space = harness_space()
-    eval_sets = harness_sets(request.harnesses)
+    space = _spec_space(request.spec)[0]
+    eval_sets = harness_sets(request.harnesses, request.spec)
     passes = {"greedy": 1, "sampled": request.runs, "both": 1 + request.runs}[request.decoding]
     episodes = sum(map(len, eval_sets.values())) * tasks * passes
     if episodes > MAX_EPISODES:
@@ -171,8 +188,7 @@ def plan_evaluation(request: Request) -> Manifest:
             "lam": 1.0, "clip_low": 0.0, "clip_high": 0.0}
     return Manifest.build(
         experiment=request.experiment, arm=label_of(request), seed=0,
-        space={"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}},
-        train_harnesses=[], eval_sets=eval_sets,
+        space=space.record(), train_harnesses=[], eval_sets=eval_sets,
         assignment={"mode": "none", "k": 1}, algorithm=none,
         budget={"steps": 0, "tasks_per_step": 0, "rollouts_per_task": 0},
         benchmark=record, model=request.model,
@@ -208,8 +224,6 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     if progress is not None:
         progress(len(jobs) - len(todo), len(jobs))
     if todo:
-        from hscale.harness.harness import harness_named
-
         journal = Journal(run_dir / PARTIAL)
 
         def done(index: int, episode: Any) -> None:
@@ -221,7 +235,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
 
         base = int(manifest.rng("evaluate").integers(2**31))
         with journal:
-            drive(model, [(harness_named(j.harness), j.task, d == "greedy") for d, j in todo],
+            drive(model, [(manifest.harness(j.harness), j.task, d == "greedy")
+                          for d, j in todo],
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
                   seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
                              j.task.task_id) for d, j in todo], done=done)

@@ -81,19 +81,24 @@ def connect(address: str) -> Any:
 
 def hscale_py_modules() -> list[str]:
     """The ``hscale`` package folder, shipped with every job and task (the cluster may hold
-    no hscale). An installed wheel has it whole; a source checkout's subpackages sit in
-    folders of their own (setuptools maps them), so they are staged once into one
-    ``hscale/`` folder, named by the content's hash, that Ray uploads as the package."""
+    no hscale), and the harness-space plugins this process planned with
+    (hscale.harness.spaces.stage_plugins: a node without their files loads them from it).
+    An installed wheel has hscale whole; a source checkout's subpackages sit in folders of
+    their own (setuptools maps them), so they are staged once into one ``hscale/`` folder,
+    named by the content's hash, that Ray uploads as the package."""
     import importlib
 
     import hscale
+    from hscale.harness.spaces import stage_plugins
 
+    plugins = stage_plugins()
+    extra = [str(plugins)] if plugins is not None else []
     root = Path(hscale.__file__).parent
     folders = {name: Path(importlib.import_module(f"hscale.{name}").__file__ or "").parent
                for name in HSCALE_PACKAGES}
     if all(folder == root / name for name, folder in folders.items()):
-        return [str(root)]
-    return [str(_staged(root, folders))]
+        return [str(root), *extra]
+    return [str(_staged(root, folders)), *extra]
 
 
 def _staged(root: Path, folders: Mapping[str, Path]) -> Path:

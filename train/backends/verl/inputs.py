@@ -84,14 +84,15 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
                                                          strict=True)], "train",
                   [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor),
-                    **rescue} for r in schedule.itertuples(index=False)])
+                    **rescue} for r in schedule.itertuples(index=False)],
+                  manifest.harness_space())
     tasks = eval_tasks(manifest)
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
     val = _rows([(job.task, job.harness) for _, job in jobs], "val",
                 [{"setting": job.setting, "run": job.run, "decoding": decoding,
                   "category": job.task.category, "benchmark": job.benchmark}
-                 for decoding, job in jobs])
+                 for decoding, job in jobs], manifest.harness_space())
     val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if decoding == "greedy" else "")
                           for decoding, job in jobs]
     val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
@@ -131,8 +132,8 @@ def _rescue_info(manifest: Manifest) -> dict[str, Any]:
     return {RESCUE: rescue_info(manifest)}
 
 
-def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
-          ) -> pd.DataFrame:
+def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],
+          space: Any = None) -> pd.DataFrame:
     """One veRL row per (task, harness) pair, in order; each distinct pair is rendered once.
     ``extra`` adds to each row's ``extra_info``; ``index`` is the row's position."""
     by_task: dict[str, list[str]] = {}
@@ -142,7 +143,7 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]]
             labels.append(label)
     first = {task.task_id: task for task, _ in pairs}
     unique = to_verl_rows([first[t] for t in by_task], by_task, split,
-                          max_turns=EPISODE_TURNS)
+                          max_turns=EPISODE_TURNS, space=space)
     by_pair = {(r["extra_info"]["task_id"], r["extra_info"]["harness"]): r
                for r in unique.to_dict("records")}
     rows = []

@@ -36,7 +36,7 @@ def settings(manifest: Manifest) -> VerlRecord:
     from hscale.train.workload import harness_labels
 
     record, _ = verl_record(VerlSettings(), manifest.model, harness_labels([manifest]),
-                            manifest.benchmark)
+                            manifest.benchmark, manifest.harness_space())
     return VerlRecord(**record)
 
 

@@ -49,7 +49,14 @@ def rescue_info(manifest: Any) -> dict[str, Any]:
             "factors": {k: list(v) for k, v in manifest.space.factors.items()},
             "seed": int(manifest.rng("rescue").integers(2**31)),
             "measure_on": {"benchmark": bench.model_dump(mode="json"), "count": ROUTER_TASKS},
-            "every": int(manifest.evaluation.every or manifest.budget.steps)}
+            "every": int(manifest.evaluation.every or manifest.budget.steps),
+            **_space_of(manifest)}
+
+
+def _space_of(manifest: Any) -> dict[str, Any]:
+    """A described space rides with the rescue rows (the siblings are labels of it)."""
+    space = manifest.harness_space()
+    return {"space": space.to_json()} if space.described else {}
 
 
 def check_rescue(manifests: Sequence[Any]) -> None:
@@ -180,7 +187,7 @@ class _RescueWorker:
         once; profile: again after every evaluation checkpoint), measured once per worker."""
         import numpy as np
 
-        from hscale.harness.verl_agent_loop import to_verl_rows
+        from hscale.harness.verl_agent_loop import row_space, to_verl_rows
 
         step = int(trajectory.get("step") or 0)
         epoch = 0 if router.kind.measure == "once" else step // max(int(info["every"]), 1)
@@ -191,7 +198,8 @@ class _RescueWorker:
             if key not in cache:
                 tasks = measure_tasks(info)
                 rows = [{k: v for k, v in row.items() if k != "agent_name"} for row in
-                        to_verl_rows(tasks, list(info["pool"]), "router").to_dict("records")]
+                        to_verl_rows(tasks, list(info["pool"]), "router",
+                                     space=row_space(info)).to_dict("records")]
                 greedy = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
                 outputs = await asyncio.gather(*[
                     super(_RescueWorker, self)._run_agent_loop(
