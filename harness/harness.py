@@ -186,6 +186,6 @@ def harness_named(label: str, space: Any = None) -> Harness:
     evaluators, routers and agent loops share it."""
     if space is None:
         return Harness.from_name(label)
-    if space.factor_space.contains(label):
+    if space.factor_space.contains(label) or label in space.composed():
         return space.harness(label)
     return PRESETS.get(label)()

@@ -18,7 +18,7 @@ import importlib.util
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -82,12 +82,15 @@ class Plugin:
 @dataclass(frozen=True)
 class HarnessSpace:
     """A factor space whose levels are realizations; ``described``: recorded with its
-    components and realizations (False for the papers' space, recorded by level names)."""
+    components and realizations (False for the papers' space, recorded by level names);
+    ``outside``: out-of-space harnesses a spec composed from the registry, each a name and
+    its components' specs as JSON (presets such as ``oos/shell`` need no entry)."""
 
     name: str
     factors: tuple[SpaceFactor, ...]
     plugins: tuple[Plugin, ...] = ()
     described: bool = True
+    outside: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def factor_space(self) -> FactorSpace:
@@ -100,10 +103,18 @@ class HarnessSpace:
         """Factor name -> the component it sets."""
         return {f.name: f.component for f in self.factors}
 
+    def composed(self) -> dict[str, dict[str, Any]]:
+        """The composed out-of-space harnesses: name -> component -> realization spec."""
+        return {name: json.loads(text) for name, text in self.outside}
+
     def harness(self, label: str) -> Any:
-        """The harness a label of this space names (built anew: callers cache)."""
+        """The harness a label of this space (or a composed out-of-space name) names,
+        built anew: callers cache."""
         from hscale.harness.harness import Harness
 
+        composed = self.composed()
+        if label in composed:
+            return Harness.from_names(composed[label], name=label)
         config = self.factor_space.parse_label(label)
         names = {f.component: f.levels[int(v)].spec()
                  for f, v in zip(self.factors, config, strict=True)}
@@ -138,6 +149,8 @@ class HarnessSpace:
                                  for f in self.factors]
             if self.plugins:
                 out["plugins"] = [p.record() for p in self.plugins]
+        if self.outside:
+            out["harnesses"] = self.composed()
         return out
 
     def to_json(self) -> str:
@@ -169,10 +182,11 @@ def from_record(record: Mapping[str, Any]) -> HarnessSpace:
 def _from_json(text: str) -> HarnessSpace:
     record = json.loads(text)
     name = str(record["name"])
+    outside = tuple((n, canonical(c)) for n, c in (record.get("harnesses") or {}).items())
     if not record.get("components"):
         if name == "harness" and record["factors"] == {
                 f.name: [lv.name for lv in f.levels] for f in _papers().factors}:
-            return _papers()
+            return replace(_papers(), outside=outside) if outside else _papers()
         factors = []
         for letter, levels in record["factors"].items():
             component = FACTOR_COMPONENTS.get(letter)
@@ -181,7 +195,7 @@ def _from_json(text: str) -> HarnessSpace:
                                   f"give the space by components (factors {', '.join(BASE)})")
             factors.append(SpaceFactor(letter, component, tuple(
                 Level(lv, f"{component}/{lv}") for lv in levels)))
-        return HarnessSpace(name, tuple(factors), described=False)
+        return HarnessSpace(name, tuple(factors), described=False, outside=outside)
     plugins = tuple(Plugin(p["module"], p["sha256"], p.get("path"))
                     for p in record.get("plugins") or ())
     for plugin in plugins:
@@ -191,7 +205,7 @@ def _from_json(text: str) -> HarnessSpace:
             Level(lv["name"], lv["realization"], canonical(lv.get("params") or {}),
                   lv.get("sha256")) for lv in body["levels"]))
         for body in record["components"])
-    return HarnessSpace(name, factors, plugins)
+    return HarnessSpace(name, factors, plugins, outside=outside)
 
 
 def canonical(params: Mapping[str, Any]) -> str:

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 def space_of(spec: ExperimentSpec) -> HarnessSpace:
     """The spec's harness space: the papers' or one given by components (its plugins
     loaded); every level builds (hscale.train.spec_space)."""
-    return resolve_space(spec.space)
+    return resolve_space(spec.space, out_of_space=spec.evaluation.out_of_space)
+
+
+def out_of_space_names(spec: ExperimentSpec) -> list[str]:
+    """The evaluated out-of-space harnesses' names: presets and composed ones."""
+    return [h if isinstance(h, str) else h.name for h in spec.evaluation.out_of_space]
 
 
 def _factors(space: HarnessSpace | FactorSpace) -> FactorSpace:
@@ -36,6 +41,7 @@ def _factors(space: HarnessSpace | FactorSpace) -> FactorSpace:
 def eval_sets(spec: ExperimentSpec, space: HarnessSpace | FactorSpace) -> dict[str, list[str]]:
     """The evaluated harnesses, shared by every arm: base, held-out in-space, out-of-space.
     A held-out set that cannot be built names ``evaluation.in_space``."""
+    weights = spec_weights(spec.weights, space)
     space = _factors(space)
     sets: dict[str, list[str]] = {}
     if spec.evaluation.base:
@@ -44,13 +50,13 @@ def eval_sets(spec: ExperimentSpec, space: HarnessSpace | FactorSpace) -> dict[s
         n = spec.evaluation.in_space
         try:
             held_out = eval_set(space, [structured(space), first_order(space)], runs=n,
-                                weights=spec_weights(spec.weights, space))
+                                weights=weights)
         except HscaleError as exc:
             raise HscaleError(f"evaluation.in_space: {n} held-out harnesses of space "
                               f"{space.name}: {exc.message}", exc.hint) from None
         sets["in_space"] = held_out.labels
     if spec.evaluation.out_of_space:
-        sets["out_of_space"] = list(spec.evaluation.out_of_space)
+        sets["out_of_space"] = out_of_space_names(spec)
     return sets
 
 
@@ -122,6 +128,7 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
     algorithm = arm.algorithm or spec.algorithm
     record = (space.record() if isinstance(space, HarnessSpace) else
               {"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}})
+    weights = spec_weights(spec.weights, space)
     space = _factors(space)
     try:
         train = train_set(arm, space, evals.get("in_space", []),
@@ -133,7 +140,7 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                           f"{exc.message}", exc.hint) from None
     return Manifest.build(
         experiment=spec.name, arm=arm_name, seed=seed,
-        space={**record, "weights": by_name(space, spec_weights(spec.weights, space))},
+        space={**record, "weights": by_name(space, weights)},
         train_harnesses=train,
         eval_sets=evals,
         assignment=assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),

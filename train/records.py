@@ -62,13 +62,15 @@ class SpaceRecord(_Trimmed):
     ``components`` and ``plugins`` for a space given by components (hscale.harness.spaces),
     not for the papers' (whose level names are its realizations)."""
 
-    LATER: ClassVar[tuple[str, ...]] = ("weights", "components", "plugins")
+    LATER: ClassVar[tuple[str, ...]] = ("weights", "components", "plugins", "harnesses")
 
     name: str
     factors: dict[str, tuple[str, ...]]  # factor name -> level (realization) names
     weights: dict[str, float] | None = None
     components: tuple[FactorRecord, ...] | None = None
     plugins: tuple[PluginRecord, ...] | None = None
+    # out-of-space harnesses composed in the spec: name -> component -> realization spec
+    harnesses: dict[str, dict[str, Any]] | None = None
 
     def __hash__(self) -> int:  # params are dicts: hash the record's JSON
         return hash(json.dumps(self.model_dump(), sort_keys=True))

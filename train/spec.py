@@ -35,7 +35,13 @@ from hscale.train.contracts import BASE_MODEL_ARM
 from hscale.train.models import check_spec_model, is_local_path
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
-from hscale.train.spec_space import SpaceError, SpaceSpec, papers_only, resolve_space
+from hscale.train.spec_space import (
+    ComposedHarness,
+    SpaceError,
+    SpaceSpec,
+    papers_only,
+    resolve_space,
+)
 from hscale.train.spec_weights import spec_weights
 from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
 from hscale.yamlio import key_line, read_yaml
@@ -173,14 +179,21 @@ class Evaluation(_Strict):
     # ``base-model``: the tables' "base model (no RL)" row and every arm's RL gain
     base_model: bool = True
     in_space: int = Field(18, ge=0, le=10_000)
-    out_of_space: list[str] = Field(default_factory=lambda: ["oos/shell", "oos/actions"])
+    # presets by name, or harnesses composed from the registry (hscale.train.spec_space)
+    out_of_space: list[str | ComposedHarness] = Field(
+        default_factory=lambda: ["oos/shell", "oos/actions"])
 
     @field_validator("out_of_space")
     @classmethod
-    def _known_harnesses(cls, names: list[str]) -> list[str]:
+    def _known_harnesses(cls, names: list[str | ComposedHarness]
+                         ) -> list[str | ComposedHarness]:
         from hscale.harness.space import PRESETS
 
-        for name in names:
+        given = [n if isinstance(n, str) else n.name for n in names]
+        twice = sorted({n for n in given if given.count(n) > 1})
+        if twice:
+            raise ValueError(f"out-of-space harness {twice[0]} is listed twice")
+        for name in (n for n in names if isinstance(n, str)):
             try:
                 PRESETS.check(name)
             except HscaleError as exc:
@@ -366,7 +379,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     except ValidationError as exc:
         raise _spec_error(path, tree, exc, ()) from None
     try:
-        spec_weights(spec.weights, resolve_space(spec.space, path.parent).factor_space)
+        spec_weights(spec.weights, resolve_space(spec.space, path.parent,
+                                                 spec.evaluation.out_of_space))
     except SpaceError as exc:
         raise HscaleError(f"{path}:{key_line(tree, exc.loc) or 1}: {exc.message}",
                           exc.hint) from None

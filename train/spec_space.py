@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,15 @@ class SpaceSpec(_Strict):
         return factors
 
 
+class ComposedHarness(_Strict):
+    """An out-of-space harness composed from the registry (``evaluation.out_of_space``):
+    ``{name: oos/mine, components: {system_prompt: qa, context: {realization: window,
+    params: {k: 3}}}}``; the papers' components it leaves out take the base's."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]{1,64}$")
+    components: dict[str, str | LevelSpec] = Field(min_length=1, max_length=64)
+
+
 def papers_only(space: str) -> str:
     """A spec's ``space`` as a string names the papers' space; level counts alone build no
     harness."""
@@ -110,11 +120,13 @@ def papers_only(space: str) -> str:
     return space
 
 
-def resolve_space(space: str | SpaceSpec, base: Path | None = None) -> HarnessSpace:
-    """The HarnessSpace of a spec's ``space`` (``harness``: the papers'); a SpaceError names
-    the key of the first problem."""
+def resolve_space(space: str | SpaceSpec, base: Path | None = None,
+                  out_of_space: Sequence[Any] = ()) -> HarnessSpace:
+    """The HarnessSpace of a spec's ``space`` (``harness``: the papers'), with the composed
+    harnesses of ``out_of_space`` (the spec's ``evaluation.out_of_space``); a SpaceError
+    names the key of the first problem."""
     if isinstance(space, str):
-        return papers_space()
+        return _with_composed(papers_space(), out_of_space, {})
     from hscale.harness.components import registry
     from hscale.harness.components.extra import EXTRA_KINDS
     from hscale.harness.space import COMPONENTS, FACTOR_COMPONENTS
@@ -164,7 +176,39 @@ def resolve_space(space: str | SpaceSpec, base: Path | None = None) -> HarnessSp
         out.check()
     except HscaleError as exc:
         raise SpaceError(exc.message, exc.hint, ("space", "factors")) from None
-    return out
+    return _with_composed(out, out_of_space, from_plugin)
+
+
+def _with_composed(space: HarnessSpace, out_of_space: Sequence[Any],
+                   from_plugin: dict[str, str]) -> HarnessSpace:
+    """``space`` with the composed out-of-space harnesses, each component resolved as a
+    level is (its realization exists and builds)."""
+    from dataclasses import replace
+
+    from hscale.harness.components import registry
+    from hscale.harness.components.extra import EXTRA_KINDS
+    from hscale.harness.space import COMPONENTS, PRESETS
+
+    kinds = (*COMPONENTS, *EXTRA_KINDS.names())
+    outside = []
+    for i, entry in enumerate(out_of_space):
+        if not isinstance(entry, ComposedHarness):
+            continue
+        loc = ("evaluation", "out_of_space", i)
+        if entry.name in PRESETS:
+            raise SpaceError(f"out-of-space harness {entry.name} is a preset already",
+                             "give the composed harness a name of its own", (*loc, "name"))
+        specs = {}
+        for component, raw in entry.components.items():
+            if component not in kinds:
+                raise SpaceError(f"out-of-space harness {entry.name}: unknown component "
+                                 f"{component!r}", f"components: {', '.join(kinds)}",
+                                 (*loc, "components", component))
+            level = _level(component, raw, from_plugin, (*loc, "components", component),
+                           registry)
+            specs[component] = level.spec()
+        outside.append((entry.name, canonical(specs)))
+    return replace(space, outside=tuple(outside)) if outside else space
 
 
 def _level(component: str, raw: str | LevelSpec, from_plugin: dict[str, str],

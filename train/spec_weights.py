@@ -9,6 +9,7 @@ an equally weighted one plan the same manifests and schedules, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -17,13 +18,16 @@ from hscale.design.weights import resolve_weights
 from hscale.harness.space import component_aliases, harness_space
 
 
-def spec_weights(weights: Mapping[str, float] | None, space: FactorSpace | str
-                 ) -> np.ndarray | None:
-    """The weight vector of a spec's ``weights`` over ``space`` (a space, or a spec's
-    ``space`` name: ``harness`` or level counts); None when unset or all equal. A
+def spec_weights(weights: Mapping[str, float] | None, space: Any) -> np.ndarray | None:
+    """The weight vector of a spec's ``weights`` over ``space`` (a HarnessSpace, whose
+    factors' components are aliases; a FactorSpace, the papers' components aliased; or a
+    spec's ``space`` name: ``harness`` or level counts); None when unset or all equal. A
     hscale.design.weights.WeightError names the bad key."""
     if not weights:
         return None
     if isinstance(space, str):
         space = harness_space() if space == "harness" else FactorSpace.from_levels(space)
+    if not isinstance(space, FactorSpace):  # a HarnessSpace: each factor's own component
+        return resolve_weights(space.factor_space, weights,
+                               {c: f for f, c in space.components().items()})
     return resolve_weights(space, weights, component_aliases(space))

@@ -31,11 +31,11 @@ def _space(spec: Path | None):
 
     if spec is None:
         return papers_space(), list(OUT_OF_SPACE)
-    from hscale.train.manifest import space_of
+    from hscale.train.manifest import out_of_space_names, space_of
     from hscale.train.spec import load_spec
 
     loaded = load_spec(spec)
-    return space_of(loaded), list(loaded.evaluation.out_of_space)
+    return space_of(loaded), out_of_space_names(loaded)
 
 
 def _all_labels(spec: Path | None = None) -> list[str]:

@@ -219,3 +219,67 @@ def test_an_eval_set_error_names_the_field_it_came_from(tmp_path):
 def test_a_recipe_error_names_the_arm_and_its_train_options(tmp_path):
     spec = _copy(tmp_path, defaults={"train": {"recipe": "structured", "runs": 24}})
     _refused(spec, "arm structured-36", "runs=24", "divisible by 36")
+
+
+def test_weights_name_a_described_spaces_own_components(tmp_path):
+    """``weights`` by factor or by the component a factor sets, the plugin's kind too; the
+    held-out set and adaptive K follow them."""
+    spec = _copy(tmp_path, SIXTH, weights={"reminder": 3.0, "C": 2.0},
+                 arms={"structured-18": {},
+                       "adaptive": {"assignment": {"mode": "locality", "k": 4,
+                                                   "radius": 2.0}}})
+    manifest = _plan(spec, tmp_path / "runs")["adaptive"]
+    weights = manifest.space.weights
+    assert weights["R"] / weights["S"] == pytest.approx(3.0)
+    assert weights["C"] / weights["S"] == pytest.approx(2.0)
+    bad = _copy(tmp_path, SIXTH, weights={"memory": 2.0})
+    _refused(bad, "memory")
+
+
+def test_harness_s_siblings_come_from_the_new_space(tmp_path):
+    spec = _copy(tmp_path, SIXTH, arms={"rescue": {
+        "train": "single", "assignment": {"mode": "rescue", "router": "rule", "k": 1}}})
+    manifest = _plan(spec, tmp_path / "runs")["rescue"]
+    pool = manifest.assignment.pool
+    space = manifest.factor_space()
+    assert len(pool) == 17 and all(space.contains(label) for label in pool)
+    assert not set(pool) & set(manifest.eval_sets["in_space"])
+    assert all(manifest.harness(label).extras for label in pool)
+
+
+def test_an_out_of_space_harness_composed_from_the_registry(tmp_path):
+    manifest = _plan(_copy(tmp_path), tmp_path / "runs")["structured-36"]
+    assert manifest.eval_sets["out_of_space"] == ("oos/shell", "oos/steps-shell")
+    composed = manifest.harness("oos/steps-shell")
+    assert composed.realization_names() == {
+        "system_prompt": "system_prompt/steps", "tool_interface": "tool_interface/shell",
+        "observation": "observation/labelled", "context": "context/window",
+        "workflow": "workflow/react"}
+    assert composed.context.k == 2 and composed.name == "oos/steps-shell"
+    assert manifest.space.harnesses["oos/steps-shell"]["context"] == {
+        "name": "context/window", "params": {"k": 2}}
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"name": "oos/shell", "components": {"system_prompt": "qa"}}, ("preset already",)),
+    ({"name": "oos/x", "components": {"memory": "qa"}}, ("unknown component 'memory'",)),
+    ({"name": "oos/x", "components": {"system_prompt": "nope"}}, ("system_prompt/nope",)),
+])
+def test_a_composed_harness_that_cannot_be_built_is_refused(tmp_path, entry, words):
+    body = yaml.safe_load(NEW_SPACE.read_text())["evaluation"]
+    _refused(_copy(tmp_path, evaluation={**body, "out_of_space": ["oos/actions", entry]}),
+             *words)
+
+
+def test_evaluate_takes_a_specs_space_and_its_composed_harnesses(tmp_path):
+    from hscale.train.lm.model_eval import harness_sets
+
+    spec = str(_copy(tmp_path))
+    sets = harness_sets("base+in_space+out_of_space", spec)
+    assert sets["base"] == ["S0-T0-O0-C0-W0"] and len(sets["in_space"]) == 36
+    assert sets["out_of_space"] == ["oos/shell", "oos/steps-shell"]
+    assert len(harness_sets("all", spec)["in_space"]) == 4 * 3**4 - 1
+    assert harness_sets("S3-T2-O2-C1-W0,oos/steps-shell", spec) == {
+        "in_space": ["S3-T2-O2-C1-W0"], "out_of_space": ["oos/steps-shell"]}
+    with pytest.raises(HscaleError, match="S4"):  # S has four levels: 0..3
+        harness_sets("S4-T0-O0-C0-W0", spec)

@@ -60,13 +60,13 @@ def harness_sets(text: str, spec: str | None = None) -> dict[str, list[str]]:
         from hscale.design.io import read_array
 
         array, _ = read_array(path)
-        return _split(space.labels(space.validate(array)), base, space)
+        return _split(space.labels(space.validate(array)), base, space, harnesses.composed())
     if "," in text or "-" in text or text.startswith("oos/"):
         labels = [t.strip() for t in text.split(",")]
         if not all(labels):
             raise HscaleError(f"--harnesses {text!r}: an empty label",
                               "separate labels with single commas, none at either end")
-        return _split(labels, base, space)
+        return _split(labels, base, space, harnesses.composed())
     sets: dict[str, list[str]] = {}
     for part in text.split("+"):
         part = part.strip()
@@ -98,20 +98,22 @@ def _spec_space(spec: str | None) -> tuple[Any, int, list[str]]:
 
     if spec is None:
         return papers_space(), 18, list(OUT_OF_SPACE)
-    from hscale.train.manifest import space_of
+    from hscale.train.manifest import out_of_space_names, space_of
     from hscale.train.spec import load_spec
 
     loaded = load_spec(spec)
-    return (space_of(loaded), loaded.evaluation.in_space or 18,
-            list(loaded.evaluation.out_of_space))
+    return space_of(loaded), loaded.evaluation.in_space or 18, out_of_space_names(loaded)
 
 
-def _split(labels: list[str], base: str, space: Any) -> dict[str, list[str]]:
+def _split(labels: list[str], base: str, space: Any, composed: dict[str, Any]
+           ) -> dict[str, list[str]]:
     from hscale.harness.space import PRESETS
 
     sets: dict[str, list[str]] = {}
     for label in labels:
-        if label.startswith("oos/"):
+        if label in composed:
+            setting = "out_of_space"
+        elif label.startswith("oos/"):
             try:
                 PRESETS.check(label)
             except HscaleError as exc:
