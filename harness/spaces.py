@@ -286,6 +286,17 @@ def load_plugin(plugin: Plugin) -> None:
     _LOADED[plugin.module] = (plugin.sha256, path)
 
 
+def plugin_path(module: str) -> str:
+    """The file a loaded plugin module came from."""
+    return str(_LOADED[module][1]) if module in _LOADED else module
+
+
+def from_a_file_plugin(module: str) -> bool:
+    """Whether ``module`` is a plugin file this process loaded (its realizations are part
+    of a spec only when the spec lists the file)."""
+    return module in _LOADED
+
+
 def stage_plugins() -> Path | None:
     """The plugin files this process loaded, in one ``hscale_plugins`` package folder named
     by their content (what a Ray runtime_env's ``py_modules`` uploads); None when none."""

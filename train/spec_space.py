@@ -36,7 +36,9 @@ from hscale.harness.spaces import (
     Level,
     SpaceFactor,
     canonical,
+    from_a_file_plugin,
     is_file_source,
+    plugin_path,
     papers_space,
     plugin_of,
     sha256_of,
@@ -234,6 +236,10 @@ def _level(component: str, raw: str | LevelSpec, from_plugin: dict[str, str],
         registry.get(full, **params)
     except HscaleError as exc:
         raise SpaceError(exc.message, exc.hint, loc) from None
+    module = getattr(build, "__module__", "")
+    if from_a_file_plugin(module) and module not in from_plugin:
+        raise SpaceError(f"{full} comes from the plugin {plugin_path(module)}, which this "
+                         "spec does not load", "list that file under space.plugins", loc)
     level_name = spec.name or (full.split("/", 1)[1] if spec.text is None else None)
     if level_name is None:
         raise SpaceError("an inline level needs a name", "add name: ... beside text:", loc)

@@ -3,6 +3,7 @@ mixed levels, a sixth factor; what the manifest records; what validate refuses."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -283,3 +284,34 @@ def test_evaluate_takes_a_specs_space_and_its_composed_harnesses(tmp_path):
         "in_space": ["S3-T2-O2-C1-W0"], "out_of_space": ["oos/steps-shell"]}
     with pytest.raises(HscaleError, match="S4"):  # S has four levels: 0..3
         harness_sets("S4-T0-O0-C0-W0", spec)
+
+
+def test_a_plugin_given_as_an_importable_module(tmp_path, monkeypatch):
+    """``plugins: [module.name]`` imports an installed module; its file's hash is recorded,
+    without a path (it is wherever the module is installed)."""
+    package = tmp_path / "site"
+    package.mkdir()
+    # names of its own: another module may not take over the example plugin's names
+    code = PLUGIN.read_text().replace('"steps"', '"numbered"').replace("reminder", "nudge")
+    (package / "my_space_plugin.py").write_text(code)
+    monkeypatch.syspath_prepend(str(package))
+    space = yaml.safe_load(NEW_SPACE.read_text())["space"]
+    space = {**space, "plugins": ["my_space_plugin"],
+             "factors": {**space["factors"], "S": ["terse", "manual", "qa", "numbered"]}}
+    manifest = _plan(_copy(tmp_path, space=space, evaluation={"in_space": 36, "runs": 1}),
+                     tmp_path / "runs")["structured-36"]
+    [plugin] = manifest.space.plugins
+    assert plugin.module == "my_space_plugin" and plugin.path is None
+    assert plugin.sha256 == hashlib.sha256(code.encode()).hexdigest()
+    assert manifest.harness("S3-T0-O0-C0-W0").render_system().startswith("1. ")
+    bad = _copy(tmp_path, space={**space, "plugins": ["no_such_plugin_module"]})
+    _refused(bad, "no_such_plugin_module", "cannot import")
+
+
+def test_a_realization_of_a_plugin_the_spec_does_not_list_is_refused(tmp_path):
+    """A plugin loaded for another spec in the same process registered ``steps``; a spec that
+    uses it without listing the plugin would run nowhere else."""
+    _plan(_copy(tmp_path), tmp_path / "runs")  # loads the example plugin
+    space = {**yaml.safe_load(NEW_SPACE.read_text())["space"], "plugins": []}
+    _refused(_copy(tmp_path, space=space), "system_prompt/steps", "does not load",
+             "space.plugins")
