@@ -38,9 +38,9 @@ from hscale.harness.spaces import (
     canonical,
     from_a_file_plugin,
     is_file_source,
-    plugin_path,
     papers_space,
     plugin_of,
+    plugin_path,
     sha256_of,
 )
 
