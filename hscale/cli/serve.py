@@ -1,7 +1,9 @@
-"""``hscale serve MODEL``: a model behind an OpenAI-compatible endpoint, until Ctrl-C.
+"""``hscale serve MODEL``: a model behind the APIs agent harnesses speak, until Ctrl-C.
 
-Lets any harness or agent framework that speaks chat completions drive a model hscale
-trained or evaluates, with every request optionally recorded (hscale.train.lm.record).
+OpenAI chat completions, the Responses API and Anthropic messages (hscale.train.serving),
+so Claude Code, Codex CLI, OpenClaw or any agent framework can drive a model hscale trained
+or evaluates, with every request optionally recorded (hscale.train.lm.record). Given an
+endpoint URL it fronts that server instead (proxy mode).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import typer
 def serve_cmd(
     model: Annotated[str, typer.Argument(help="An embedded preset (hscale-tiny) or checkpoint "
                                               "(.pt), a Hugging Face folder, smollm2, or an "
-                                              "endpoint URL.")],
+                                              "OpenAI-compatible endpoint URL to front.")],
     port: Annotated[int, typer.Option("--port", "-p", help="TCP port (0 picks a free one).",
                                       min=0, max=65535)] = 8000,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
@@ -26,23 +28,29 @@ def serve_cmd(
                             ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")
                        ] = False,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=1024,
+                                           help="Requests of concurrent sessions answered "
+                                                "in one generate.")] = 32,
+    served_name: Annotated[str | None, typer.Option(
+        help="Proxy mode: the upstream's model name (default: its first).")] = None,
 ) -> None:
-    """Serve MODEL at /v1/chat/completions (OpenAI-compatible) until Ctrl-C or SIGTERM.
+    """Serve MODEL at /v1/chat/completions, /v1/responses and /v1/messages until Ctrl-C or
+    SIGTERM; an endpoint URL as MODEL is fronted with the same three faces (proxy mode).
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none
     (read them with hscale.train.lm.record.read_record)."""
     import signal
     import threading
 
-    from hscale.train.lm.serve import serve
+    from hscale.train.serving import serve
 
-    chat = open_model(model)
+    chat = model if model.startswith(("http://", "https://")) else open_model(model)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
     server = serve(chat, host, port, record=record, allow_remote=allow_remote,
-                   verbose=verbose)
+                   verbose=verbose, max_batch=max_batch, served_name=served_name)
     try:  # from the moment it serves: whenever the stop comes, the record is compacted
-        print(f"serving {chat.name} at {server.url}"
+        print(f"serving {server.service.completer.name} at {server.url}"
               + (f" (recording to {record})" if record is not None else ""), flush=True)
         while not stop.wait(1.0):
             pass

@@ -27,7 +27,7 @@ from hscale.harness.task_sources import BuiltinWorld  # noqa: E402
 from hscale.harness.types import Message  # noqa: E402
 from hscale.train.lm.embedded import EmbeddedChat  # noqa: E402
 from hscale.train.lm.record import read_record  # noqa: E402
-from hscale.train.lm.serve import serve  # noqa: E402
+from hscale.train.serving import serve  # noqa: E402
 
 LABELS = ["S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "oos/shell"]
 HELLO = [{"role": "system", "content": "you do file tasks with tools"},
@@ -145,7 +145,7 @@ def test_a_reply_has_the_fields_clients_read(chat):
     json.dumps({"messages": [{"role": "wizard", "content": "hi"}]}).encode(),
     json.dumps({"messages": HELLO, "temperature": -1}).encode(),
     json.dumps({"messages": HELLO, "max_tokens": 0}).encode(),
-    json.dumps({"messages": HELLO, "stream": True}).encode(),
+    json.dumps({"messages": HELLO, "stream": "yes"}).encode(),
     json.dumps({"messages": HELLO, "seed": "x"}).encode(),
     b"[" * 100_000 + b"]" * 100_000,  # nested past the parser's recursion limit
     b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",

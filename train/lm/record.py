@@ -25,9 +25,12 @@ from typing import Any
 
 from hscale.journal import Journal, read_journal
 
-RECORD_COLUMNS = ("time", "request_id", "path", "status", "model", "messages", "params",
-                  "reply", "finish_reason", "prompt_tokens", "completion_tokens", "seconds",
-                  "error")
+# ``api``: chat, responses or messages; ``session``: the client's session (a header such as
+# x-claude-code-session-id); ``tools``: the names offered; ``tool_calls`` and ``token_ids``
+# of the reply, as JSON text
+RECORD_COLUMNS = ("time", "request_id", "path", "method", "api", "status", "model", "session",
+                  "messages", "params", "tools", "reply", "tool_calls", "token_ids",
+                  "finish_reason", "prompt_tokens", "completion_tokens", "seconds", "error")
 JOURNAL_PREFIX, PART_PREFIX = "_requests-", "requests-"
 
 
@@ -95,6 +98,9 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    text = [c for c in RECORD_COLUMNS if c not in ("time", "status", "prompt_tokens",
+                                                   "completion_tokens", "seconds")]
+    frame[text] = frame[text].fillna("").astype(str)  # rows of an older server lack some
     frame["time"] = pd.to_datetime(frame["time"], utc=True, format="ISO8601")
     return frame
 
@@ -105,7 +111,8 @@ def read_record(folder: str | Path) -> Any:
     import pandas as pd
 
     folder = Path(folder)
-    frames = [pd.read_parquet(p) for p in sorted(folder.glob(f"{PART_PREFIX}*.parquet"))]
+    frames = [_frame(pd.read_parquet(p).to_dict("records"))
+              for p in sorted(folder.glob(f"{PART_PREFIX}*.parquet"))]
     frames += [_frame(rows) for p in sorted(folder.glob(f"{JOURNAL_PREFIX}*.jsonl"))
                if (rows := read_journal(p))]
     if not frames:

@@ -1,0 +1,193 @@
+"""One conversation, whichever API it came in by: the types the three faces of ``hscale serve``
+(OpenAI chat completions, OpenAI responses, Anthropic messages) read requests into and write
+replies from, so a model, the batcher and the record see one shape."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class BadRequest(ValueError):
+    """A request its client must fix: answered 400 in the API's own error shape; ``param``
+    names the field where the API has such a slot."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function a request offers: name, description, JSON-schema parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call: its id (what the tool's result answers), the tool and its arguments as
+    JSON text (as both OpenAI APIs carry them)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def arguments_dict(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A message: ``system``, ``user``, ``assistant`` (text and its tool calls) or ``tool``
+    (the result of the call ``call_id``)."""
+
+    role: str
+    content: str = ""
+    calls: tuple[Call, ...] = ()
+    call_id: str = ""
+
+
+@dataclass
+class Request:
+    """What a client asked for, in any API: the conversation, the tools it offers and how
+    the turn is to be generated. ``session`` groups a harness session's requests in the
+    record (a header or a metadata field the client sends)."""
+
+    api: str  # "chat" | "responses" | "messages"
+    turns: list[Turn]
+    tools: list[Tool] = field(default_factory=list)
+    tool_choice: str = "auto"  # auto | none | required | the name of one tool
+    max_tokens: int = 256
+    temperature: float = 1.0
+    seed: int | None = None
+    stream: bool = False
+    model: str | None = None
+    logprobs: bool = False
+    session: str = ""
+    options: dict[str, Any] = field(default_factory=dict)  # what an API's reply echoes
+
+    def record(self) -> dict[str, Any]:
+        """The request's fields for a record row."""
+        return {"messages": json.dumps([_turn_json(t) for t in self.turns]),
+                "tools": json.dumps([t.name for t in self.tools]),
+                "params": json.dumps({"api": self.api, "model": self.model,
+                                      "max_tokens": self.max_tokens,
+                                      "temperature": self.temperature, "seed": self.seed,
+                                      "stream": self.stream, "tool_choice": self.tool_choice,
+                                      "logprobs": self.logprobs}),
+                "session": self.session}
+
+
+def _turn_json(turn: Turn) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": turn.role, "content": turn.content}
+    if turn.calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                             for c in turn.calls]
+    if turn.call_id:
+        out["tool_call_id"] = turn.call_id
+    return out
+
+
+@dataclass
+class Reply:
+    """The generated turn: text, the tool calls parsed from it, why it ended (``stop``,
+    ``length`` or ``tool_calls``), token counts, and the token ids, texts and log-probs
+    where the model gives them."""
+
+    text: str
+    calls: tuple[Call, ...] = ()
+    finish: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    tokens: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        return {"reply": self.text, "finish_reason": self.finish,
+                "tool_calls": json.dumps([{"id": c.id, "name": c.name,
+                                           "arguments": c.arguments} for c in self.calls]),
+                "token_ids": json.dumps(list(self.token_ids or ())),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
+# --- field checks shared by the three faces ---------------------------------------------------
+MAX_TOKENS_LIMIT = 1 << 16
+
+
+def number(value: Any, name: str, default: float, low: float = 0.0) -> float:
+    if value is None:
+        return default
+    if not (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value)) or value < low:
+        raise BadRequest(f"'{name}' must be a number >= {low:g}", name)
+    return float(value)
+
+
+def integer(value: Any, name: str, default: int | None, low: int = 1,
+            high: int = MAX_TOKENS_LIMIT) -> int | None:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise BadRequest(f"'{name}' must be an integer in {low}..{high}", name)
+    return value
+
+
+def seed_of(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadRequest("'seed' must be an integer", "seed")
+    return value
+
+
+def text_of(content: Any, where: str, kinds: tuple[str, ...] = ("text",)) -> str:
+    """A message's text: a string, or the text of its parts of ``kinds`` (other parts, such
+    as images, are left out)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif not isinstance(part, dict):
+                raise BadRequest(f"{where}: content parts must be objects", where)
+            elif part.get("type", "text") in kinds:
+                text = part.get("text", "")
+                if not isinstance(text, str):
+                    raise BadRequest(f"{where}: a text part's text must be a string", where)
+                out.append(text)
+        return "".join(out)
+    raise BadRequest(f"{where}: content must be a string or a list of parts", where)
+
+
+def schema_of(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadRequest(f"{where} must be a JSON schema object", where)
+    return value
+
+
+def tool_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 128:
+        raise BadRequest(f"{where} must be a non-empty string", where)
+    return value

@@ -1,0 +1,213 @@
+"""What answers a Request: a local ChatModel (through the tool prompt, many requests in one
+generate) or an upstream OpenAI-compatible server (proxy mode, tools passed through), behind
+a batcher that gathers the requests of concurrent sessions into one call.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import random
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
+
+from hscale.errors import HscaleError
+from hscale.train.lm.base import ChatModel
+from hscale.train.serving.chat import Call, Reply, Request, new_id
+from hscale.train.serving.tool_prompt import parse_calls, to_messages
+
+
+class Completer(Protocol):
+    """Answers requests, many at once; ``name`` is the model's, ``context`` its length."""
+
+    name: str
+    context: int | None
+
+    def complete(self, requests: Sequence[Request]) -> list[Reply]: ...
+
+
+class LocalCompleter:
+    """A ChatModel: each request's conversation through the tool prompt (a model with its own
+    syntax, the embedded policy, gets it as it is), one ``generate`` per distinct token
+    limit over the whole batch; each reply's calls parsed back."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.own_syntax = type(model).__name__ == "EmbeddedChat"
+        context = getattr(model, "context", None)
+        if context is None:  # the embedded policy's positions
+            context = getattr(getattr(getattr(model, "model", None), "cfg", None),
+                              "max_positions", None)
+        self.context = int(context) if context else None
+
+    def complete(self, requests: Sequence[Request]) -> list[Reply]:
+        out: list[Reply | None] = [None] * len(requests)
+        for limit in sorted({r.max_tokens for r in requests}):
+            index = [i for i, r in enumerate(requests) if r.max_tokens == limit]
+            chats = [to_messages(requests[i].turns, requests[i].tools, requests[i].tool_choice,
+                                 self.own_syntax) for i in index]
+            seeds = [requests[i].seed if requests[i].seed is not None
+                     else random.getrandbits(62) for i in index]
+            gens = self.model.generate(chats, greedy=[requests[i].temperature == 0
+                                                      for i in index],
+                                       max_new_tokens=limit, seed=seeds)
+            for i, chat, gen in zip(index, chats, gens, strict=True):
+                out[i] = self._reply(requests[i], chat, gen)
+        return [r for r in out if r is not None]
+
+    def _reply(self, request: Request, chat: list, gen: Any) -> Reply:
+        count = getattr(self.model, "prompt_tokens", None)
+        token_text = getattr(self.model, "token_text", None)
+        ids = tuple(gen.token_ids) if gen.token_ids is not None else None
+        ended = gen.logprobs is None or ids is None or len(gen.logprobs) > len(ids)
+        text, calls = gen.text, ()
+        if not self.own_syntax:
+            text, calls = parse_calls(gen.text, request.tools, request.tool_choice)
+        finish = "tool_calls" if calls else ("stop" if ended else "length")
+        tokens = tuple(token_text(i) for i in ids) if ids and callable(token_text) else ()
+        return Reply(text, calls, finish, int(count(chat)) if callable(count) else 0,
+                     len(ids) if ids is not None else len(gen.logprobs or ()), ids,
+                     tuple(gen.logprobs) if gen.logprobs is not None else None, tokens)
+
+
+class ProxyCompleter:
+    """An upstream OpenAI-compatible server (vLLM, SGLang, llama.cpp): each request goes
+    out as chat completions with its tools, concurrently; the upstream's tool calls come
+    back as they are."""
+
+    def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
+                 timeout: float = 600.0, concurrency: int = 32) -> None:
+        self.base_url, self.api_key, self.timeout = base_url.rstrip("/"), api_key, timeout
+        self.pool = ThreadPoolExecutor(max_workers=concurrency)
+        served = self._models()
+        self.name = model or (served[0]["id"] if served else "default")
+        entry = next((m for m in served if m.get("id") == self.name), {})
+        context = entry.get("max_model_len") or entry.get("context_length")
+        self.context = int(context) if isinstance(context, int) else None
+
+    def _models(self) -> list[dict[str, Any]]:
+        try:
+            data = self._call("GET", "/models", None, timeout=10)
+        except HscaleError:
+            raise
+        return [m for m in data.get("data", []) if isinstance(m, dict)]
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None,
+              timeout: float | None = None) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.base_url + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as reply:
+                return json.load(reply)
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode(errors="replace")
+            raise HscaleError(f"upstream {self.base_url}{path} answered {exc.code}: {detail}",
+                              "check the upstream server's log") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise HscaleError(f"upstream {self.base_url}: no answer ({exc})",
+                              "start it first; the URL ends in /v1") from None
+
+    def complete(self, requests: Sequence[Request]) -> list[Reply]:
+        return list(self.pool.map(self._one, requests))
+
+    def _one(self, request: Request) -> Reply:
+        body: dict[str, Any] = {"model": self.name, "messages": _openai_messages(request),
+                                "max_tokens": request.max_tokens,
+                                "temperature": request.temperature, "stream": False}
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in request.tools]
+            choice = request.tool_choice
+            body["tool_choice"] = choice if choice in ("auto", "none", "required") else {
+                "type": "function", "function": {"name": choice}}
+        data = self._call("POST", "/chat/completions", body)
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise HscaleError(f"upstream {self.base_url} sent no choices[0].message",
+                              "check it speaks the chat-completions API") from None
+        calls = tuple(Call(str(c.get("id") or new_id("call_")), c["function"]["name"],
+                           c["function"].get("arguments") or "{}")
+                      for c in message.get("tool_calls") or () if c.get("function"))
+        usage = data.get("usage") or {}
+        finish = "tool_calls" if calls else ("length" if choice.get("finish_reason") ==
+                                             "length" else "stop")
+        return Reply(message.get("content") or "", calls, finish,
+                     int(usage.get("prompt_tokens") or 0),
+                     int(usage.get("completion_tokens") or 0))
+
+
+def _openai_messages(request: Request) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for turn in request.turns:
+        message: dict[str, Any] = {"role": turn.role, "content": turn.content}
+        if turn.calls:
+            message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": c.arguments}} for c in turn.calls]
+        if turn.role == "tool":
+            message["tool_call_id"] = turn.call_id
+        out.append(message)
+    return out
+
+
+class Batcher:
+    """One thread that answers requests: each ``submit`` waits in a queue; the thread takes
+    every request waiting (up to ``max_batch``, each arriving within ``gather_s`` of the one
+    before) and answers them in one ``complete``, so concurrent sessions share a forward pass
+    rather than wait for each other."""
+
+    def __init__(self, completer: Completer, max_batch: int = 32, gather_s: float = 0.02
+                 ) -> None:
+        self.completer, self.max_batch, self.gather_s = completer, max_batch, gather_s
+        self._queue: queue.Queue[tuple[Request, Future] | None] = queue.Queue()
+        self.batches: list[int] = []  # sizes of the batches answered (for tests, benchmarks)
+        self._thread = threading.Thread(target=self._loop, name="hscale-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, request: Request) -> Future:
+        future: Future = Future()
+        self._queue.put((request, future))
+        return future
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch, stop = [first], False
+            while len(batch) < self.max_batch:  # more may be on their way: wait a moment
+                try:
+                    item = self._queue.get(timeout=self.gather_s)
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            self.batches.append(len(batch))
+            try:
+                replies = self.completer.complete([r for r, _ in batch])
+            except BaseException as exc:  # noqa: BLE001 -- each waiting request hears of it
+                for _, future in batch:
+                    future.set_exception(exc)
+            else:
+                for (_, future), reply in zip(batch, replies, strict=True):
+                    future.set_result(reply)
+            if stop:
+                return

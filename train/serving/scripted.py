@@ -1,0 +1,98 @@
+"""A scripted chat model for checking the serving path without a capable LLM: it reads the
+tools a request offers (from the tool prompt's section of the system message), picks the
+shell tool, runs a known solution's commands through it one per turn, then answers with the
+last command's output. With ``wrong=True`` it answers without acting, as a model that
+fails would."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from hscale.harness.engine import Generation
+from hscale.harness.types import Message
+from hscale.train.lm.base import MAX_NEW_TOKENS
+
+SHELL_NAMES = ("bash", "shell", "exec", "exec_command", "shell_command", "run", "run_command",
+               "terminal")
+COMMAND_KEYS = ("command", "cmd", "script", "input")
+_RESPONSE = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.DOTALL)
+
+
+class ScriptedChat:
+    """``solutions``: a task's query (any part of it that the user message holds) -> the
+    shell commands that solve it; a query it does not know gets ``default``."""
+
+    name = "scripted"
+    context = 1 << 17
+
+    def __init__(self, solutions: Mapping[str, Sequence[str]] | None = None,
+                 default: Sequence[str] = ("echo hscale",), wrong: bool = False) -> None:
+        self.solutions = {k: list(v) for k, v in (solutions or {}).items()}
+        self.default, self.wrong = list(default), wrong
+
+    def generate(self, conversations: Sequence[Sequence[Message]],
+                 greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
+                 seed: int | Sequence[int] | None = None) -> list[Generation]:
+        out = []
+        for messages in conversations:
+            text = self._turn(list(messages))
+            n = len(text.split())
+            out.append(Generation(text, tuple(range(n)), (0.0,) * (n + 1)))
+        return out
+
+    def _turn(self, messages: list[Message]) -> str:
+        system = next((m.content for m in messages if m.role == "system"), "")
+        tools = _offered(system)
+        # one task a session: its first user message (harnesses add context messages
+        # later, OpenClaw after each tool result), and every tool result since
+        query = next((m.content for m in messages if m.role == "user"), "")
+        results = [m.content for m in messages if m.role == "tool"]
+        commands = next((v for k, v in self.solutions.items() if k in query), self.default)
+        shell = _shell(tools)
+        if self.wrong or shell is None or len(results) >= len(commands):
+            if self.wrong or not results:
+                return "i cannot do this task."
+            last = _RESPONSE.search(results[-1])
+            output = last.group(1) if last else results[-1]
+            # a harness may wrap the command's output (Codex CLI: "...\nOutput:\n<text>")
+            return output.rsplit("\nOutput:\n", 1)[-1].strip() or "done."
+        name, key, as_list = shell
+        command = commands[len(results)]
+        value = ["bash", "-lc", command] if as_list else command
+        return "<tool_call>" + json.dumps({"name": name, "arguments": {key: value}}) + \
+            "</tool_call>"
+
+    def prompt_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(len(m.content.split()) + 1 for m in messages)
+
+    def token_text(self, token_id: int) -> str:
+        return f"<{token_id}>"
+
+    def render(self, messages: Sequence[Message]) -> str:
+        return "\n".join(f"[{m.role}] {m.content}" for m in messages)
+
+
+def _offered(system: str) -> list[dict]:
+    tools = []
+    for line in system.split("the tools, one a line:", 1)[-1].splitlines() \
+            if "the tools, one a line:" in system else ():
+        try:
+            tool = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(tool, dict) and "name" in tool:
+            tools.append(tool)
+    return tools
+
+
+def _shell(tools: list[dict]) -> tuple[str, str, bool] | None:
+    """(the shell tool's name, its command argument, whether it takes argv) or None."""
+    ranked = sorted(tools, key=lambda t: str(t["name"]).lower() not in SHELL_NAMES)
+    for tool in ranked:
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        key = next((k for k in COMMAND_KEYS if k in props), None)
+        if key is not None:
+            return tool["name"], key, (props[key] or {}).get("type") == "array"
+    return None

@@ -1,0 +1,109 @@
+"""hscale's tool prompt: how a request's tools reach a local model whose chat template has
+none, and how its calls come back.
+
+The tools are described in the system message, one JSON object a line, and the model calls
+one by writing ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (the convention
+of the Hermes and Qwen templates, so a model tuned on either already knows it). Earlier calls
+in the conversation are shown the same way, and each tool result as a ``tool`` turn wrapped
+in ``<tool_response>``; the parser reads every well-formed block naming an offered tool and
+leaves the rest as text. A model with its own syntax (the embedded policy, trained under
+hscale's harnesses) gets the conversation as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from hscale.harness.types import Message
+from hscale.train.serving.chat import Call, Tool, Turn, new_id
+
+TOOL_PROMPT = """# tools
+you can call tools. to call one, write exactly
+<tool_call>{{"name": "<tool name>", "arguments": {{<its arguments as JSON>}}}}</tool_call>
+and stop; its result comes back in the next message. {choice}
+the tools, one a line:
+{tools}"""
+CHOICES = {"auto": "call a tool when you need one, or answer in plain text.",
+           "required": "you must call a tool now.",
+           "none": ""}
+_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def describe(tools: Sequence[Tool], tool_choice: str) -> str:
+    """The system-prompt section for ``tools`` ("" when none are offered or allowed)."""
+    if not tools or tool_choice == "none":
+        return ""
+    offered = [t for t in tools if tool_choice in CHOICES or t.name == tool_choice]
+    choice = CHOICES.get(tool_choice, f"you must call {tool_choice} now.")
+    lines = [json.dumps({"name": t.name, "description": t.description,
+                         "parameters": t.parameters}, ensure_ascii=False) for t in offered]
+    return TOOL_PROMPT.format(choice=choice, tools="\n".join(lines))
+
+
+def to_messages(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str,
+                own_syntax: bool = False) -> list[Message]:
+    """The conversation as chat messages for a ChatModel: system turns joined into one
+    system message (with the tool section), assistant calls and tool results in the tool
+    prompt's syntax; with ``own_syntax``, every turn's text as it is."""
+    system = [t.content for t in turns if t.role == "system" and t.content]
+    section = "" if own_syntax else describe(tools, tool_choice)
+    head = "\n\n".join([*system, section] if section else system)
+    out = [Message("system", head)] if head else []
+    for turn in turns:
+        if turn.role == "system":
+            continue
+        if turn.role == "assistant":
+            calls = [] if own_syntax else [_call_text(c) for c in turn.calls]
+            out.append(Message("assistant", "\n".join(x for x in (turn.content, *calls) if x)))
+        elif turn.role == "tool":
+            text = turn.content if own_syntax else f"<tool_response>\n{turn.content}\n" \
+                                                   "</tool_response>"
+            out.append(Message("tool", text))
+        else:
+            out.append(Message("user", turn.content))
+    return out
+
+
+def _call_text(call: Call) -> str:
+    return "<tool_call>" + json.dumps({"name": call.name, "arguments": call.arguments_dict()},
+                                      ensure_ascii=False) + "</tool_call>"
+
+
+def parse_calls(text: str, tools: Sequence[Tool], tool_choice: str = "auto"
+                ) -> tuple[str, tuple[Call, ...]]:
+    """(the text outside the calls, the calls) of a generated turn: each ``<tool_call>``
+    block whose JSON names an offered tool becomes a Call (a fresh id, its arguments as
+    JSON text); a malformed block, or one naming no offered tool, stays text."""
+    if not tools or tool_choice == "none" or "<tool_call>" not in text:
+        return text, ()
+    names = {t.name for t in tools}
+    calls, kept, last = [], [], 0
+    for match in _BLOCK.finditer(text):
+        call = _call_of(match.group(1), names)
+        if call is None:
+            continue
+        kept.append(text[last:match.start()])
+        last = match.end()
+        calls.append(call)
+    kept.append(text[last:])
+    return "".join(kept).strip(), tuple(calls)
+
+
+def _call_of(body: str, names: set[str]) -> Call | None:
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or value.get("name") not in names:
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):  # some models write the arguments as a JSON string
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return Call(new_id("call_"), value["name"], json.dumps(arguments, ensure_ascii=False))
