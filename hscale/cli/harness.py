@@ -60,6 +60,29 @@ def list_cmd(spec: SpecOpt = None) -> None:
         table.add_row(escape(component), escape(", ".join(available(component))))
     console.print(table)
     console.print("out-of-space harnesses: " + ", ".join(PRESETS.names()), markup=False)
+    from hscale.harness.blackbox import HARNESSES
+
+    shown = [f"{n} ({'installed' if HARNESSES.get(n).installed() else 'not installed'})"
+             for n in HARNESSES]
+    console.print("black-box harnesses: " + ", ".join(shown), markup=False)
+
+
+@app.command("install")
+def install_cmd(
+    names: Annotated[list[str], typer.Argument(help="bb/claude-code, bb/codex, bb/openclaw, "
+                                                    "or all.")],
+) -> None:
+    """Install black-box harnesses from the npm registry, pinned, into hscale's cache
+    ($HSCALE_CACHE/harnesses; OpenClaw with the Node 24 it needs)."""
+    from hscale.harness.blackbox import HARNESSES, install, version_of
+
+    chosen = list(HARNESSES) if names == ["all"] else names
+    for name in chosen:
+        HARNESSES.check(name)
+    for name in chosen:
+        harness = install(name, log=lambda line: console.print(line, markup=False))
+        console.print(f"{name}: {version_of(harness) or harness.version} at "
+                      f"{harness.executable}", markup=False)
 
 
 def _task(task_id: str | None, seed: int):

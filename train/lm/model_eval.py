@@ -61,7 +61,7 @@ def harness_sets(text: str, spec: str | None = None) -> dict[str, list[str]]:
 
         array, _ = read_array(path)
         return _split(space.labels(space.validate(array)), base, space, harnesses.composed())
-    if "," in text or "-" in text or text.startswith("oos/"):
+    if "," in text or "-" in text or text.startswith(("oos/", "bb/")):
         labels = [t.strip() for t in text.split(",")]
         if not all(labels):
             raise HscaleError(f"--harnesses {text!r}: an empty label",
@@ -112,6 +112,14 @@ def _split(labels: list[str], base: str, space: Any, composed: dict[str, Any]
     sets: dict[str, list[str]] = {}
     for label in labels:
         if label in composed:
+            setting = "out_of_space"
+        elif label.startswith("bb/"):
+            from hscale.harness.blackbox import HARNESSES
+
+            try:
+                HARNESSES.check(label)
+            except HscaleError as exc:
+                raise HscaleError(f"--harnesses: unknown harness {label!r}", exc.hint) from None
             setting = "out_of_space"
         elif label.startswith("oos/"):
             try:
@@ -203,7 +211,9 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
              progress: Callable[[int, int], None] | None = None) -> Path:
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
+    from hscale.harness.blackbox import is_blackbox
     from hscale.train.lm import open_chat_model
+    from hscale.train.lm.blackbox_eval import play
     from hscale.train.lm.drive import drive
     from hscale.train.workload import eval_jobs
 
@@ -228,20 +238,26 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     if todo:
         journal = Journal(run_dir / PARTIAL)
 
-        def done(index: int, episode: Any) -> None:
-            decoding, job = todo[index]
-            rows.append(episode_row(manifest, job, episode, step=0, decoding=decoding))
-            journal.append(rows[-1])  # on disk before the next episode: kill -9 loses none
-            if progress is not None:
-                progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
+        def done_of(part: list) -> Callable[[int, Any], None]:
+            def done(index: int, episode: Any) -> None:
+                decoding, job = part[index]
+                rows.append(episode_row(manifest, job, episode, step=0, decoding=decoding))
+                journal.append(rows[-1])  # on disk before the next episode: kill -9 loses none
+                if progress is not None:
+                    progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
+            return done
 
         base = int(manifest.rng("evaluate").integers(2**31))
+        inside = [(d, j) for d, j in todo if not is_blackbox(j.harness)]
+        outside = [(d, j) for d, j in todo if is_blackbox(j.harness)]
         with journal:
             drive(model, [(manifest.harness(j.harness), j.task, d == "greedy")
-                          for d, j in todo],
+                          for d, j in inside],
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
                   seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
-                             j.task.task_id) for d, j in todo], done=done)
+                             j.task.task_id) for d, j in inside], done=done_of(inside))
+            play(model, [(j.harness, j.task) for _, j in outside], done_of(outside),
+                 max_batch=request.max_batch)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)

@@ -16,6 +16,7 @@ import asyncio
 import json
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,11 +28,12 @@ from starlette.routing import Route
 from hscale.errors import HscaleError
 from hscale.train.lm.record import Recorder
 from hscale.train.serving import anthropic, openai_chat, responses
-from hscale.train.serving.chat import BadRequest, new_id
+from hscale.train.serving.chat import BadRequest, Reply, new_id
 from hscale.train.serving.engine import Batcher, Completer
 from hscale.train.serving.tool_prompt import to_messages
 
 MAX_BODY = 32 << 20  # bytes of one request
+TURN_LIMIT = "(the turn limit of this episode is reached)"
 FACES = {"chat": (openai_chat, "chatcmpl-"), "responses": (responses, "resp_"),
          "messages": (anthropic, "msg_")}
 # headers harnesses name their session by (Claude Code, Codex CLI, OpenClaw, hscale's own)
@@ -50,6 +52,16 @@ class Service:
                  verbose: bool = False) -> None:
         self.completer, self.batcher, self.recorder = completer, batcher, recorder
         self.verbose, self.started = verbose, int(time.time())
+        self.limits: dict[str, int] = {}  # session -> requests the model answers
+        self.counts: Counter[str] = Counter()  # session -> requests made
+
+    def limit(self, session: str, requests: int) -> None:
+        """Answer ``session``'s requests past ``requests`` with a final text, no tool call:
+        a black-box harness then ends its episode (its turn bound)."""
+        self.limits[session] = requests
+
+    def requests(self, session: str) -> int:
+        return self.counts[session]
 
     def record(self, row: dict[str, Any]) -> None:
         if self.recorder is not None:
@@ -101,7 +113,11 @@ def _endpoint(api: str, counting: bool = False):
             if counting:
                 payload = {"input_tokens": _count(service, parsed)}
             else:
-                reply = await asyncio.wrap_future(service.batcher.submit(parsed))
+                service.counts[row["session"]] += 1
+                if service.counts[row["session"]] > service.limits.get(row["session"], 1 << 62):
+                    reply = Reply(TURN_LIMIT)
+                else:
+                    reply = await asyncio.wrap_future(service.batcher.submit(parsed))
                 row.update(reply.record())
         except BadRequest as exc:
             status, payload = 400, face.error(400, str(exc), exc.param)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from hscale.harness.engine import Generation
+from hscale.harness.tasks import Task
 from hscale.harness.types import Message
 from hscale.train.lm.base import MAX_NEW_TOKENS
 
@@ -45,11 +48,14 @@ class ScriptedChat:
     def _turn(self, messages: list[Message]) -> str:
         system = next((m.content for m in messages if m.role == "system"), "")
         tools = _offered(system)
-        # one task a session: its first user message (harnesses add context messages
-        # later, OpenClaw after each tool result), and every tool result since
-        query = next((m.content for m in messages if m.role == "user"), "")
-        results = [m.content for m in messages if m.role == "tool"]
-        commands = next((v for k, v in self.solutions.items() if k in query), self.default)
+        # one task a session: the first user message that holds a known query (harnesses
+        # add context messages before it, Codex CLI, or after tool results, OpenClaw), and
+        # every tool result since
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        found = next(((i, v) for i in users for k, v in self.solutions.items()
+                      if k in messages[i].content), None)
+        start, commands = found or (users[0] if users else 0, self.default)
+        results = [m.content for m in messages[start:] if m.role == "tool"]
         shell = _shell(tools)
         if self.wrong or shell is None or len(results) >= len(commands):
             if self.wrong or not results:
@@ -96,3 +102,28 @@ def _shell(tools: list[dict]) -> tuple[str, str, bool] | None:
         if key is not None:
             return tool["name"], key, (props[key] or {}).get("type") == "array"
     return None
+
+
+def solution_commands(task: Task) -> list[str]:
+    """A task's known solution (its oracle's canonical calls) as shell commands, ending with
+    one that prints its final answer when it has one: what the scripted model replays."""
+    out = []
+    for call in task.solution:
+        args = call.args
+        if call.name == "list":
+            out.append("ls -R")
+        elif call.name == "read":
+            out.append(f"cat {shlex.quote(args['path'])}")
+        elif call.name == "write":
+            folder = shlex.quote(str(Path(args["path"]).parent))
+            out.append(f"mkdir -p {folder} && printf '%s' {shlex.quote(args['text'])} > "
+                       f"{shlex.quote(args['path'])}")
+        elif call.name == "search":
+            out.append(f"grep -rl {shlex.quote(args['word'])} .")
+        elif call.name == "calc":
+            out.append(f"echo $(({args['expr']}))")
+        elif call.name == "run":
+            out.append(args["command"])
+    if task.final_answer:
+        out.append(f"printf '%s\\n' {shlex.quote(task.final_answer)}")
+    return out or ["ls"]

@@ -1,0 +1,35 @@
+"""Black-box episodes of an evaluation: the model served in this process (hscale serve's
+app, its batcher shared by every session) and each (harness, task) played by the real CLI
+(hscale.harness.blackbox_run), several at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+from hscale.harness.blackbox_run import Served, run_blackbox
+from hscale.harness.tasks import Task
+from hscale.train.lm.base import ChatModel
+
+CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly waiting
+
+
+def play(model: ChatModel, jobs: Sequence[tuple[str, Task]],
+         done: Callable[[int, Any], None], *, concurrency: int = CONCURRENCY,
+         timeout_s: float = 300.0, max_turns: int = 30, max_batch: int = 32) -> None:
+    """Each (black-box harness, task) job's episode; ``done(index, episode)`` as each ends."""
+    from hscale.train.serving import serve
+
+    if not jobs:
+        return
+    with serve(model, port=0, max_batch=max_batch) as server:
+        service = server.service
+        served = Served(server.url, service.completer.name, service.completer.context,
+                        service.limit, service.requests)
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            futures = {pool.submit(run_blackbox, name, task, served, timeout_s=timeout_s,
+                                   max_turns=max_turns): i
+                       for i, (name, task) in enumerate(jobs)}
+            for future in as_completed(futures):
+                done(futures[future], future.result())
