@@ -33,6 +33,10 @@ def serve_cmd(
                                                 "in one generate.")] = 32,
     served_name: Annotated[str | None, typer.Option(
         help="Proxy mode: the upstream's model name (default: its first).")] = None,
+    max_new_tokens: Annotated[int, typer.Option(
+        "--max-new-tokens", min=1, max=1 << 16,
+        help="Tokens a reply may take, whatever a request asks (and at most half the "
+             "model's context).")] = 1024,
 ) -> None:
     """Serve MODEL at /v1/chat/completions, /v1/responses and /v1/messages until Ctrl-C or
     SIGTERM; an endpoint URL as MODEL is fronted with the same three faces (proxy mode).
@@ -48,7 +52,8 @@ def serve_cmd(
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
     server = serve(chat, host, port, record=record, allow_remote=allow_remote,
-                   verbose=verbose, max_batch=max_batch, served_name=served_name)
+                   verbose=verbose, max_batch=max_batch, served_name=served_name,
+                   max_new_tokens=max_new_tokens)
     try:  # from the moment it serves: whenever the stop comes, the record is compacted
         print(f"serving {server.service.completer.name} at {server.url}"
               + (f" (recording to {record})" if record is not None else ""), flush=True)

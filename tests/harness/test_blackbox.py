@@ -7,6 +7,8 @@ harness install NAME``; CI installs them); slow, as the CLIs take seconds to sta
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,76 @@ def test_the_servers_turn_bound_ends_an_episode(tmp_path):
         bounded = run_blackbox(name, task, served, timeout_s=240, max_turns=2)
     assert bounded.reward == 0.0 and "turn limit" in bounded.final_answer
     assert bounded.turns == 3  # two answered, the third told the episode is over
+
+
+class _Upstream(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat server that is not hscale's (as vLLM would be): it calls the
+    shell tool of whatever tools a request offers with the command the test set, then
+    answers with the tool's output."""
+
+    shell = "printf hello > out.txt && cat out.txt"  # (self.command is the HTTP method)
+
+    def do_GET(self):  # noqa: N802
+        self._send({"object": "list", "data": [{"id": "upstream", "max_model_len": 32768}]})
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        messages = body["messages"]
+        results = [m for m in messages if m["role"] == "tool"]
+        if results:
+            text = results[-1]["content"]
+            text = text if isinstance(text, str) else "".join(p.get("text", "") for p in text)
+            message = {"role": "assistant", "content": text.rsplit("Output:\n", 1)[-1].strip()}
+        else:
+            name, key, argv = next(_shell_of(body["tools"]))
+            value = ["bash", "-lc", self.shell] if argv else self.shell
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps({key: value})}}]}
+        self._send({"id": "up", "object": "chat.completion", "model": "upstream",
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "tool_calls" if not results else "stop"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 5}})
+
+    def _send(self, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def _shell_of(tools):
+    for tool in sorted(tools, key=lambda t: t["function"]["name"].lower() not in (
+            "bash", "exec", "exec_command", "shell")):
+        props = (tool["function"].get("parameters") or {}).get("properties") or {}
+        for key in ("command", "cmd"):
+            if key in props:
+                yield tool["function"]["name"], key, props[key].get("type") == "array"
+
+
+@pytest.mark.parametrize("name", list(HARNESSES))
+def test_proxy_mode_runs_each_harness_on_another_server(name):
+    """``hscale serve http://...`` in front of a server that is not hscale's: the harness's
+    tool call runs in its work folder and the task's checker sees what it wrote."""
+    from hscale.harness.tasks import Task
+
+    _installed(name)
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    task = Task(task_id="proxy-1", user_query="write hello to out.txt .",
+                checker={"kind": "answer", "expected": "hello", "target": "file",
+                         "file": "out.txt"})
+    try:
+        with serve(f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0) as proxy:
+            service = proxy.service
+            served = Served(proxy.url, "upstream", 32768, service.limit, service.requests)
+            episode = run_blackbox(name, task, served, timeout_s=240)
+    finally:
+        upstream.shutdown()
+    assert episode.reward == 1.0, (episode.final_answer, episode.error)
+    assert episode.final_answer == "hello" and episode.turns == 2

@@ -247,3 +247,25 @@ def test_proxy_mode_gives_another_server_the_anthropic_and_responses_faces():
             assert _openai(proxy).models.list().data[0].id == "up-model"
     finally:
         upstream.shutdown()
+
+
+def test_a_request_for_more_tokens_than_the_model_holds_is_cut_to_fit():
+    """Claude Code asks for 32,000 new tokens; a small local model gets at most the server's
+    --max-new-tokens and half its context, and the reply still comes."""
+    asked = []
+
+    class Small(ScriptedChat):
+        context = 1000
+
+        def generate(self, conversations, greedy=True, max_new_tokens=256, seed=None):
+            asked.append(max_new_tokens)
+            return super().generate(conversations, greedy, max_new_tokens, seed)
+
+    with serve(Small(), port=0, max_new_tokens=700) as running:
+        with _anthropic(running).messages.stream(  # the client streams a request this long
+                model="m", max_tokens=32000, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            assert stream.get_final_message().stop_reason == "end_turn"
+        _openai(running).chat.completions.create(
+            model="m", max_tokens=300, messages=[{"role": "user", "content": "hi"}])
+    assert asked == [500, 300]

@@ -17,13 +17,14 @@ CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly 
 
 def play(model: ChatModel, jobs: Sequence[tuple[str, Task]],
          done: Callable[[int, Any], None], *, concurrency: int = CONCURRENCY,
-         timeout_s: float = 300.0, max_turns: int = 30, max_batch: int = 32) -> None:
+         timeout_s: float = 300.0, max_turns: int = 30, max_batch: int = 32,
+         max_new_tokens: int = 1024) -> None:
     """Each (black-box harness, task) job's episode; ``done(index, episode)`` as each ends."""
     from hscale.train.serving import serve
 
     if not jobs:
         return
-    with serve(model, port=0, max_batch=max_batch) as server:
+    with serve(model, port=0, max_batch=max_batch, max_new_tokens=max_new_tokens) as server:
         service = server.service
         served = Served(server.url, service.completer.name, service.completer.context,
                         service.limit, service.requests)

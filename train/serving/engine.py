@@ -33,10 +33,12 @@ class Completer(Protocol):
 class LocalCompleter:
     """A ChatModel: each request's conversation through the tool prompt (a model with its own
     syntax, the embedded policy, gets it as it is), one ``generate`` per distinct token
-    limit over the whole batch; each reply's calls parsed back."""
+    limit over the whole batch; each reply's calls parsed back. A request's ``max_tokens``
+    is cut to ``max_new_tokens`` and to half the model's context (harnesses ask for 32,000;
+    the real APIs cut to the model's own limit too), ending ``length`` when reached."""
 
-    def __init__(self, model: ChatModel) -> None:
-        self.model = model
+    def __init__(self, model: ChatModel, max_new_tokens: int = 1024) -> None:
+        self.model, self.max_new_tokens = model, max_new_tokens
         self.name = model.name
         self.own_syntax = type(model).__name__ == "EmbeddedChat"
         context = getattr(model, "context", None)
@@ -47,8 +49,9 @@ class LocalCompleter:
 
     def complete(self, requests: Sequence[Request]) -> list[Reply]:
         out: list[Reply | None] = [None] * len(requests)
-        for limit in sorted({r.max_tokens for r in requests}):
-            index = [i for i, r in enumerate(requests) if r.max_tokens == limit]
+        limits = [self._limit(r) for r in requests]
+        for limit in sorted(set(limits)):
+            index = [i for i, lim in enumerate(limits) if lim == limit]
             chats = [to_messages(requests[i].turns, requests[i].tools, requests[i].tool_choice,
                                  self.own_syntax) for i in index]
             seeds = [requests[i].seed if requests[i].seed is not None
@@ -59,6 +62,10 @@ class LocalCompleter:
             for i, chat, gen in zip(index, chats, gens, strict=True):
                 out[i] = self._reply(requests[i], chat, gen)
         return [r for r in out if r is not None]
+
+    def _limit(self, request: Request) -> int:
+        limit = min(request.max_tokens, self.max_new_tokens)
+        return max(1, min(limit, self.context // 2)) if self.context else limit
 
     def _reply(self, request: Request, chat: list, gen: Any) -> Reply:
         count = getattr(self.model, "prompt_tokens", None)

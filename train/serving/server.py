@@ -70,19 +70,20 @@ class Server:
         self.shutdown()
 
 
-def completer_of(model: Any, served_name: str | None = None) -> Completer:
+def completer_of(model: Any, served_name: str | None = None, max_new_tokens: int = 1024
+                 ) -> Completer:
     """A ChatModel's completer, or a proxy's for an ``http(s)://`` URL."""
     if isinstance(model, str):
         if not model.startswith(("http://", "https://")):
             raise HscaleError(f"{model!r} is not an upstream URL", "give http://HOST:PORT/v1")
         return ProxyCompleter(model, served_name)
-    return LocalCompleter(model)
+    return LocalCompleter(model, max_new_tokens)
 
 
 def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
           record: str | Path | None = None, allow_remote: bool = False,
-          verbose: bool = False, max_batch: int = 32, served_name: str | None = None
-          ) -> Server:
+          verbose: bool = False, max_batch: int = 32, served_name: str | None = None,
+          max_new_tokens: int = 1024) -> Server:
     """Serve ``model`` (a ChatModel, or an upstream URL to front) in a background thread;
     port 0 picks a free port."""
     family = _family(host, allow_remote)
@@ -95,7 +96,7 @@ def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
         raise HscaleError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                           "pick another --port (0 picks a free one)") from None
     sock.listen(128)
-    completer = completer_of(model, served_name)
+    completer = completer_of(model, served_name, max_new_tokens)
     recorder = Recorder(record) if record is not None else None
     service = Service(completer, Batcher(completer, max_batch), recorder, verbose)
     return Server(service, sock, host, verbose)
