@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -11,6 +12,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from hscale.harness.engine import Episode
 from hscale.harness.harness import Harness
 from hscale.harness.vocab import tokenize, vocabulary
+
+
+def send_json(handler: BaseHTTPRequestHandler, payload: object, status: int = 200) -> None:
+    """Answer an http.server request with ``payload`` as JSON (the test servers' replies)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def out_of_vocabulary(text: str) -> list[str]:

@@ -21,6 +21,7 @@ from hscale.train.lm.blackbox_eval import play
 from hscale.train.lm.record import read_record
 from hscale.train.serving import serve
 from hscale.train.serving.scripted import ScriptedChat, solution_commands
+from tests.harness.helpers import send_json
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "examples" / "tasks"
@@ -123,12 +124,7 @@ class _Upstream(BaseHTTPRequestHandler):
                     "usage": {"prompt_tokens": 5, "completion_tokens": 5}})
 
     def _send(self, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args):
         pass

@@ -13,6 +13,7 @@ from hscale.harness import Harness, Oracle, run_episode
 from hscale.harness.http_policy import OpenAIChatPolicy
 from hscale.harness.types import Message
 from hscale.harness.world import generate
+from tests.harness.helpers import send_json
 
 
 @pytest.fixture
@@ -29,12 +30,7 @@ def server():
             text = state["oracle"].generate(messages).text
             reply = {"choices": [{"message": {"role": "assistant", "content": text},
                                   "logprobs": {"content": [{"logprob": -0.5}]}}]}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, reply)
 
         def log_message(self, *args):
             pass

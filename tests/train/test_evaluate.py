@@ -156,3 +156,12 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     prompt = model.render(view)
     assert prompt.startswith("<|im_start|>system\n") and prompt.endswith("<|im_start|>assistant\n")
     assert task.user_query in prompt
+
+
+def test_black_box_harnesses_are_out_of_space_settings():
+    sets = harness_sets("S0-T0-O0-C0-W0,bb/claude-code,bb/openclaw,oos/shell")
+    assert sets == {"base": ["S0-T0-O0-C0-W0"],
+                    "out_of_space": ["bb/claude-code", "bb/openclaw", "oos/shell"]}
+    with pytest.raises(HscaleError, match="unknown harness 'bb/codx'") as info:
+        harness_sets("bb/codx")
+    assert "did you mean 'bb/codex'" in info.value.hint

@@ -16,6 +16,7 @@ import pytest
 from hscale.train.lm.record import read_record
 from hscale.train.serving.scripted import ScriptedChat
 from hscale.train.serving.server import serve
+from tests.harness.helpers import send_json
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -208,12 +209,7 @@ class _Upstream(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 11, "completion_tokens": 3}})
 
     def _send(self, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args):
         pass

@@ -107,23 +107,18 @@ def _spec_space(spec: str | None) -> tuple[Any, int, list[str]]:
 
 def _split(labels: list[str], base: str, space: Any, composed: dict[str, Any]
            ) -> dict[str, list[str]]:
+    from hscale.harness.blackbox import HARNESSES
     from hscale.harness.space import PRESETS
 
     sets: dict[str, list[str]] = {}
     for label in labels:
+        registry = HARNESSES if label.startswith("bb/") else PRESETS \
+            if label.startswith("oos/") else None
         if label in composed:
             setting = "out_of_space"
-        elif label.startswith("bb/"):
-            from hscale.harness.blackbox import HARNESSES
-
+        elif registry is not None:  # a black-box harness or a preset
             try:
-                HARNESSES.check(label)
-            except HscaleError as exc:
-                raise HscaleError(f"--harnesses: unknown harness {label!r}", exc.hint) from None
-            setting = "out_of_space"
-        elif label.startswith("oos/"):
-            try:
-                PRESETS.check(label)
+                registry.check(label)
             except HscaleError as exc:
                 raise HscaleError(f"--harnesses: unknown harness {label!r}", exc.hint) from None
             setting = "out_of_space"

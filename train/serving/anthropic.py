@@ -23,9 +23,9 @@ from hscale.train.serving.chat import (
     integer,
     new_id,
     number,
-    schema_of,
     text_of,
     tool_name,
+    tools_of,
 )
 
 STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
@@ -94,20 +94,9 @@ def _message(index: int, message: Any) -> list[Turn]:
 
 
 def _tools(raw: Any) -> list[Tool]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise BadRequest("tools: must be a list", "tools")
-    out = []
-    for i, tool in enumerate(raw):
-        if not isinstance(tool, dict):
-            raise BadRequest(f"tools.{i}: must be an object", f"tools.{i}")
-        if tool.get("type") not in (None, "custom"):
-            continue  # server tools (web search, ...) are not the model's to call here
-        out.append(Tool(tool_name(tool.get("name"), f"tools.{i}.name"),
-                        str(tool.get("description") or ""),
-                        schema_of(tool.get("input_schema"), f"tools.{i}.input_schema")))
-    return out
+    """Custom tools; server tools (web search, ...) are not the model's to call here."""
+    return tools_of(raw, lambda i: f"tools.{i}",
+                    lambda t: t if t.get("type") in (None, "custom") else None, "input_schema")
 
 
 def _choice(raw: Any) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +178,30 @@ def text_of(content: Any, where: str, kinds: tuple[str, ...] = ("text",)) -> str
                 out.append(text)
         return "".join(out)
     raise BadRequest(f"{where}: content must be a string or a list of parts", where)
+
+
+def tools_of(raw: Any, at: Callable[[int], str], body: Callable[[dict], dict | None],
+             schema: str) -> list[Tool]:
+    """A request's ``tools`` list: ``body(entry)`` is the object that holds a tool's name,
+    description and its ``schema`` field (None: a tool that is not the model's to call, such
+    as a hosted web search, passed over); ``at(i)`` names entry i in errors."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadRequest("'tools' must be a list", "tools")
+    out = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise BadRequest(f"{at(i)} must be an object", at(i))
+        found = body(entry)
+        if found is None:
+            continue
+        if not isinstance(found, dict):
+            raise BadRequest(f"{at(i)} needs type function and a function object", at(i))
+        out.append(Tool(tool_name(found.get("name"), f"{at(i)}.name"),
+                        str(found.get("description") or ""),
+                        schema_of(found.get(schema), f"{at(i)}.{schema}")))
+    return out
 
 
 def schema_of(value: Any, where: str) -> dict[str, Any]:

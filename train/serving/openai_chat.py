@@ -20,10 +20,10 @@ from hscale.train.serving.chat import (
     Turn,
     integer,
     number,
-    schema_of,
     seed_of,
     text_of,
     tool_name,
+    tools_of,
 )
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -87,20 +87,8 @@ def _call(where: str, raw: Any) -> Call:
 
 
 def _tools(raw: Any) -> list[Tool]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise BadRequest("'tools' must be a list", "tools")
-    out = []
-    for i, tool in enumerate(raw):
-        where = f"tools[{i}]"
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict):
-            raise BadRequest(f"{where} needs type function and a function object", where)
-        out.append(Tool(tool_name(function.get("name"), f"{where}.function.name"),
-                        str(function.get("description") or ""),
-                        schema_of(function.get("parameters"), f"{where}.function.parameters")))
-    return out
+    return tools_of(raw, lambda i: f"tools[{i}]", lambda t: t.get("function", False),
+                    "parameters")
 
 
 def _choice(raw: Any) -> str:

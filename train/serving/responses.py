@@ -23,9 +23,9 @@ from hscale.train.serving.chat import (
     integer,
     new_id,
     number,
-    schema_of,
     text_of,
     tool_name,
+    tools_of,
 )
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -104,20 +104,9 @@ def _merge_calls(turns: list[Turn]) -> list[Turn]:
 
 
 def _tools(raw: Any) -> list[Tool]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise BadRequest("'tools' must be a list", "tools")
-    out = []
-    for i, tool in enumerate(raw):
-        if not isinstance(tool, dict):
-            raise BadRequest(f"tools[{i}] must be an object", f"tools[{i}]")
-        if tool.get("type") != "function":
-            continue  # hosted tools (web search, ...) are not the model's to call here
-        out.append(Tool(tool_name(tool.get("name"), f"tools[{i}].name"),
-                        str(tool.get("description") or ""),
-                        schema_of(tool.get("parameters"), f"tools[{i}].parameters")))
-    return out
+    """Function tools; hosted ones (web search, ...) are not the model's to call here."""
+    return tools_of(raw, lambda i: f"tools[{i}]",
+                    lambda t: t if t.get("type") == "function" else None, "parameters")
 
 
 def _choice(raw: Any) -> str:
