@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from hscale.harness.engine import Generation
 from hscale.train.lm.record import read_record
 from hscale.train.serving.scripted import ScriptedChat
 from hscale.train.serving.server import serve
@@ -265,3 +266,23 @@ def test_a_request_for_more_tokens_than_the_model_holds_is_cut_to_fit():
         _openai(running).chat.completions.create(
             model="m", max_tokens=300, messages=[{"role": "user", "content": "hi"}])
     assert asked == [500, 300]
+
+
+def test_a_prompt_the_model_cannot_hold_is_a_400_of_its_own():
+    """A model that cannot fit a prompt (HFChat gives an empty turn) answers that request
+    400 in its API's shape; the other requests of the batch are answered."""
+    class Tight(ScriptedChat):
+        context = 64
+
+        def generate(self, conversations, greedy=True, max_new_tokens=256, seed=None):
+            gens = super().generate(conversations, greedy, max_new_tokens, seed)
+            return [Generation("", (), ()) if len(c[-1].content) > 100 else g
+                    for c, g in zip(conversations, gens, strict=True)]
+
+    with serve(Tight(), port=0) as running:
+        with pytest.raises(anthropic.BadRequestError, match="does not fit scripted's context"):
+            _anthropic(running).messages.create(model="m", max_tokens=10, messages=[
+                {"role": "user", "content": "x" * 200}])
+        ok = _openai(running).chat.completions.create(model="m", messages=[
+            {"role": "user", "content": "hi"}])
+        assert ok.choices[0].message.content

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from hscale.errors import HscaleError
 from hscale.train.lm.base import ChatModel
-from hscale.train.serving.chat import Call, Reply, Request, new_id
+from hscale.train.serving.chat import BadRequest, Call, Reply, Request, new_id
 from hscale.train.serving.tool_prompt import parse_calls, to_messages
 
 
@@ -27,7 +27,9 @@ class Completer(Protocol):
     name: str
     context: int | None
 
-    def complete(self, requests: Sequence[Request]) -> list[Reply]: ...
+    def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
+        """A reply per request, or the BadRequest that request alone gets."""
+        ...
 
 
 class LocalCompleter:
@@ -47,8 +49,8 @@ class LocalCompleter:
                               "max_positions", None)
         self.context = int(context) if context else None
 
-    def complete(self, requests: Sequence[Request]) -> list[Reply]:
-        out: list[Reply | None] = [None] * len(requests)
+    def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
+        out: list[Reply | BadRequest | None] = [None] * len(requests)
         limits = [self._limit(r) for r in requests]
         for limit in sorted(set(limits)):
             index = [i for i, lim in enumerate(limits) if lim == limit]
@@ -60,7 +62,11 @@ class LocalCompleter:
                                                       for i in index],
                                        max_new_tokens=limit, seed=seeds)
             for i, chat, gen in zip(index, chats, gens, strict=True):
-                out[i] = self._reply(requests[i], chat, gen)
+                unfit = gen.token_ids == () and gen.logprobs == () and not gen.text
+                out[i] = BadRequest(
+                    f"the prompt does not fit {self.name}'s context of {self.context} tokens "
+                    f"with room for {limit} new ones") if unfit else \
+                    self._reply(requests[i], chat, gen)
         return [r for r in out if r is not None]
 
     def _limit(self, request: Request) -> int:
@@ -122,7 +128,7 @@ class ProxyCompleter:
             raise HscaleError(f"upstream {self.base_url}: no answer ({exc})",
                               "start it first; the URL ends in /v1") from None
 
-    def complete(self, requests: Sequence[Request]) -> list[Reply]:
+    def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
         return list(self.pool.map(self._one, requests))
 
     def _one(self, request: Request) -> Reply:
@@ -215,6 +221,9 @@ class Batcher:
                     future.set_exception(exc)
             else:
                 for (_, future), reply in zip(batch, replies, strict=True):
-                    future.set_result(reply)
+                    if isinstance(reply, BaseException):
+                        future.set_exception(reply)
+                    else:
+                        future.set_result(reply)
             if stop:
                 return
