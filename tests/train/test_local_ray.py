@@ -252,3 +252,24 @@ def test_ray_tasks_end_with_the_rows_of_the_worker_pool_through_a_kill_and_a_ctr
     assert "2 of 2 runs completed" in run.stdout
     assert {status(runs / arm / "0")["state"] for arm in ARMS} == {"COMPLETED"}
     assert_rows_of_the_pool(runs, pool)
+
+
+@pytest.mark.slow
+def test_a_space_with_a_plugin_runs_as_ray_tasks(ray_head, tmp_path):
+    """experiments/new-space.yaml (its plugin shipped with the tasks) trains and evaluates
+    every run on the cluster, each row a label of the new space."""
+    import shutil
+
+    from hscale.train.contracts import Manifest
+
+    for name in ("new-space.yaml", "new_space_plugin.py"):
+        shutil.copy(ROOT / "experiments" / name, tmp_path / name)
+    done = hscale_run(tmp_path / "new-space.yaml", tmp_path / "runs", "--ray-address",
+                      ray_head)
+    assert done.returncode == 0 and "3 of 3 runs completed" in done.stdout, \
+        done.stdout[-2000:] + done.stderr[-2000:]
+    run_dir = tmp_path / "runs" / "new-space-quick" / "structured-36" / "0"
+    rows = pd.read_parquet(run_dir / "eval.parquet")
+    space = Manifest.read(run_dir).factor_space()
+    assert all(space.contains(h) for h in rows[rows.setting == "in_space"].harness)
+    assert status(run_dir)["ray_address"] == ray_head
