@@ -286,3 +286,31 @@ def test_a_prompt_the_model_cannot_hold_is_a_400_of_its_own():
         ok = _openai(running).chat.completions.create(model="m", messages=[
             {"role": "user", "content": "hi"}])
         assert ok.choices[0].message.content
+
+
+def test_an_upstream_refusal_is_that_requests_alone():
+    class Refusing(_Upstream):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body["messages"][-1]["content"] == "refuse":
+                send_json(self, {"error": {"message": "no"}}, status=400)
+            else:
+                send_json(self, {"choices": [{"message": {"role": "assistant",
+                                                          "content": "fine"}}]})
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    upstream.bodies = []
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with serve(f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0) as proxy:
+            client = _openai(proxy)
+            with ThreadPoolExecutor(2) as pool:
+                bad = pool.submit(client.chat.completions.create, model="up-model",
+                                  messages=[{"role": "user", "content": "refuse"}])
+                good = pool.submit(client.chat.completions.create, model="up-model",
+                                   messages=[{"role": "user", "content": "hello"}])
+                assert good.result(timeout=30).choices[0].message.content == "fine"
+                with pytest.raises(openai.BadRequestError, match="answered 400"):
+                    bad.result(timeout=30)
+    finally:
+        upstream.shutdown()

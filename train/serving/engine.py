@@ -27,8 +27,8 @@ class Completer(Protocol):
     name: str
     context: int | None
 
-    def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
-        """A reply per request, or the BadRequest that request alone gets."""
+    def complete(self, requests: Sequence[Request]) -> list[Reply | Exception]:
+        """A reply per request, or the error that request alone gets."""
         ...
 
 
@@ -104,10 +104,7 @@ class ProxyCompleter:
         self.context = int(context) if isinstance(context, int) else None
 
     def _models(self) -> list[dict[str, Any]]:
-        try:
-            data = self._call("GET", "/models", None, timeout=10)
-        except HscaleError:
-            raise
+        data = self._call("GET", "/models", None, timeout=10)
         return [m for m in data.get("data", []) if isinstance(m, dict)]
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None,
@@ -128,8 +125,16 @@ class ProxyCompleter:
             raise HscaleError(f"upstream {self.base_url}: no answer ({exc})",
                               "start it first; the URL ends in /v1") from None
 
-    def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
-        return list(self.pool.map(self._one, requests))
+    def complete(self, requests: Sequence[Request]) -> list[Reply | HscaleError]:
+        """One upstream call a request, side by side; an upstream refusal is that request's
+        alone."""
+        def one(request: Request) -> Reply | HscaleError:
+            try:
+                return self._one(request)
+            except HscaleError as exc:
+                return exc
+
+        return list(self.pool.map(one, requests))
 
     def _one(self, request: Request) -> Reply:
         body: dict[str, Any] = {"model": self.name, "messages": _openai_messages(request),
