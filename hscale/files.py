@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def cache_dir() -> Path:
+    """hscale's cache (base models, PinchBench graders, black-box harnesses):
+    ``$HSCALE_CACHE``, default ``~/.cache/hscale``."""
+    return Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
+
+
 def refuse_foreign_file(path: Path, ours: Callable[[Path], bool], what: str, hint: str,
                         name: str | None = None) -> None:
     """Refuse, before any work, to write a file at ``path`` where that would replace what is

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from hscale.errors import HscaleError
+from hscale.files import cache_dir
 from hscale.harness.tasks.judge import register_view
 from hscale.harness.tasks.specs import is_finite_number
 
@@ -299,8 +300,7 @@ def grader_script(code: str, line: int, source: Path, task_id: str) -> Path:
               f"GRADE_CODE = {code!r}\n\n\n" + inspect.getsource(openclaw_transcript)
               + _GRADER_MAIN)
     digest = hashlib.sha256(script.encode("utf-8")).hexdigest()
-    cache = Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
-    target = cache.expanduser() / "pinchbench" / f"{digest}.py"
+    target = cache_dir().expanduser() / "pinchbench" / f"{digest}.py"
     if target.is_file():
         return target
     try:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 import torch
 
-from hscale.files import reads_as, refuse_foreign_file
+from hscale.files import cache_dir, reads_as, refuse_foreign_file
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.embedded.model import ModelConfig, TinyGPT, load, save
 from hscale.train.embedded.presets import preset
@@ -37,10 +36,6 @@ from hscale.train.embedded.sequences import build as build_sequences
 ARCH_VERSION = 2  # bump when hscale.train.embedded.model changes what a state dict means
 SHIPPED = Path(__file__).resolve().parent / "data"
 FINGERPRINT_EPISODES = 32
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("HSCALE_CACHE") or Path.home() / ".cache" / "hscale")
 
 
 def demonstrations_fingerprint(seed: int) -> str:
