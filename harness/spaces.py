@@ -240,7 +240,7 @@ def plugin_of(source: str, base: Path | None = None) -> Plugin:
         if not file:
             raise HscaleError(f"plugin {source}: a module without a file cannot be hashed",
                               "give a module with a .py file, or the file's path")
-        plugin = Plugin(source, sha256_of(_read(Path(file), source)))
+        return Plugin(source, sha256_of(_read(Path(file), source)))  # imported just now
     load_plugin(plugin)
     return plugin
 

@@ -38,8 +38,7 @@ def _space(spec: Path | None):
     return space_of(loaded), out_of_space_names(loaded)
 
 
-def _all_labels(spec: Path | None = None) -> list[str]:
-    space, out_of_space = _space(spec)
+def _all_labels(space, out_of_space: list[str]) -> list[str]:
     factors = space.factor_space
     return factors.labels(factors.all_configs()) + out_of_space
 
@@ -163,8 +162,8 @@ def selfcheck_cmd(
     if tasks < 1:
         raise HscaleError(f"--tasks must be at least 1, got {tasks}")
     task_list = generate(tasks, seed=seed)
-    labels = _all_labels(spec)
-    space, _ = _space(spec)
+    space, out_of_space = _space(spec)  # the spec read once
+    labels = _all_labels(space, out_of_space)
     rates: dict[str, float] = {}
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task("oracle episodes", total=len(labels) * len(task_list))

@@ -28,7 +28,10 @@ from hscale.train.lm.base import MAX_NEW_TOKENS, flags, row_generator, row_seeds
 
 
 class EmbeddedChat:
-    """A TinyGPT checkpoint with the built-in world's tokenizer."""
+    """A TinyGPT checkpoint with the built-in world's tokenizer. ``own_syntax``: it was
+    trained under hscale's harnesses and reads their tool syntax, not a served tool prompt."""
+
+    own_syntax = True
 
     def __init__(self, model: TinyGPT, tok: WordTokenizer | None = None,
                  name: str = "embedded") -> None:
@@ -66,6 +69,11 @@ class EmbeddedChat:
         if str(spec) in PRESETS:
             return cls.preset(str(spec))
         return cls.load(spec)
+
+    @property
+    def context(self) -> int:
+        """Positions the model has."""
+        return int(self.model.cfg.max_positions)
 
     # --- what the model sees ---------------------------------------------------------
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:

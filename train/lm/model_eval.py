@@ -50,9 +50,14 @@ def harness_sets(text: str, spec: str | None = None) -> dict[str, list[str]]:
     configuration but the base), ``out_of_space``, joined with ``+``; or a comma list of
     labels (``S0-T1-O0-C2-W1``, ``oos/shell``); or a design CSV. Labels are of the papers'
     space, or of the experiment ``spec``'s (its out-of-space harnesses too)."""
+    return _sets(text, *_spec_space(spec))
+
+
+def _sets(text: str, harnesses: Any, held_out: int, out_of_space: list[str]
+          ) -> dict[str, list[str]]:
+    """:func:`harness_sets` over a resolved space (:func:`_spec_space`)."""
     from hscale.design.recipes import eval_set, first_order, structured
 
-    harnesses, held_out, out_of_space = _spec_space(spec)
     space = harnesses.factor_space
     base = space.label(space.base)
     path = Path(text)
@@ -181,8 +186,9 @@ def plan_evaluation(request: Request) -> Manifest:
     if request.path:
         record.update(split="recorded", label=Path(request.path).stem,
                       content=source.content_hash())
-    space = _spec_space(request.spec)[0]
-    eval_sets = harness_sets(request.harnesses, request.spec)
+    resolved = _spec_space(request.spec)  # the spec read once
+    space = resolved[0]
+    eval_sets = _sets(request.harnesses, *resolved)
     passes = {"greedy": 1, "sampled": request.runs, "both": 1 + request.runs}[request.decoding]
     episodes = sum(map(len, eval_sets.values())) * tasks * passes
     if episodes > MAX_EPISODES:

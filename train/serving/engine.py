@@ -42,11 +42,8 @@ class LocalCompleter:
     def __init__(self, model: ChatModel, max_new_tokens: int = 1024) -> None:
         self.model, self.max_new_tokens = model, max_new_tokens
         self.name = model.name
-        self.own_syntax = type(model).__name__ == "EmbeddedChat"
+        self.own_syntax = bool(getattr(model, "own_syntax", False))
         context = getattr(model, "context", None)
-        if context is None:  # the embedded policy's positions
-            context = getattr(getattr(getattr(model, "model", None), "cfg", None),
-                              "max_positions", None)
         self.context = int(context) if context else None
 
     def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
