@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,14 @@ def is_blackbox(name: str) -> bool:
 
 def get(name: str) -> BlackBox:
     return HARNESSES.get(name)
+
+
+def require_installed(names: Iterable[str]) -> None:
+    """Refuse, in one line, the first black-box harness of ``names`` not installed here."""
+    for name in sorted({n for n in names if is_blackbox(n)}):
+        if not HARNESSES.get(name).installed():
+            raise HscaleError(f"{name} is not installed (at {HARNESSES.get(name).folder})",
+                              f"run 'hscale harness install {name}' (npm, once)")
 
 
 def install(name: str, log=print) -> BlackBox:

@@ -42,14 +42,14 @@ SYSTEM = ("You are an agent working on a task in the current folder. Use the she
 @dataclass
 class Served:
     """The model an episode talks to: the base URL (ending in /v1), its name and context,
-    and the server's per-session bookkeeping (hscale.train.serving): ``limit(session, n)``
-    answers a session's requests past ``n`` with a final text, ``requests(session)`` counts
-    them."""
+    and the server's per-session bookkeeping (hscale.train.serving): ``limit(session, n,
+    temperature)`` answers a session's requests past ``n`` with a final text (and decodes
+    them at ``temperature`` when given), ``requests(session)`` counts them."""
 
     url: str
     model: str
     context: int | None = None
-    limit: Callable[[str, int], None] | None = None
+    limit: Callable[..., None] | None = None
     requests: Callable[[str], int] | None = None
 
 
@@ -63,14 +63,16 @@ class Run:
 
 
 def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 300.0,
-                 max_turns: int = 30, root: str | Path | None = None) -> Episode:
-    """The episode of ``task`` under the black-box harness ``name``."""
+                 max_turns: int = 30, root: str | Path | None = None,
+                 greedy: bool | None = None) -> Episode:
+    """The episode of ``task`` under the black-box harness ``name``; ``greedy`` pins its
+    decoding (True: temperature 0, False: 1; None: what the CLI asks for)."""
     harness = get(name)
     if not harness.installed():
         raise HscaleError(f"{name} is not installed", f"run 'hscale harness install {name}'")
     session = f"bb-{uuid.uuid4().hex[:16]}"
     if served.limit is not None:
-        served.limit(session, max_turns)
+        served.limit(session, max_turns, None if greedy is None else 0.0 if greedy else 1.0)
     home = Path(tempfile.mkdtemp(prefix="hscale-bb-", dir=_homes()))
     env = Env(task, root)
     began = time.monotonic()

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hscale.errors import HscaleError, HscaleWarning
+from hscale.harness.blackbox import require_installed
 from hscale.train.backends import Backend, get_backend
 from hscale.train.backends.base import Progress, StepProgress
 from hscale.train.contracts import Manifest, RunState, read_status, write_status
@@ -134,6 +135,8 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
     manifests = [run.manifest for run in todo]
     backend.check(manifests)  # before anything is written
+    if executor is None:  # a cluster's nodes install their own
+        require_installed(h for m in manifests for hs in m.eval_sets.values() for h in hs)
     backend.prepare(manifests, progress, on_ray=executor is not None)
     slots = executor.start(backend, manifests) if executor is not None else None
     with runner_lock(planned[0].path.parent.parent):

@@ -187,6 +187,7 @@ class Evaluation(_Strict):
     @classmethod
     def _known_harnesses(cls, names: list[str | ComposedHarness]
                          ) -> list[str | ComposedHarness]:
+        from hscale.harness.blackbox import HARNESSES
         from hscale.harness.space import PRESETS
 
         given = [n if isinstance(n, str) else n.name for n in names]
@@ -194,8 +195,8 @@ class Evaluation(_Strict):
         if twice:
             raise ValueError(f"out-of-space harness {twice[0]} is listed twice")
         for name in (n for n in names if isinstance(n, str)):
-            try:
-                PRESETS.check(name)
+            try:  # a preset (oos/...) or a real CLI (bb/...: hscale.harness.blackbox)
+                (HARNESSES if name.startswith("bb/") else PRESETS).check(name)
             except HscaleError as exc:
                 raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None
         return names

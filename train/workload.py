@@ -99,9 +99,10 @@ def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = N
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:
-    """Every harness the runs train, evaluate or rescue under (sorted, once each)."""
+    """Every harness of hscale's own that the runs train, evaluate or rescue under (sorted,
+    once each): a black-box CLI's prompt is its own, measured by nothing here."""
     labels: set[str] = set()
     for m in manifests:
         labels |= set(m.train_harnesses) | {h for hs in m.eval_sets.values() for h in hs}
         labels |= set(m.assignment.pool or ())
-    return sorted(labels)
+    return sorted(label for label in labels if not label.startswith("bb/"))

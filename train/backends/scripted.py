@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hscale.files import atomic_write_text, write_parquet
+from hscale.harness.blackbox import is_blackbox
 from hscale.harness.engine import EPISODE_TURNS
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import NoisyOracle
@@ -102,13 +103,34 @@ class ScriptedBackend(Backend):
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 
     def _evaluate(self, manifest: Manifest) -> pd.DataFrame:
-        """Each eval run executes every (harness, task) pair of each setting once."""
-        rows, rngs = [], {}
+        """Each eval run executes every (harness, task) pair of each setting once; a
+        black-box harness's pairs through the real CLI (:meth:`_blackbox`)."""
+        rows, rngs, outside = [], {}, []
         for job in eval_jobs(manifest):
+            if is_blackbox(job.harness):
+                outside.append(job)
+                continue
             rng = rngs.setdefault(job.run, manifest.rng(f"eval-{job.run}"))
             episode = self._episode(manifest, job.task, job.harness, rng)
             rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
+        for run in sorted({job.run for job in outside}):
+            jobs = [job for job in outside if job.run == run]
+            for job, episode in zip(jobs, self._blackbox(manifest, run, jobs), strict=True):
+                rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
         return eval_frame(rows)
+
+    def _blackbox(self, manifest: Manifest, run: int, jobs: list) -> list:
+        """One run's black-box episodes: the scripted chat model (hscale.train.serving)
+        served to the CLIs, replaying a task's solution unless the run's draw (error_rate
+        a task) says it goes wrong, in which case it answers without acting."""
+        from hscale.train.lm.blackbox_eval import played
+        from hscale.train.serving.scripted import ScriptedChat, solution_commands
+
+        rng = manifest.rng(f"eval-blackbox-{run}")
+        right = {job.task.task_id: bool(rng.random() >= self.error_rate) for job in jobs}
+        model = ScriptedChat({job.task.user_query: solution_commands(job.task) for job in jobs
+                              if right[job.task.task_id]}, default=())
+        return played(model, [(job.harness, job.task) for job in jobs])
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from hscale.harness.blackbox import is_blackbox
 from hscale.train.contracts import Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.workload import eval_jobs, eval_tasks
@@ -24,8 +25,18 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
     # the greedy pass plays run 0's episodes; all in one batch: one slow tail
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
-    episodes = sampler.run([(manifest.harness(job.harness), job.task) for _, job in jobs],
-                           greedy=[decoding == "greedy" for decoding, _ in jobs],
+    inside = [(d, job) for d, job in jobs if not is_blackbox(job.harness)]
+    outside = [(d, job) for d, job in jobs if is_blackbox(job.harness)]
+    episodes = sampler.run([(manifest.harness(job.harness), job.task) for _, job in inside],
+                           greedy=[decoding == "greedy" for decoding, _ in inside],
                            generator=torch.Generator().manual_seed(seed))
+    if outside:  # real CLIs: the policy as it is now, served to them (hscale.train.serving)
+        from hscale.train.lm.blackbox_eval import played
+        from hscale.train.lm.embedded import EmbeddedChat
+
+        episodes += played(EmbeddedChat(sampler.model, sampler.tok, manifest.arm),
+                           [(job.harness, job.task) for _, job in outside],
+                           greedy=[decoding == "greedy" for decoding, _ in outside],
+                           max_new_tokens=sampler.max_new)
     return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)
-                       for (decoding, job), ep in zip(jobs, episodes, strict=True)])
+                       for (decoding, job), ep in zip(inside + outside, episodes, strict=True)])

@@ -16,10 +16,11 @@ CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly 
 
 
 def play(model: ChatModel, jobs: Sequence[tuple[str, Task]],
-         done: Callable[[int, Any], None], *, concurrency: int = CONCURRENCY,
-         timeout_s: float = 300.0, max_turns: int = 30, max_batch: int = 32,
-         max_new_tokens: int = 1024) -> None:
-    """Each (black-box harness, task) job's episode; ``done(index, episode)`` as each ends."""
+         done: Callable[[int, Any], None], *, greedy: Sequence[bool] | None = None,
+         concurrency: int = CONCURRENCY, timeout_s: float = 300.0, max_turns: int = 30,
+         max_batch: int = 32, max_new_tokens: int = 1024) -> None:
+    """Each (black-box harness, task) job's episode; ``done(index, episode)`` as each ends.
+    ``greedy`` (one flag a job) pins each episode's decoding; else each CLI's own asks."""
     from hscale.train.serving import serve
 
     if not jobs:
@@ -30,7 +31,20 @@ def play(model: ChatModel, jobs: Sequence[tuple[str, Task]],
                         service.limit, service.requests)
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = {pool.submit(run_blackbox, name, task, served, timeout_s=timeout_s,
-                                   max_turns=max_turns): i
+                                   max_turns=max_turns,
+                                   greedy=None if greedy is None else greedy[i]): i
                        for i, (name, task) in enumerate(jobs)}
             for future in as_completed(futures):
                 done(futures[future], future.result())
+
+
+def played(model: ChatModel, jobs: Sequence[tuple[str, Task]],
+           greedy: Sequence[bool] | None = None, **kwargs: Any) -> list[Any]:
+    """:func:`play`'s episodes, in the order of ``jobs``."""
+    out: list[Any] = [None] * len(jobs)
+
+    def done(i: int, episode: Any) -> None:
+        out[i] = episode
+
+    play(model, jobs, done, greedy=greedy, **kwargs)
+    return out

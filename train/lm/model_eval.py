@@ -258,7 +258,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
                   seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
                              j.task.task_id) for d, j in inside], done=done_of(inside))
             play(model, [(j.harness, j.task) for _, j in outside], done_of(outside),
-                 max_batch=request.max_batch, max_new_tokens=request.max_new_tokens)
+                 greedy=[d == "greedy" for d, _ in outside], max_batch=request.max_batch,
+                 max_new_tokens=request.max_new_tokens)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)

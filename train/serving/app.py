@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,12 +54,17 @@ class Service:
         self.completer, self.batcher, self.recorder = completer, batcher, recorder
         self.verbose, self.started = verbose, int(time.time())
         self.limits: dict[str, int] = {}  # session -> requests the model answers
+        self.temperatures: dict[str, float] = {}  # session -> the decoding it gets
         self.counts: Counter[str] = Counter()  # session -> requests made
 
-    def limit(self, session: str, requests: int) -> None:
+    def limit(self, session: str, requests: int, temperature: float | None = None) -> None:
         """Answer ``session``'s requests past ``requests`` with a final text, no tool call:
-        a black-box harness then ends its episode (its turn bound)."""
+        a black-box harness then ends its episode (its turn bound). With ``temperature``,
+        its requests are decoded so whatever the harness asks (an evaluation's greedy
+        pass is greedy under every CLI)."""
         self.limits[session] = requests
+        if temperature is not None:
+            self.temperatures[session] = temperature
 
     def requests(self, session: str) -> int:
         return self.counts[session]
@@ -109,6 +115,8 @@ def _endpoint(api: str, counting: bool = False):
             data = await _body(http)
             parsed = (anthropic.parse(data, row["session"], counting=True) if counting
                       else face.parse(data, row["session"]))
+            if row["session"] in service.temperatures:  # the decoding the session is given
+                parsed = replace(parsed, temperature=service.temperatures[row["session"]])
             row.update(parsed.record())
             if counting:
                 payload = {"input_tokens": _count(service, parsed)}
