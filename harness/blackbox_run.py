@@ -3,9 +3,10 @@ once in the task's prepared workspace against a served model, then the task's ow
 on the workspace and the CLI's final answer.
 
 Each CLI runs headless with a fresh home of its own (no user config, no session kept), its
-telemetry, updates and feedback off, the proxy variables pointing at a closed port so that
-clients which honour them reach nothing but the loopback endpoint, and a wall-clock bound
-(its whole process group is killed at the end). Its requests carry the episode's session id
+telemetry, updates and feedback off, in a network namespace whose only way out is the served
+endpoint (hscale.harness.netns; where none can be made, the proxy variables, which point at
+a closed port, are the only fence), and a wall-clock bound (its whole process group is
+killed at the end). Its requests carry the episode's session id
 (``x-hscale-session``), so the server's record groups them and bounds their number
 (:class:`Served`).
 """
@@ -22,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hscale.errors import HscaleError
@@ -30,6 +31,7 @@ from hscale.files import cache_dir
 from hscale.harness.blackbox import BlackBox, get
 from hscale.harness.engine import Episode
 from hscale.harness.env import Env
+from hscale.harness.netns import isolated
 from hscale.harness.tasks import Task
 from hscale.harness.types import Message
 
@@ -79,7 +81,9 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
     try:
         run = BUILDERS[name](harness, served, session, env.workspace, home, task, max_turns,
                              timeout_s)
-        final, termination, error = _execute(run, env.workspace, timeout_s)
+        with isolated(run.argv, served.url) as argv:  # no network but the endpoint
+            final, termination, error = _execute(replace(run, argv=argv), env.workspace,
+                                                 timeout_s)
         transcript = [{"role": "user", "content": task.user_query},
                       {"role": "assistant", "content": final}]
         reward = env.score(final, transcript)

@@ -187,15 +187,14 @@ class Evaluation(_Strict):
     @classmethod
     def _known_harnesses(cls, names: list[str | ComposedHarness]
                          ) -> list[str | ComposedHarness]:
-        from hscale.harness.blackbox import HARNESSES
-        from hscale.harness.space import PRESETS
-
+        from hscale.harness.blackbox import HARNESSES  # real CLIs, bb/...
+        from hscale.harness.space import PRESETS  # oos/...
         given = [n if isinstance(n, str) else n.name for n in names]
         twice = sorted({n for n in given if given.count(n) > 1})
         if twice:
             raise ValueError(f"out-of-space harness {twice[0]} is listed twice")
         for name in (n for n in names if isinstance(n, str)):
-            try:  # a preset (oos/...) or a real CLI (bb/...: hscale.harness.blackbox)
+            try:
                 (HARNESSES if name.startswith("bb/") else PRESETS).check(name)
             except HscaleError as exc:
                 raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None

@@ -74,4 +74,7 @@ def _blackbox() -> None:
                   if harness.installed() else
                   f"[dim]not installed: hscale harness install {escape(name)}[/dim]")
         table.add_row(escape(name), status)
+    from hscale.harness.netns import isolation
+
+    table.add_row("episodes' network", escape(isolation()))
     console.print(table)

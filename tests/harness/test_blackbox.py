@@ -7,6 +7,7 @@ harness install NAME``; CI installs them); slow, as the CLIs take seconds to sta
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -92,6 +93,47 @@ def test_the_servers_turn_bound_ends_an_episode(tmp_path):
         bounded = run_blackbox(name, task, served, timeout_s=240, max_turns=2)
     assert bounded.reward == 0.0 and "turn limit" in bounded.final_answer
     assert bounded.turns == 3  # two answered, the third told the episode is over
+
+
+class _Hits(BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        self.hits.append(self.path)
+        send_json(self, {"reached": True})
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("name", list(HARNESSES))
+def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
+    """Another port of this machine's loopback and an outside host are both unreachable
+    from the commands the CLI runs, while the endpoint answers every turn."""
+    from hscale.harness.netns import isolation
+
+    _installed(name)
+    if "namespace" not in isolation():
+        pytest.skip(f"no network namespaces here: {isolation()}")
+    other = ThreadingHTTPServer(("127.0.0.1", 0), _Hits)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    probe = ("import socket, sys; s = lambda: socket.socket(); "
+             "[print('reached' if (c := s(), c.settimeout(3), c.connect_ex((h, int(p))))[2] "
+             "== 0 else 'unreachable', h, p) for h, p in (a.split(':') for a in sys.argv[1:])]")
+    command = (f"python3 -c {shlex.quote(probe)} 127.0.0.1:{other.server_port} "
+               "93.184.215.14:80 1.1.1.1:53")
+    task = _tasks()[0]
+    try:
+        with serve(ScriptedChat({task.user_query: [command]}), port=0) as server:
+            service = server.service
+            served = Served(server.url, "scripted", 32768, service.limit, service.requests)
+            episode = run_blackbox(name, task, served, timeout_s=240)
+    finally:
+        other.shutdown()
+    assert episode.turns == 2 and episode.termination == "answer", episode.error
+    assert episode.final_answer.count("unreachable") == 3, episode.final_answer
+    assert "reached" not in episode.final_answer.replace("unreachable", "")
+    assert _Hits.hits == []
 
 
 class _Upstream(BaseHTTPRequestHandler):

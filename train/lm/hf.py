@@ -90,6 +90,11 @@ class HFChat:
             raise HscaleError(f"{folder}: the model does not load ({reason(exc)})",
                               "save the model there with save_pretrained, or import it "
                               "again") from None
+        template = self.tok.chat_template
+        # a template that renders ``tools`` (Qwen, Hermes, Llama 3.x...) is given the request's
+        # tools and calls itself (hscale.train.serving.engine); else hscale's tool prompt
+        self.template_tools = "tools" in (template if isinstance(template, str)
+                                          else json.dumps(template))
         self.eos = self._stop_ids()
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos[0]
         config = self.model.config
@@ -155,20 +160,41 @@ class HFChat:
                 return ids
         return None
 
+    def template_ids(self, chat: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+                     ) -> list[int]:
+        """The prompt of a chat in the template's own dicts (assistant ``tool_calls``,
+        ``tool`` turns) with ``tools`` (OpenAI function specs), rendered by the template."""
+        text = self.tok.apply_chat_template(list(chat), tools=list(tools) or None,
+                                            tokenize=False, add_generation_prompt=True)
+        return self.tok.encode(text, add_special_tokens=False)
+
     # --- generation ------------------------------------------------------------------
     def generate(self, conversations: Sequence[Sequence[Message]],
                  greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
                  seed: int | Sequence[int] | None = None) -> list[Generation]:
-        argmax = flags(greedy, len(conversations))
-        seeds = row_seeds(seed, len(conversations))
+        budget = self._budget(max_new_tokens)
+        return self.generate_ids([self.prompt_ids(c, budget) for c in conversations], greedy,
+                                 max_new_tokens, seed)
+
+    def _budget(self, max_new_tokens: int) -> int:
         if max_new_tokens < 1:
             raise HscaleError(f"max_new_tokens is {max_new_tokens}", "ask for at least 1")
         budget = self.context - max_new_tokens
         if budget < 1:
             raise HscaleError(f"max_new_tokens {max_new_tokens} fills {self.name}'s context "
                               f"of {self.context} tokens", "ask for fewer new tokens")
-        prompts = [self.prompt_ids(c, budget) for c in conversations]
-        out = [Generation("", (), ())] * len(conversations)  # kept where a prompt cannot fit
+        return budget
+
+    def generate_ids(self, prompts: Sequence[list[int] | None],
+                     greedy: bool | Sequence[bool] = True, max_new_tokens: int = MAX_NEW_TOKENS,
+                     seed: int | Sequence[int] | None = None) -> list[Generation]:
+        """A turn after each prompt given as ids; a prompt that is None, or longer than
+        the context leaves room for, gets an empty Generation."""
+        budget = self._budget(max_new_tokens)
+        argmax = flags(greedy, len(prompts))
+        seeds = row_seeds(seed, len(prompts))
+        prompts = [p if p is not None and len(p) <= budget else None for p in prompts]
+        out = [Generation("", (), ())] * len(prompts)  # kept where a prompt cannot fit
         rows = sorted((i for i, p in enumerate(prompts) if p is not None),
                       key=lambda i: len(prompts[i]))
         for start in range(0, len(rows), self.max_batch):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from hscale.errors import HscaleError
 from hscale.train.lm.base import ChatModel
 from hscale.train.serving.chat import BadRequest, Call, Reply, Request, new_id
-from hscale.train.serving.tool_prompt import parse_calls, to_messages
+from hscale.train.serving.tool_prompt import parse_calls, to_messages, to_template
 
 
 class Completer(Protocol):
@@ -33,16 +33,19 @@ class Completer(Protocol):
 
 
 class LocalCompleter:
-    """A ChatModel: each request's conversation through the tool prompt (a model with its own
-    syntax, the embedded policy, gets it as it is), one ``generate`` per distinct token
-    limit over the whole batch; each reply's calls parsed back. A request's ``max_tokens``
-    is cut to ``max_new_tokens`` and to half the model's context (harnesses ask for 32,000;
-    the real APIs cut to the model's own limit too), ending ``length`` when reached."""
+    """A ChatModel: each request's conversation with its tools through the model's chat
+    template where it renders tools (an HF model's ``template_tools``), else through the
+    tool prompt (a model with its own syntax, the embedded policy, gets it as it is); one
+    generate per distinct token limit over the whole batch; each reply's calls parsed back.
+    A request's ``max_tokens`` is cut to ``max_new_tokens`` and to half the model's context
+    (harnesses ask for 32,000; the real APIs cut to the model's own limit too), ending
+    ``length`` when reached."""
 
     def __init__(self, model: ChatModel, max_new_tokens: int = 1024) -> None:
         self.model, self.max_new_tokens = model, max_new_tokens
         self.name = model.name
         self.own_syntax = bool(getattr(model, "own_syntax", False))
+        self.template_tools = bool(getattr(model, "template_tools", False))
         context = getattr(model, "context", None)
         self.context = int(context) if context else None
 
@@ -51,27 +54,35 @@ class LocalCompleter:
         limits = [self._limit(r) for r in requests]
         for limit in sorted(set(limits)):
             index = [i for i, lim in enumerate(limits) if lim == limit]
-            chats = [to_messages(requests[i].turns, requests[i].tools, requests[i].tool_choice,
-                                 self.own_syntax) for i in index]
             seeds = [requests[i].seed if requests[i].seed is not None
                      else random.getrandbits(62) for i in index]
-            gens = self.model.generate(chats, greedy=[requests[i].temperature == 0
-                                                      for i in index],
-                                       max_new_tokens=limit, seed=seeds)
-            for i, chat, gen in zip(index, chats, gens, strict=True):
+            greedy = [requests[i].temperature == 0 for i in index]
+            if self.template_tools:
+                prompts = [self.model.template_ids(*to_template(
+                    requests[i].turns, requests[i].tools, requests[i].tool_choice))
+                    for i in index]
+                gens = self.model.generate_ids(prompts, greedy, limit, seeds)
+                counts = [len(p) for p in prompts]
+            else:
+                chats = [to_messages(requests[i].turns, requests[i].tools,
+                                     requests[i].tool_choice, self.own_syntax) for i in index]
+                gens = self.model.generate(chats, greedy=greedy, max_new_tokens=limit,
+                                           seed=seeds)
+                count = getattr(self.model, "prompt_tokens", None)
+                counts = [int(count(c)) if callable(count) else 0 for c in chats]
+            for i, prompt, gen in zip(index, counts, gens, strict=True):
                 unfit = gen.token_ids == () and gen.logprobs == () and not gen.text
                 out[i] = BadRequest(
                     f"the prompt does not fit {self.name}'s context of {self.context} tokens "
                     f"with room for {limit} new ones") if unfit else \
-                    self._reply(requests[i], chat, gen)
+                    self._reply(requests[i], prompt, gen)
         return [r for r in out if r is not None]
 
     def _limit(self, request: Request) -> int:
         limit = min(request.max_tokens, self.max_new_tokens)
         return max(1, min(limit, self.context // 2)) if self.context else limit
 
-    def _reply(self, request: Request, chat: list, gen: Any) -> Reply:
-        count = getattr(self.model, "prompt_tokens", None)
+    def _reply(self, request: Request, prompt_tokens: int, gen: Any) -> Reply:
         token_text = getattr(self.model, "token_text", None)
         ids = tuple(gen.token_ids) if gen.token_ids is not None else None
         ended = gen.logprobs is None or ids is None or len(gen.logprobs) > len(ids)
@@ -80,7 +91,7 @@ class LocalCompleter:
             text, calls = parse_calls(gen.text, request.tools, request.tool_choice)
         finish = "tool_calls" if calls else ("stop" if ended else "length")
         tokens = tuple(token_text(i) for i in ids) if ids and callable(token_text) else ()
-        return Reply(text, calls, finish, int(count(chat)) if callable(count) else 0,
+        return Reply(text, calls, finish, prompt_tokens,
                      len(ids) if ids is not None else len(gen.logprobs or ()), ids,
                      tuple(gen.logprobs) if gen.logprobs is not None else None, tokens)
 

@@ -1,13 +1,17 @@
-"""hscale's tool prompt: how a request's tools reach a local model whose chat template has
-none, and how its calls come back.
+"""How a request's tools reach a local model and how its calls come back: through the
+model's chat template where it renders ``tools`` (HF ``apply_chat_template(tools=...)``:
+:func:`to_template`), else through hscale's tool prompt (:func:`to_messages`).
 
 The tools are described in the system message, one JSON object a line, and the model calls
 one by writing ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (the convention
 of the Hermes and Qwen templates, so a model tuned on either already knows it). Earlier calls
 in the conversation are shown the same way, and each tool result as a ``tool`` turn wrapped
 in ``<tool_response>``; the parser reads every well-formed block naming an offered tool and
-leaves the rest as text. A model with its own syntax (the embedded policy, trained under
-hscale's harnesses) gets the conversation as it is.
+leaves the rest as text; a reply that is nothing but one JSON object naming an offered
+tool (the Llama 3.x templates' convention) is a call too. A template's model writes its calls
+in its own convention, which for the Hermes and Qwen templates is this one. A model with its
+own syntax (the embedded policy, trained under hscale's harnesses) gets the conversation as
+it is.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from hscale.harness.types import Message
 from hscale.train.serving.chat import Call, Tool, Turn, new_id
@@ -66,6 +71,36 @@ def to_messages(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str,
     return out
 
 
+def to_template(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the chat as chat-template dicts, the tools as OpenAI function specs) for a model
+    whose template renders tools: assistant calls as ``tool_calls`` (arguments as objects),
+    results as ``tool`` turns with their call's id and name. A ``required`` or named
+    ``tool_choice``, which templates have no field for, is said in the system message;
+    ``none`` offers no tools."""
+    names = {c.id: c.name for t in turns for c in t.calls}
+    system = [t.content for t in turns if t.role == "system" and t.content]
+    if tools and tool_choice not in ("auto", "none"):
+        system.append(CHOICES.get(tool_choice, f"you must call {tool_choice} now."))
+    chat: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(system)}] \
+        if system else []
+    for turn in turns:
+        if turn.role == "system":
+            continue
+        entry: dict[str, Any] = {"role": turn.role, "content": turn.content}
+        if turn.role == "assistant" and turn.calls:
+            entry["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": c.arguments_dict()}} for c in turn.calls]
+        elif turn.role == "tool":
+            entry.update(tool_call_id=turn.call_id, name=names.get(turn.call_id, ""))
+        chat.append(entry)
+    offered = [] if tool_choice == "none" else [
+        {"type": "function", "function": {"name": t.name, "description": t.description,
+                                          "parameters": t.parameters}}
+        for t in tools if tool_choice in CHOICES or t.name == tool_choice]
+    return chat, offered
+
+
 def _call_text(call: Call) -> str:
     return "<tool_call>" + json.dumps({"name": call.name, "arguments": call.arguments_dict()},
                                       ensure_ascii=False) + "</tool_call>"
@@ -76,9 +111,12 @@ def parse_calls(text: str, tools: Sequence[Tool], tool_choice: str = "auto"
     """(the text outside the calls, the calls) of a generated turn: each ``<tool_call>``
     block whose JSON names an offered tool becomes a Call (a fresh id, its arguments as
     JSON text); a malformed block, or one naming no offered tool, stays text."""
-    if not tools or tool_choice == "none" or "<tool_call>" not in text:
+    if not tools or tool_choice == "none":
         return text, ()
     names = {t.name for t in tools}
+    if "<tool_call>" not in text:  # a bare JSON call as the whole reply, or plain text
+        bare = _call_of(text.strip(), names) if text.strip().startswith("{") else None
+        return ("", (bare,)) if bare is not None else (text, ())
     calls, kept, last = [], [], 0
     for match in _BLOCK.finditer(text):
         call = _call_of(match.group(1), names)
