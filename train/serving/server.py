@@ -72,7 +72,10 @@ class Server:
 
 def completer_of(model: Any, served_name: str | None = None, max_new_tokens: int = 1024
                  ) -> Completer:
-    """A ChatModel's completer, or a proxy's for an ``http(s)://`` URL."""
+    """A ChatModel's completer, or a proxy's for an ``http(s)://`` URL; a Completer as it
+    is."""
+    if callable(getattr(model, "complete", None)):
+        return model
     if isinstance(model, str):
         if not model.startswith(("http://", "https://")):
             raise HscaleError(f"{model!r} is not an upstream URL", "give http://HOST:PORT/v1")

@@ -102,3 +102,42 @@ def test_verls_agent_loop_manager_runs_hscales_loop_against_the_cpu_replica(
     asyncio.run(adapter.update_weights(zeros, global_steps=7))
     after = ray.get(server.stats.remote())
     assert after["checksum"] == 0.0 and after["global_steps"] == 7
+
+
+def test_a_black_box_row_runs_the_real_cli_against_the_rollout_servers(local_ray, tmp_path,
+                                                                       tiny_model):
+    """A bb/ validation row: Claude Code through hscale serve in front of veRL's rollout
+    replica; each of its model calls is a generate on the replica, and the output is the
+    last call's exact tokens with the checker's reward."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopManager
+    from verl.protocol import DataProto
+    from verl.workers.rollout.llm_server import LLMServerManager
+
+    from hscale.harness.blackbox import HARNESSES
+    from hscale.train.backends.verl.blackbox_rollout import PLAYER
+
+    if not HARNESSES.get("bb/claude-code").installed():
+        pytest.skip("bb/claude-code is not installed: hscale harness install bb/claude-code")
+    cfg = config(tmp_path, tiny_model)
+    rollout = cfg.actor_rollout_ref.rollout
+    rollout.n, rollout.prompt_length, rollout.max_model_len = 1, 16384, 16384 + 96
+    rollout.agent.agent_loop_config_path = str(vl.write_agent_loop_config(
+        tmp_path / "bb.yaml", blackbox=PLAYER))
+    servers = LLMServerManager.create(config=cfg)
+    manager = AgentLoopManager.create(config=cfg, llm_client=servers.get_client())
+    tasks = BuiltinWorld().tasks(1, 0, "eval")
+    rows = vl.to_verl_rows(tasks, ["bb/claude-code"], "val")
+    rows["extra_info"] = [{**e, "decoding": "greedy", "max_turns": 2} for e in rows.extra_info]
+    assert rows.prompt[0] == [{"role": "user", "content": tasks[0].user_query}]
+    columns = {c: rows[c].to_numpy(dtype=object) for c in rows.columns}
+    columns["raw_prompt"] = columns["prompt"]
+    columns["index"] = np.array([e["index"] for e in rows.extra_info], dtype=object)
+    out = manager.generate_sequences(DataProto.from_dict(
+        non_tensors=columns, meta_info={"global_steps": 1, "validate": True}))
+    assert list(out.non_tensor_batch["hscale_harness"]) == ["bb/claude-code"]
+    calls = int(out.non_tensor_batch["hscale_model_calls"][0])
+    assert calls >= 1, out.non_tensor_batch["hscale_error"]
+    stats = ray.get(servers.get_replicas()[0].server_handle.stats.remote())
+    assert stats["requests"] >= calls  # every call the CLI made was the replica's
+    assert out.batch["response_mask"].sum() > 0
+    assert set(out.non_tensor_batch["success"].tolist()) <= {0.0, 1.0}

@@ -39,9 +39,11 @@ from tests.train.verl_cpu.conftest import (  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0, 2)) -> None:
+def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0, 2),
+                   blackbox: str | None = None) -> None:
     """veRL's outputs for 2 steps and hscale's imports of them; ``validated``: the steps
-    veRL validated at (a resumed launch validates its starting checkpoint too)."""
+    veRL validated at (a resumed launch validates its starting checkpoint too);
+    ``blackbox``: a real CLI evaluated out of space too."""
     out = run / "verl"
     status = json.loads((run / "status.json").read_text())
     assert status["state"] == "COMPLETED", status
@@ -54,8 +56,13 @@ def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0
     assert train.reward_mean.notna().all() and train.entropy.gt(0).all()
     assert train["training/global_step"].tolist() == [1, 2]
     evals = pd.read_parquet(run / "eval.parquet")
-    # 2 held-out tasks under the base harness, a greedy and a sampled pass, at steps 0 and 2
     assert sorted(evals.step.unique()) == list(validated)
+    if blackbox is not None:  # the same episodes through the real CLI, at every validation
+        outside, evals = evals[evals.harness == blackbox], evals[evals.harness != blackbox]
+        assert len(outside) == 4 * len(validated) and set(outside.setting) == {"out_of_space"}
+        assert sorted(outside.step.unique()) == list(validated)
+        assert outside.turns.ge(1).all() and outside.reward.isin([0.0, 1.0]).all()
+    # 2 held-out tasks under the base harness, a greedy and a sampled pass, at steps 0 and 2
     assert len(evals) == 4 * len(validated) and set(evals.setting) == {"base"}
     assert sorted(evals.decoding.unique()) == ["greedy", "sampled"]
     assert evals.reward.between(0, 1).all() and evals.turns.ge(1).all()
@@ -137,7 +144,14 @@ def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0
 
 
 def test_main_ppo_runs_as_a_job_on_a_local_ray_head(tiny_model, tmp_path, cpu_ray_head):
-    spec = write_spec(tmp_path, tiny_model)
+    """On a Ray head, with Claude Code evaluated out of space where it is installed: each of
+    its validation rows runs the real CLI against veRL's own rollout servers."""
+    from hscale.harness.blackbox import HARNESSES
+
+    blackbox = "bb/claude-code" if HARNESSES.get("bb/claude-code").installed() else None
+    spec = write_spec(tmp_path, tiny_model, **({} if blackbox is None else {
+        "evaluation": {**SPEC["evaluation"], "out_of_space": [blackbox]},
+        "verl": {**SPEC["verl"], "prompt_length": 8192}}))
     done = hscale("run", str(spec), "--backend", "verl", "--out", str(tmp_path / "runs"),
                   "--ray-address", cpu_ray_head)
     run = tmp_path / "runs" / RUN
@@ -145,7 +159,7 @@ def test_main_ppo_runs_as_a_job_on_a_local_ray_head(tiny_model, tmp_path, cpu_ra
     assert done.returncode == 0, done.stderr[-3000:] + (log.read_text()[-6000:]
                                                          if log.exists() else "")
     assert json.loads((run / "verl" / "ray_job.json").read_text())["address"] == cpu_ray_head
-    assert_trained(run)
+    assert_trained(run, blackbox=blackbox)
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness.engine import EPISODE_TURNS
 from hscale.harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
+from hscale.train.backends.verl.blackbox_rollout import PLAYER
 from hscale.train.backends.verl.check import validate_overrides
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import launch_args as cpu_launch_args
@@ -101,7 +102,8 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / "train.parquet", train)
     write_parquet(out / "val.parquet", val)
-    agent_loop = write_agent_loop_config(out / "agent_loop.yaml", settings(manifest).segment_mode)
+    agent_loop = write_agent_loop_config(out / "agent_loop.yaml", settings(manifest).segment_mode,
+                                         blackbox=PLAYER)
     command = ["python", "-m", MAIN, *overrides]
     portable = build_overrides(run_dir, manifest, inputs=_HERE, outputs=_OUT, gpus_per_node=GPUS)
     atomic_write_text(out / "launch.sh", _launch_script(manifest, portable))
