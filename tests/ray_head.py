@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,10 +32,11 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def local_ray_head(cpus: int = 1, gpus: int = 0, dashboard: bool = True,
-                   env: Mapping[str, str] | None = None, wait: float = 180.0) -> Iterator[str]:
+                   env: Mapping[str, str] | None = None, wait: float = 180.0,
+                   both: bool = False) -> Iterator[Any]:
     """Yields the dashboard's URL (the job API) when ``dashboard``, else the GCS address
-    ``127.0.0.1:PORT``; ``gpus`` declares logical GPUs (veRL on the CPU takes one as its
-    device slot)."""
+    ``127.0.0.1:PORT``; with ``both``, (the GCS address, the dashboard's URL); ``gpus``
+    declares logical GPUs (veRL on the CPU takes one as its device slot)."""
     temp = Path(tempfile.mkdtemp(prefix="hsray", dir="/tmp"))  # Ray's socket paths are short
     port, web = free_port(), free_port()
     ray_bin = Path(sys.executable).with_name("ray")
@@ -57,7 +59,7 @@ def local_ray_head(cpus: int = 1, gpus: int = 0, dashboard: bool = True,
                 tail = (temp / "head.log").read_text()[-3000:]
                 pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n{tail}")
             time.sleep(0.5)
-        yield address
+        yield (f"127.0.0.1:{port}", address) if both else address
     finally:
         stop_head(head)
         log.close()

@@ -43,6 +43,10 @@ def evaluate_cmd(
     spec: Annotated[Path | None, typer.Option(
         "--spec", help="An experiment spec: evaluate over its harness space (plugins "
                        "loaded) and its out-of-space harnesses.")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Run the black-box (bb/...) episodes as Ray tasks on this "
+                              "cluster (HEAD:6379, ray://HEAD:10001 or auto); each node needs "
+                              "the model and the harnesses.")] = None,
 ) -> None:
     """Evaluate MODEL under every harness of a set, with no training, into a run folder that
     `hscale report` reads (heat map over the space, component effects, best vs worst).
@@ -59,7 +63,8 @@ def evaluate_cmd(
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,
                       tasks=tasks, runs=runs, decoding=decoding, experiment=experiment,
                       label=label, max_new_tokens=max_new_tokens, max_batch=batch,
-                      served_name=served_name, spec=None if spec is None else str(spec))
+                      served_name=served_name, spec=None if spec is None else str(spec),
+                      ray_address=ray_address)
     manifest = plan_evaluation(request)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in manifest.eval_sets.items())
     print(f"evaluating {model} as {manifest.arm}: harnesses {sizes}; "

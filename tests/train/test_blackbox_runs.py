@@ -100,3 +100,35 @@ def test_the_embedded_trainer_serves_its_policy_to_the_cli_at_each_evaluation(tm
     assert len(bb) and set(bb.decoding) == {"greedy", "sampled"}
     assert (bb.turns >= 1).all()  # each episode reached the served policy
     assert bb.reward.isin([0.0, 1.0]).all()
+
+
+@pytest.mark.slow
+def test_hscale_evaluate_runs_black_box_episodes_as_ray_tasks(tmp_path):
+    """An endpoint model (hscale serve of the scripted solver, standing in for vLLM) and two
+    CLIs: each share of episodes is a Ray task on a local head that fronts the endpoint on
+    its node and runs the CLIs there; every episode is scored by its checker."""
+    pytest.importorskip("ray")
+    _installed()
+    import ray
+    from ray.util.state import list_tasks
+
+    from hscale.harness.task_sources import BuiltinWorld
+    from hscale.train.lm.blackbox_ray import TASK_NAME
+    from hscale.train.lm.model_eval import Request, evaluate
+    from hscale.train.serving import serve
+    from hscale.train.serving.scripted import ScriptedChat, solution_commands
+    from tests.ray_head import local_ray_head
+
+    tasks = BuiltinWorld().tasks(3, 0, "eval")
+    solver = ScriptedChat({t.user_query: solution_commands(t) for t in tasks})
+    with serve(solver, port=0) as upstream, \
+            local_ray_head(cpus=2, both=True) as (address, dashboard):
+        run_dir = evaluate(Request(model=upstream.url, harnesses=",".join(BB), tasks=3,
+                                   ray_address=address), tmp_path / "runs")
+        names = [t.name for t in list_tasks(
+            address=dashboard, filters=[("name", "=", TASK_NAME)], limit=100)]
+        ray.shutdown()
+    frame = pd.read_parquet(run_dir / EVAL)
+    assert sorted(frame.harness.unique()) == BB and len(frame) == 2 * 3
+    assert (frame.reward == 1.0).all(), frame[["harness", "task_id", "reward"]]
+    assert len(names) == 2  # 6 episodes, 4 a task

@@ -15,17 +15,21 @@ from hscale.train.lm.base import ChatModel
 CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly waiting
 
 
-def play(model: ChatModel, jobs: Sequence[tuple[str, Task]],
+def play(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
          done: Callable[[int, Any], None], *, greedy: Sequence[bool] | None = None,
          concurrency: int = CONCURRENCY, timeout_s: float = 300.0, max_turns: int = 30,
-         max_batch: int = 32, max_new_tokens: int = 1024) -> None:
+         max_batch: int = 32, max_new_tokens: int = 1024, served_name: str | None = None
+         ) -> None:
     """Each (black-box harness, task) job's episode; ``done(index, episode)`` as each ends.
-    ``greedy`` (one flag a job) pins each episode's decoding; else each CLI's own asks."""
+    ``model``: a ChatModel, or an endpoint's URL, fronted in proxy mode (its own tool
+    calling, ``served_name`` its model). ``greedy`` (one flag a job) pins each episode's
+    decoding; else each CLI's own asks."""
     from hscale.train.serving import serve
 
     if not jobs:
         return
-    with serve(model, port=0, max_batch=max_batch, max_new_tokens=max_new_tokens) as server:
+    with serve(model, port=0, max_batch=max_batch, max_new_tokens=max_new_tokens,
+               served_name=served_name) as server:
         service = server.service
         served = Served(server.url, service.completer.name, service.completer.context,
                         service.limit, service.requests)

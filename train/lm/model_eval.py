@@ -152,6 +152,7 @@ class Request:
     max_batch: int = 32
     served_name: str | None = None
     spec: str | None = None  # an experiment spec whose harness space is evaluated
+    ray_address: str | None = None  # black-box episodes as Ray tasks there (not planned)
 
 
 def label_of(request: Request) -> str:
@@ -215,6 +216,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     from hscale.harness.blackbox import is_blackbox
     from hscale.train.lm import open_chat_model
     from hscale.train.lm.blackbox_eval import play
+    from hscale.train.lm.blackbox_ray import play_on_ray
     from hscale.train.lm.drive import drive
     from hscale.train.workload import eval_jobs
 
@@ -257,9 +259,16 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
                   seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
                              j.task.task_id) for d, j in inside], done=done_of(inside))
-            play(model, [(j.harness, j.task) for _, j in outside], done_of(outside),
-                 greedy=[d == "greedy" for d, _ in outside], max_batch=request.max_batch,
-                 max_new_tokens=request.max_new_tokens)
+            clis = [(j.harness, j.task) for _, j in outside]
+            options = {"greedy": [d == "greedy" for d, _ in outside],
+                       "served_name": request.served_name, "max_batch": request.max_batch,
+                       "max_new_tokens": request.max_new_tokens}
+            if request.ray_address is not None:  # the model opened again on each node
+                play_on_ray(request.ray_address, request.model, clis, done_of(outside),
+                            **options)
+            else:  # an endpoint is fronted in proxy mode (its own tool calling)
+                endpoint = request.model.startswith(("http://", "https://"))
+                play(request.model if endpoint else model, clis, done_of(outside), **options)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)
