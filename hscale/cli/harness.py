@@ -39,8 +39,10 @@ def _space(spec: Path | None):
 
 
 def _all_labels(space, out_of_space: list[str]) -> list[str]:
+    """Every harness of hscale's own: a black-box CLI (bb/...) renders its own prompts."""
     factors = space.factor_space
-    return factors.labels(factors.all_configs()) + out_of_space
+    return factors.labels(factors.all_configs()) + [h for h in out_of_space
+                                                     if not h.startswith("bb/")]
 
 
 @app.command("list")
@@ -101,6 +103,10 @@ def _harness(label: str, spec: Path | None = None):
     from hscale.harness.harness import harness_named
     from hscale.harness.space import PRESETS
 
+    if label.startswith("bb/"):
+        raise HscaleError(f"{label} is a real CLI: it renders its own prompts",
+                          f"see them in a record: hscale evaluate MODEL --harnesses {label}, "
+                          "or hscale serve MODEL --record DIR")
     space, _ = _space(spec)
     try:
         return harness_named(label, space).fresh()

@@ -58,6 +58,16 @@ def test_a_run_refuses_a_harness_not_installed_before_writing_anything(tmp_path)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.parquet"))
 
 
+def test_harness_commands_take_a_spec_with_black_box_harnesses(tmp_path):
+    spec = _spec(tmp_path)
+    check = hscale("harness", "selfcheck", "--spec", spec, "--tasks", "1")
+    assert check.returncode == 0, check.stderr
+    assert "244 harnesses" in check.stdout  # 243 configurations and oos/shell, no CLI
+    render = hscale("harness", "render", "bb/codex")
+    assert render.returncode == 2 and "real CLI" in render.stderr
+    assert "\n" not in render.stderr.strip()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("error_rate", [0.0, 1.0])
 def test_the_scripted_backend_plays_each_cli_and_its_checker_scores_it(tmp_path, error_rate):
