@@ -66,13 +66,14 @@ class Run:
 
 def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 300.0,
                  max_turns: int = 30, root: str | Path | None = None,
-                 greedy: bool | None = None) -> Episode:
+                 greedy: bool | None = None, session: str | None = None) -> Episode:
     """The episode of ``task`` under the black-box harness ``name``; ``greedy`` pins its
-    decoding (True: temperature 0, False: 1; None: what the CLI asks for)."""
+    decoding (True: temperature 0, False: 1; None: what the CLI asks for); ``session``
+    names its requests in the server's record (a fresh ``bb-...`` id by default)."""
     harness = get(name)
     if not harness.installed():
         raise HscaleError(f"{name} is not installed", f"run 'hscale harness install {name}'")
-    session = f"bb-{uuid.uuid4().hex[:16]}"
+    session = session or new_session()
     if served.limit is not None:
         served.limit(session, max_turns, None if greedy is None else 0.0 if greedy else 1.0)
     home = Path(tempfile.mkdtemp(prefix="hscale-bb-", dir=_homes()))
@@ -98,6 +99,10 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
                    [], [], [], final, reward, turns, termination, 0,
                    error or ("" if termination == "answer" else
                              f"{name}: {termination} after {time.monotonic() - began:.0f} s"))
+
+
+def new_session() -> str:
+    return f"bb-{uuid.uuid4().hex[:16]}"
 
 
 def _homes() -> Path:

@@ -51,11 +51,13 @@ class Termination(StrEnum):
 @dataclass(frozen=True)
 class Generation:
     """One assistant turn; token ids and log-probs when the policy has them (one log-prob per
-    id, plus the end-of-turn token's when the policy ended the turn by emitting it)."""
+    id, plus the end-of-turn token's when the policy ended the turn by emitting it), and the
+    prompt ids it was generated after where the model says (what a trainer replays)."""
 
     text: str
     token_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
+    prompt_ids: tuple[int, ...] | None = None
 
 
 @dataclass

@@ -158,8 +158,8 @@ class EmbeddedChat:
                                 _additive(valid[:, None, None, :t + 1]))
             last = hidden[:, 0]
             pos += 1
-        return [Generation(self.tok.decode(ids), tuple(ids), tuple(lp))
-                for ids, lp in zip(out, logps, strict=True)]
+        return [Generation(self.tok.decode(ids), tuple(ids), tuple(lp), tuple(prompt))
+                for ids, lp, prompt in zip(out, logps, prompts, strict=True)]
 
 
 

@@ -237,13 +237,13 @@ class HFChat:
         logprobs = recorder.finish(new).tolist()
         out = []
         stops = set(self.eos)
-        for row, lps in zip(new.tolist(), logprobs, strict=True):
+        for row, lps, prompt in zip(new.tolist(), logprobs, prompts, strict=True):
             end = next((k for k, t in enumerate(row) if t in stops), None)
             kept = row if end is None else row[:end]
             text = self.tok.decode(kept, skip_special_tokens=True)
             # the end token's log-prob is kept too when the model chose to stop
             out.append(Generation(text, tuple(kept),
-                                  tuple(lps[:len(kept) + (end is not None)])))
+                                  tuple(lps[:len(kept) + (end is not None)]), tuple(prompt)))
         return out
 
     def _prefill(self, prefix: list[int], rows: int) -> Any:

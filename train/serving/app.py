@@ -77,7 +77,8 @@ class Service:
         return {"time": datetime.now(UTC), "request_id": request_id, "path": http.url.path,
                 "method": http.method, "api": api, "status": 200,
                 "model": self.completer.name, "messages": "", "params": "", "tools": "",
-                "reply": "", "tool_calls": "", "token_ids": "", "finish_reason": "",
+                "reply": "", "tool_calls": "", "token_ids": "", "prompt_ids": "",
+                "logprobs": "", "by": "", "finish_reason": "",
                 "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "error": "",
                 "session": _session(http)}
 
@@ -123,7 +124,7 @@ def _endpoint(api: str, counting: bool = False):
             else:
                 service.counts[row["session"]] += 1
                 if service.counts[row["session"]] > service.limits.get(row["session"], 1 << 62):
-                    reply = Reply(TURN_LIMIT)
+                    reply = Reply(TURN_LIMIT, by="server")
                 else:
                     reply = await asyncio.wrap_future(service.batcher.submit(parsed))
                 row.update(reply.record())

@@ -113,13 +113,19 @@ class Reply:
     token_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
     tokens: tuple[str, ...] = ()
+    prompt_ids: tuple[int, ...] | None = None  # what the model was given, where it says
+    by: str = "model"  # or "server": a text the server wrote (the turn limit)
 
     def record(self) -> dict[str, Any]:
+        """The reply's record fields; ids and log-probs as JSON lists, "" where unknown."""
         return {"reply": self.text, "finish_reason": self.finish,
                 "tool_calls": json.dumps([{"id": c.id, "name": c.name,
                                            "arguments": c.arguments} for c in self.calls]),
                 "token_ids": json.dumps(list(self.token_ids or ())),
-                "prompt_tokens": self.prompt_tokens,
+                "prompt_ids": "" if self.prompt_ids is None else json.dumps(
+                    list(self.prompt_ids)),
+                "logprobs": "" if self.logprobs is None else json.dumps(list(self.logprobs)),
+                "by": self.by, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens}
 
 

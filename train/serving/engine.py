@@ -91,9 +91,11 @@ class LocalCompleter:
             text, calls = parse_calls(gen.text, request.tools, request.tool_choice)
         finish = "tool_calls" if calls else ("stop" if ended else "length")
         tokens = tuple(token_text(i) for i in ids) if ids and callable(token_text) else ()
+        prompt_ids = getattr(gen, "prompt_ids", None)
         return Reply(text, calls, finish, prompt_tokens,
                      len(ids) if ids is not None else len(gen.logprobs or ()), ids,
-                     tuple(gen.logprobs) if gen.logprobs is not None else None, tokens)
+                     tuple(gen.logprobs) if gen.logprobs is not None else None, tokens,
+                     tuple(prompt_ids) if prompt_ids is not None else None)
 
 
 class ProxyCompleter:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -41,8 +42,9 @@ class ScriptedChat:
         out = []
         for messages in conversations:
             text = self._turn(list(messages))
-            n = len(text.split())
-            out.append(Generation(text, tuple(range(n)), (0.0,) * (n + 1)))
+            ids = _word_ids(text)
+            prompt = [i for m in messages for i in _word_ids(f"{m.role} {m.content}")]
+            out.append(Generation(text, ids, (-0.5,) * (len(ids) + 1), tuple(prompt)))
         return out
 
     def _turn(self, messages: list[Message]) -> str:
@@ -78,6 +80,11 @@ class ScriptedChat:
 
     def render(self, messages: Sequence[Message]) -> str:
         return "\n".join(f"[{m.role}] {m.content}" for m in messages)
+
+
+def _word_ids(text: str) -> tuple[int, ...]:
+    """A word a token (its CRC-32, folded): stable ids for the record to keep."""
+    return tuple(zlib.crc32(w.encode()) % 50_000 for w in text.split())
 
 
 def _offered(system: str) -> list[dict]:

@@ -78,7 +78,7 @@ class RolloutCompleter:
         ended = len(tokens) < params["max_tokens"]
         finish = "tool_calls" if calls else ("stop" if ended else "length")
         return Reply(shown, calls, finish, len(ids), len(tokens), tuple(tokens),
-                     tuple(logprobs) if logprobs else None)
+                     tuple(logprobs) if logprobs else None, prompt_ids=tuple(ids))
 
 
 async def play(agent: Any, label: str, task: Task, info: dict[str, Any],
