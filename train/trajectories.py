@@ -42,6 +42,11 @@ class Sample:
     prompt_ids: tuple[int, ...]
     response_ids: tuple[int, ...]
     logprobs: tuple[float, ...] | None
+    # the call as text, as recorded (JSON turns; the reply and its tool calls): what a
+    # student with another tokenizer is fine-tuned on (black-box SFT)
+    messages: str = ""
+    reply: str = ""
+    tool_calls: str = ""
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -73,11 +78,13 @@ class EpisodeLog:
         return read_journal(self.path)
 
 
-def samples(record: Any, episodes: Iterable[Mapping[str, Any]]) -> list[Sample]:
+def samples(record: Any, episodes: Iterable[Mapping[str, Any]], exact: bool = True
+            ) -> list[Sample]:
     """Every model call of every episode, in episode order then call order. ``record``: a
     record folder or its frame (hscale.train.lm.record.read_record); ``episodes``: rows
     with ``session``, ``harness``, ``task_id`` and ``reward``. Raises HscaleError naming the
-    session and the reason when one cannot be replayed exactly."""
+    session and the reason when one cannot be replayed exactly; with ``exact`` False, a
+    call without ids is kept as text (ids empty: a teacher's calls for another model)."""
     frame = _frame(record)
     out: list[Sample] = []
     for episode in episodes:
@@ -89,10 +96,11 @@ def samples(record: Any, episodes: Iterable[Mapping[str, Any]]) -> list[Sample]:
             raise HscaleError(f"session {session}: no model call in the record",
                               "the CLI never reached the served model; see its episode's error")
         for k, row in enumerate(calls):
-            prompt, response, logprobs = _call(row, f"session {session} call {k}")
+            prompt, response, logprobs = _call(row, f"session {session} call {k}", exact)
             out.append(Sample(session, k, len(calls), str(episode["harness"]),
                               str(episode["task_id"]), float(episode["reward"]), prompt,
-                              response, logprobs))
+                              response, logprobs, str(row.get("messages", "")),
+                              str(row.get("reply", "")), str(row.get("tool_calls", ""))))
     return out
 
 
@@ -104,13 +112,15 @@ def _frame(record: Any) -> Any:
     return record
 
 
-def _call(row: Mapping[str, Any], where: str
+def _call(row: Mapping[str, Any], where: str, exact: bool
           ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]:
     if int(row.get("status", 0)) != 200:
         raise HscaleError(f"{where}: the request failed ({row.get('status')}: "
                           f"{str(row.get('error', ''))[:200]})",
                           "an episode with a refused call is not a trajectory: drop it")
     prompt, response = _ids(row.get("prompt_ids")), _ids(row.get("token_ids"))
+    if not exact:
+        return prompt or (), response or (), None
     if prompt is None or not prompt:
         raise HscaleError(f"{where}: the record has no prompt ids (model {row.get('model')})",
                           "serve a model that reports them (Hugging Face, embedded, veRL's "

@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "model": ("hscale.cli.model:app", "Base models of the embedded CPU trainer."),
     "tasks": ("hscale.cli.tasks:app",
               "Task sets: count, categories, a rendered example, and every problem in one report."),
+    "collect": ("hscale.cli.collect:collect_cmd",
+                "Trajectories of a teacher through a real black-box harness, for training."),
     "serve": ("hscale.cli.serve:serve_cmd",
               "Serve a model at an OpenAI-compatible endpoint, recording every request."),
     "doctor": ("hscale.cli.doctor:doctor_cmd",

@@ -88,3 +88,34 @@ def test_a_recorded_black_box_episode_replays_the_served_models_tokens(name, tmp
         assert (sample.harness, sample.task_id, sample.reward) == (name, task.task_id, 1.0)
     rows = read_record(record)
     assert json.loads(rows[rows.session == session].iloc[0].prompt_ids)  # kept as JSON
+
+
+def test_a_teachers_calls_without_ids_are_kept_as_text_when_asked():
+    row = _row("a", 0, prompt="", ids="")
+    row.update(messages='[{"role": "user", "content": "hi"}]', reply="hello")
+    [got] = samples(pd.DataFrame([row]), [{"session": "a", "harness": "bb/x", "task_id": "t",
+                                           "reward": 1.0}], exact=False)
+    assert got.ids == () and json.loads(got.messages)[0]["content"] == "hi"
+    assert got.reply == "hello"
+
+
+@pytest.mark.slow
+def test_hscale_collect_records_a_teacher_and_resumes(tmp_path):
+    from tests.cli import hscale
+
+    name = "bb/codex"
+    if not HARNESSES.get(name).installed():
+        pytest.skip(f"{name} is not installed here: hscale harness install {name}")
+    out = tmp_path / "collected"
+    first = hscale("collect", "scripted", "--harness", name, "--tasks", "3", "--out", out)
+    assert first.returncode == 0, first.stderr
+    assert "3 episodes" in first.stdout and "3 solved" in first.stdout
+    log = EpisodeLog(out / "record").read()
+    again = hscale("collect", "scripted", "--harness", name, "--tasks", "3", "--out", out)
+    assert again.returncode == 0 and EpisodeLog(out / "record").read() == log  # nothing new
+    other = hscale("collect", "scripted", "--harness", "bb/claude-code", "--tasks", "3",
+                   "--out", out)
+    assert other.returncode == 2 and "another collection" in other.stderr
+    got = samples(out / "record", log)
+    assert {s.session for s in got} == {r["session"] for r in log}
+    assert all(s.reward == 1.0 and sum(s.mask) == len(s.response_ids) for s in got)

@@ -1,0 +1,44 @@
+"""``hscale collect TEACHER --harness bb/...``: trajectories of a teacher through a real
+black-box harness, recorded for training (hscale.train.lm.collect)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def collect_cmd(
+    teacher: Annotated[str, typer.Argument(help="scripted (the tasks' known solutions), or a "
+                                                "model as hscale evaluate takes it.")],
+    harness: Annotated[str, typer.Option(help="The black-box harness played through "
+                                              "(bb/claude-code, bb/codex, bb/openclaw).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The collection's folder.")],
+    benchmark: Annotated[str, typer.Option(help="Task set.")] = "builtin",
+    path: Annotated[str | None, typer.Option(help="The benchmark's files (data kinds).")
+                    ] = None,
+    split: Annotated[str, typer.Option(help="train or eval.")] = "train",
+    tasks: Annotated[int, typer.Option(min=1, max=100_000, help="Tasks to play.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the built-in tasks.")] = 0,
+    served_name: Annotated[str | None, typer.Option(
+        help="An endpoint teacher's model name.")] = None,
+) -> None:
+    """Play TEACHER through a black-box harness on a task set, recording every model call
+    and each episode's reward; rerun to finish an interrupted collection. Read it back with
+    hscale.train.trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from hscale.train.lm.collect import Collection, collect
+    from hscale.train.trajectories import EpisodeLog
+
+    asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task("episodes", total=None)
+        record = collect(asked, out, lambda done, total: bar.update(task, completed=done,
+                                                                     total=total))
+    rows = EpisodeLog(record).read()
+    solved = sum(r["reward"] >= 1.0 for r in rows)
+    print(f"collected {len(rows)} episodes of {teacher} through {harness}, {solved} solved; "
+          f"record in {record}")
