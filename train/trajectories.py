@@ -47,6 +47,7 @@ class Sample:
     messages: str = ""
     reply: str = ""
     tool_calls: str = ""
+    tool_specs: str = ""
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -100,7 +101,8 @@ def samples(record: Any, episodes: Iterable[Mapping[str, Any]], exact: bool = Tr
             out.append(Sample(session, k, len(calls), str(episode["harness"]),
                               str(episode["task_id"]), float(episode["reward"]), prompt,
                               response, logprobs, str(row.get("messages", "")),
-                              str(row.get("reply", "")), str(row.get("tool_calls", ""))))
+                              str(row.get("reply", "")), str(row.get("tool_calls", "")),
+                              str(row.get("tool_specs", ""))))
     return out
 
 

@@ -26,11 +26,13 @@ from typing import Any
 from hscale.journal import Journal, read_journal
 
 # ``api``: chat, responses or messages; ``session``: the client's session (a header such as
-# x-claude-code-session-id); ``tools``: the names offered; ``tool_calls``, ``token_ids`` of
+# x-claude-code-session-id); ``tools``: the names offered (``tool_specs``: with their
+# descriptions and parameters); ``tool_calls``, ``token_ids`` of
 # the reply, ``prompt_ids`` the model was given and the reply's ``logprobs``, as JSON text
 # ("" where the model does not say); ``by``: model, or server for a text it wrote itself
 RECORD_COLUMNS = ("time", "request_id", "path", "method", "api", "status", "model", "session",
-                  "messages", "params", "tools", "reply", "tool_calls", "token_ids",
+                  "messages", "params", "tools", "tool_specs", "reply", "tool_calls",
+                  "token_ids",
                   "prompt_ids", "logprobs", "by", "finish_reason", "prompt_tokens",
                   "completion_tokens", "seconds", "error")
 JOURNAL_PREFIX, PART_PREFIX = "_requests-", "requests-"

@@ -77,8 +77,8 @@ class Service:
         return {"time": datetime.now(UTC), "request_id": request_id, "path": http.url.path,
                 "method": http.method, "api": api, "status": 200,
                 "model": self.completer.name, "messages": "", "params": "", "tools": "",
-                "reply": "", "tool_calls": "", "token_ids": "", "prompt_ids": "",
-                "logprobs": "", "by": "", "finish_reason": "",
+                "tool_specs": "", "reply": "", "tool_calls": "", "token_ids": "",
+                "prompt_ids": "", "logprobs": "", "by": "", "finish_reason": "",
                 "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "error": "",
                 "session": _session(http)}
 

@@ -81,12 +81,28 @@ class Request:
         """The request's fields for a record row."""
         return {"messages": json.dumps([_turn_json(t) for t in self.turns]),
                 "tools": json.dumps([t.name for t in self.tools]),
+                "tool_specs": json.dumps([{"name": t.name, "description": t.description,
+                                           "parameters": t.parameters} for t in self.tools]),
                 "params": json.dumps({"api": self.api, "model": self.model,
                                       "max_tokens": self.max_tokens,
                                       "temperature": self.temperature, "seed": self.seed,
                                       "stream": self.stream, "tool_choice": self.tool_choice,
                                       "logprobs": self.logprobs}),
                 "session": self.session}
+
+
+def turns_of(text: str) -> list[Turn]:
+    """A recorded ``messages`` field back as turns."""
+    return [Turn(t["role"], t.get("content") or "",
+                 tuple(Call(c["id"], c["name"], c.get("arguments") or "{}")
+                       for c in t.get("tool_calls") or ()), t.get("tool_call_id") or "")
+            for t in json.loads(text or "[]")]
+
+
+def tools_of_record(text: str) -> list[Tool]:
+    """A recorded ``tool_specs`` field back as tools."""
+    return [Tool(t["name"], t.get("description") or "", t.get("parameters") or {})
+            for t in json.loads(text or "[]")]
 
 
 def _turn_json(turn: Turn) -> dict[str, Any]:
