@@ -138,3 +138,20 @@ def test_an_hf_model_with_a_tools_template_renders_them_itself(tmp_path):
     rendered = chat.template_ids([{"role": "system", "content": "you work here"},
                                   {"role": "user", "content": "list"}], TOOLS)
     assert reply.usage.prompt_tokens == len(rendered)
+
+
+def test_a_conversation_the_template_refuses_is_a_400_of_its_own():
+    from hscale.train.serving.chat import BadRequest, Request
+    from hscale.train.serving.engine import LocalCompleter
+
+    class Picky(TemplateModel):
+        def template_ids(self, chat, tools):
+            if any(m["content"] == "refuse" for m in chat):
+                raise ValueError("Conversation roles must alternate")
+            return super().template_ids(chat, tools)
+
+    replies = LocalCompleter(Picky()).complete([
+        Request("chat", [Turn("user", "refuse")], [Tool("bash", "", BASH)]),
+        Request("chat", [Turn("user", "read")], [Tool("bash", "", BASH)])])
+    assert isinstance(replies[0], BadRequest) and "roles must alternate" in str(replies[0])
+    assert replies[1].calls[0].name == "bash"

@@ -58,10 +58,14 @@ class LocalCompleter:
                      else random.getrandbits(62) for i in index]
             greedy = [requests[i].temperature == 0 for i in index]
             if self.template_tools:
-                prompts = [self.model.template_ids(*to_template(
-                    requests[i].turns, requests[i].tools, requests[i].tool_choice))
-                    for i in index]
-                gens = self.model.generate_ids(prompts, greedy, limit, seeds)
+                prompts = [self._template_ids(requests[i]) for i in index]
+                for i, prompt in zip(index, prompts, strict=True):
+                    if isinstance(prompt, BadRequest):
+                        out[i] = prompt
+                keep = [k for k, p in enumerate(prompts) if not isinstance(p, BadRequest)]
+                index, prompts = [index[k] for k in keep], [prompts[k] for k in keep]
+                gens = self.model.generate_ids(prompts, [greedy[k] for k in keep], limit,
+                                               [seeds[k] for k in keep]) if keep else []
                 counts = [len(p) for p in prompts]
             else:
                 chats = [to_messages(requests[i].turns, requests[i].tools,
@@ -77,6 +81,16 @@ class LocalCompleter:
                     f"with room for {limit} new ones") if unfit else \
                     self._reply(requests[i], prompt, gen)
         return [r for r in out if r is not None]
+
+    def _template_ids(self, request: Request) -> list[int] | BadRequest:
+        """The request's prompt through the model's template; a conversation the template
+        refuses (its own exception: a turn order it does not take) is that request's 400."""
+        try:
+            return self.model.template_ids(*to_template(request.turns, request.tools,
+                                                        request.tool_choice))
+        except Exception as exc:  # noqa: BLE001 -- jinja's and the template's own errors
+            return BadRequest(f"{self.name}'s chat template refuses this conversation: "
+                              f"{str(exc)[:200]}")
 
     def _limit(self, request: Request) -> int:
         limit = min(request.max_tokens, self.max_new_tokens)
