@@ -314,3 +314,49 @@ def test_an_upstream_refusal_is_that_requests_alone():
                     bad.result(timeout=30)
     finally:
         upstream.shutdown()
+
+
+def test_a_server_stopped_under_a_request_records_it_and_its_batcher_survives(
+        tmp_path, monkeypatch):
+    """The CLI of a timed-out episode is gone, its request still generating: stopping the
+    server cancels it cleanly (a 503 in the record) and the batcher neither crashes nor
+    generates a request whose client is gone."""
+    import time
+
+    import hscale.train.serving.server as server_module
+
+    monkeypatch.setattr(server_module, "GRACE_S", 0.5)
+    crashes = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+
+    class Slow(ScriptedChat):
+        def generate(self, conversations, **kwargs):
+            time.sleep(2.0)
+            return super().generate(conversations, **kwargs)
+
+    record = tmp_path / "record"
+    with serve(Slow(), port=0, record=record) as running:
+        url = running.url
+        threads = [threading.Thread(target=lambda: _quietly(send_json_to, url), daemon=True)
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+    time.sleep(2.5)  # the batch in hand finishes after the stop
+    assert crashes == []
+    rows = read_record(record)
+    assert set(rows.status) <= {200, 503} and (rows.status == 503).any()
+
+
+def send_json_to(url):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    request = urllib.request.Request(f"{url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    return urllib.request.urlopen(request, timeout=10).read()
+
+
+def _quietly(call, *args):
+    try:
+        call(*args)
+    except OSError:
+        pass

@@ -126,7 +126,14 @@ def _endpoint(api: str, counting: bool = False):
                 if service.counts[row["session"]] > service.limits.get(row["session"], 1 << 62):
                     reply = Reply(TURN_LIMIT, by="server")
                 else:
-                    reply = await asyncio.wrap_future(service.batcher.submit(parsed))
+                    try:
+                        reply = await asyncio.wrap_future(service.batcher.submit(parsed))
+                    except asyncio.CancelledError:  # the server stops under this request
+                        row.update(status=503, error="the server stopped first",
+                                   seconds=time.perf_counter() - began)
+                        service.record(row)
+                        return JSONResponse(face.error(503, "the server is stopping"),
+                                            status_code=503)
                 row.update(reply.record())
         except BadRequest as exc:
             status, payload = 400, face.error(400, str(exc), exc.param)

@@ -242,17 +242,23 @@ class Batcher:
                     stop = True
                     break
                 batch.append(item)
-            self.batches.append(len(batch))
-            try:
-                replies = self.completer.complete([r for r, _ in batch])
-            except BaseException as exc:  # noqa: BLE001 -- each waiting request hears of it
-                for _, future in batch:
-                    future.set_exception(exc)
-            else:
-                for (_, future), reply in zip(batch, replies, strict=True):
-                    if isinstance(reply, BaseException):
-                        future.set_exception(reply)
-                    else:
-                        future.set_result(reply)
+            # a request whose client is gone (its future cancelled) is not generated
+            batch = [(r, f) for r, f in batch if f.set_running_or_notify_cancel()]
+            if batch:
+                self._answer(batch)
             if stop:
                 return
+
+    def _answer(self, batch: list[tuple[Request, Future]]) -> None:
+        self.batches.append(len(batch))
+        try:
+            replies = self.completer.complete([r for r, _ in batch])
+        except BaseException as exc:  # noqa: BLE001 -- each waiting request hears of it
+            for _, future in batch:
+                future.set_exception(exc)
+        else:
+            for (_, future), reply in zip(batch, replies, strict=True):
+                if isinstance(reply, BaseException):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)

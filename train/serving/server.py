@@ -16,6 +16,9 @@ from hscale.train.serving.app import Service, build_app
 from hscale.train.serving.engine import Batcher, Completer, LocalCompleter, ProxyCompleter
 
 
+GRACE_S = 5  # seconds a stopping server waits for requests in flight, then cancels them
+
+
 class Server:
     """A running server: ``url`` is the base URL (ending in ``/v1``); ``shutdown()`` stops
     it, then the batcher, then writes the record's last part. A context manager."""
@@ -30,7 +33,7 @@ class Server:
         self.url = f"http://{shown}:{self.port}/v1"
         config = uvicorn.Config(build_app(service), log_level="info" if verbose else "warning",
                                 access_log=verbose, lifespan="off",
-                                timeout_graceful_shutdown=5)
+                                timeout_graceful_shutdown=GRACE_S)
         self._server = uvicorn.Server(config)
         self._sock = sock
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
