@@ -5,6 +5,7 @@ sessions batched; proxy mode in front of an OpenAI-compatible server that is not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import urllib.request
@@ -356,7 +357,5 @@ def send_json_to(url):
 
 
 def _quietly(call, *args):
-    try:
+    with contextlib.suppress(OSError):
         call(*args)
-    except OSError:
-        pass
