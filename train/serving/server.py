@@ -15,7 +15,6 @@ from hscale.train.lm.record import Recorder
 from hscale.train.serving.app import Service, build_app
 from hscale.train.serving.engine import Batcher, Completer, LocalCompleter, ProxyCompleter
 
-
 GRACE_S = 5  # seconds a stopping server waits for requests in flight, then cancels them
 
 
