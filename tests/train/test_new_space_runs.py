@@ -25,6 +25,7 @@ def spec(tmp_path_factory) -> Path:
     return folder / "new-space.yaml"
 
 
+@pytest.mark.slow  # 27 s: the fast suite keeps its 10 minutes
 def test_the_example_trains_evaluates_and_reports_with_quick(spec):
     runs = spec.parent / "runs"
     done = hscale("run", spec, "--quick", "--out", runs)

@@ -62,6 +62,7 @@ def test_examples_show_the_student_the_served_prompt_and_train_the_reply_only(ti
     assert reply.rstrip().endswith("<|im_end|>")
 
 
+@pytest.mark.slow  # 18 s of LoRA steps
 def test_lora_steps_make_the_teachers_reply_likelier_and_save_a_model_folder(tiny, tmp_path):
     from transformers import AutoTokenizer
 
