@@ -118,6 +118,9 @@ def test_a_black_box_row_runs_the_real_cli_against_the_rollout_servers(local_ray
 
     if not HARNESSES.get("bb/claude-code").installed():
         pytest.skip("bb/claude-code is not installed: hscale harness install bb/claude-code")
+    for actor in ray.util.list_named_actors():  # an earlier test's replica holds the name
+        if actor.startswith(f"{ROLLOUT}_server"):
+            ray.kill(ray.get_actor(actor))
     cfg = config(tmp_path, tiny_model)
     rollout = cfg.actor_rollout_ref.rollout
     rollout.n, rollout.prompt_length, rollout.max_model_len = 1, 16384, 16384 + 96
