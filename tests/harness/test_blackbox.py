@@ -106,7 +106,7 @@ class _Hits(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("name", ["bb/claude-code", "bb/openclaw"])  # Node 20 and Node 24
+@pytest.mark.parametrize("name", ["bb/claude-code", "bb/codex"])  # a Node CLI, a Rust one
 def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
     """Another port of this machine's loopback and an outside host are both unreachable
     from the commands the CLI runs, while the endpoint answers every turn (the namespace
