@@ -6,14 +6,17 @@ port at 127.0.0.1 and carries each connection over a Unix socket; outside, a rel
 carries what arrives on that socket to the endpoint. Nothing else is reachable from the CLI
 or the commands it runs: no other host, no other port of this machine's loopback, no DNS.
 Where this machine cannot make a network namespace (not root and no unprivileged user
-namespaces), :func:`isolation` says so and the CLI runs with its proxy variables pointed at
-a closed port only (clients that honour them reach nothing else).
+namespaces) or the relay cannot bring its loopback up there, :func:`isolation` says so and
+the CLI runs with its proxy variables pointed at a closed port only (clients that honour
+them reach nothing else).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -27,9 +30,26 @@ from hscale.harness.tasks.sandbox import no_network_prefix
 RELAY = Path(__file__).with_name("netns_relay.py")  # run by path: standard library only
 
 
+@functools.cache
+def fence() -> tuple[str, ...]:
+    """The namespace prefix when the whole fence works here (the inside relay starts and
+    brings its loopback up), probed once a process; () when it does not."""
+    prefix = no_network_prefix()
+    if not prefix:
+        return ()
+    with tempfile.TemporaryDirectory(prefix="hscale-net-") as folder:
+        try:
+            done = subprocess.run([*prefix, sys.executable, "-I", str(RELAY),
+                                   str(Path(folder) / "probe.sock"), "0", "--", "true"],
+                                  capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return ()
+    return prefix if done.returncode == 0 else ()
+
+
 def isolation() -> str:
     """How episodes are kept off the network here, in words."""
-    if no_network_prefix():
+    if fence():
         return "a network namespace per episode: only the served endpoint is reachable"
     return ("proxy variables only (this machine cannot make network namespaces: run as "
             "root or allow unprivileged user namespaces)")
@@ -40,7 +60,7 @@ def isolated(argv: Sequence[str], url: str) -> Iterator[list[str]]:
     """``argv`` as it runs in a network namespace that reaches ``url``'s host and port only
     (at 127.0.0.1 and the same port inside); ``argv`` itself where no namespace can be
     made. The outside relay lives as long as the context."""
-    prefix = no_network_prefix()
+    prefix = fence()
     if not prefix:
         yield list(argv)
         return
