@@ -31,6 +31,7 @@ from hscale.errors import HscaleError, reason
 from hscale.harness.engine import Generation
 from hscale.harness.types import Message
 from hscale.train.lm.base import MAX_NEW_TOKENS, chat_dicts, flags, row_generator, row_seeds
+from hscale.train.serving.tool_prompt import renders_tools
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch
@@ -90,11 +91,9 @@ class HFChat:
             raise HscaleError(f"{folder}: the model does not load ({reason(exc)})",
                               "save the model there with save_pretrained, or import it "
                               "again") from None
-        template = self.tok.chat_template
-        # a template that renders ``tools`` (Qwen, Hermes, Llama 3.x...) is given the request's
-        # tools and calls itself (hscale.train.serving.engine); else hscale's tool prompt
-        self.template_tools = "tools" in (template if isinstance(template, str)
-                                          else json.dumps(template))
+        # a template that renders ``tools`` is given a request's tools and calls itself
+        # (hscale.train.serving.engine); else hscale's tool prompt
+        self.template_tools = renders_tools(self.tok.chat_template)
         self.eos = self._stop_ids()
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos[0]
         config = self.model.config

@@ -22,7 +22,7 @@ from typing import Any
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.train.serving.chat import Call, Turn, tools_of_record, turns_of
-from hscale.train.serving.tool_prompt import to_messages, to_template
+from hscale.train.serving.tool_prompt import template_chat
 from hscale.train.trajectories import Sample
 
 RESULT = "sft.json"  # the fine-tune's settings and losses, beside the weights
@@ -71,15 +71,10 @@ def examples(tok: Any, calls: Sequence[Sample], template_tools: bool, max_tokens
 def _texts(tok: Any, turns: list[Turn], reply: Turn, tools: list, template_tools: bool
            ) -> tuple[str, str]:
     """The prompt as served (with the generation prompt) and the same with the reply."""
-    from hscale.train.lm.base import chat_dicts
-
-    if template_tools:
-        chat, specs = to_template([*turns, reply], tools, "auto")
-    else:
-        chat, specs = chat_dicts(to_messages([*turns, reply], tools, "auto")), []
-    render = lambda dicts, more: tok.apply_chat_template(  # noqa: E731
-        dicts, tools=specs or None, tokenize=False, add_generation_prompt=more)
-    return render(chat[:-1], True), render(chat, False)
+    chat, specs = template_chat([*turns, reply], tools, "auto", template_tools)
+    return tuple(tok.apply_chat_template(dicts, tools=specs or None, tokenize=False,
+                                         add_generation_prompt=more)
+                 for dicts, more in ((chat[:-1], True), (chat, False)))
 
 
 def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,

@@ -31,7 +31,7 @@ from hscale.train.lm.record import Recorder
 from hscale.train.serving import anthropic, openai_chat, responses
 from hscale.train.serving.chat import BadRequest, Reply, new_id
 from hscale.train.serving.engine import Batcher, Completer
-from hscale.train.serving.tool_prompt import to_messages, to_template
+from hscale.train.serving.tool_prompt import to_messages
 
 MAX_BODY = 32 << 20  # bytes of one request
 TURN_LIMIT = "(the turn limit of this episode is reached)"
@@ -168,8 +168,10 @@ def _message(payload: dict[str, Any]) -> str:
 def _count(service: Service, request: Any) -> int:
     model = getattr(service.completer, "model", None)
     if getattr(service.completer, "template_tools", False):
-        return len(model.template_ids(*to_template(request.turns, request.tools,
-                                                   request.tool_choice)))
+        prompt = service.completer.template_prompt(request)
+        if isinstance(prompt, BadRequest):
+            raise prompt
+        return len(prompt)
     count = getattr(model, "prompt_tokens", None)
     messages = to_messages(request.turns, request.tools, request.tool_choice)
     if callable(count):

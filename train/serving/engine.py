@@ -58,7 +58,7 @@ class LocalCompleter:
                      else random.getrandbits(62) for i in index]
             greedy = [requests[i].temperature == 0 for i in index]
             if self.template_tools:
-                prompts = [self._template_ids(requests[i]) for i in index]
+                prompts = [self.template_prompt(requests[i]) for i in index]
                 for i, prompt in zip(index, prompts, strict=True):
                     if isinstance(prompt, BadRequest):
                         out[i] = prompt
@@ -82,7 +82,7 @@ class LocalCompleter:
                     self._reply(requests[i], prompt, gen)
         return [r for r in out if r is not None]
 
-    def _template_ids(self, request: Request) -> list[int] | BadRequest:
+    def template_prompt(self, request: Request) -> list[int] | BadRequest:
         """The request's prompt through the model's template; a conversation the template
         refuses (its own exception: a turn order it does not take) is that request's 400."""
         try:

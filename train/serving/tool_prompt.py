@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hscale.harness.types import Message
+from hscale.train.lm.base import chat_dicts
 from hscale.train.serving.chat import Call, Tool, Turn, new_id
 
 TOOL_PROMPT = """# tools
@@ -99,6 +100,22 @@ def to_template(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str
                                           "parameters": t.parameters}}
         for t in tools if tool_choice in CHOICES or t.name == tool_choice]
     return chat, offered
+
+
+def renders_tools(template: Any) -> bool:
+    """Whether a tokenizer's chat template (a string, or named templates) renders ``tools``
+    (Qwen, Hermes, Llama 3.x...): such a model gets a request's tools through it."""
+    return "tools" in (template if isinstance(template, str) else json.dumps(template or ""))
+
+
+def template_chat(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str,
+                  template_tools: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(chat-template dicts, tool specs to pass it) for a tokenizer's own template: the
+    template's tool fields where it renders tools (:func:`to_template`), else the tool
+    prompt's messages (:func:`to_messages`) and no specs."""
+    if template_tools:
+        return to_template(turns, tools, tool_choice)
+    return chat_dicts(to_messages(turns, tools, tool_choice)), []
 
 
 def _call_text(call: Call) -> str:

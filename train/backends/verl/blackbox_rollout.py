@@ -20,9 +20,8 @@ from uuid import uuid4
 
 from hscale.harness.blackbox_run import Served, run_blackbox
 from hscale.harness.tasks import Task
-from hscale.train.lm.base import chat_dicts
 from hscale.train.serving.chat import BadRequest, Reply, Request
-from hscale.train.serving.tool_prompt import parse_calls, to_messages, to_template
+from hscale.train.serving.tool_prompt import parse_calls, renders_tools, template_chat
 
 PLAYER = f"{__name__}:play"
 
@@ -40,18 +39,13 @@ class RolloutCompleter:
         self.context = int(config.get("max_model_len") or
                            (int(config.prompt_length) + self.response_length))
         self.name = "verl-rollout"
-        template = self.tok.chat_template or ""
-        self.template_tools = "tools" in (template if isinstance(template, str) else
-                                          str(template))
+        self.template_tools = renders_tools(self.tok.chat_template)
         self.request_id = uuid4().hex  # one a rollout: its calls stay on one server
         self.calls: list[tuple[list[int], list[int], list[float] | None]] = []
 
     def prompt_ids(self, request: Request) -> list[int]:
-        if self.template_tools:
-            chat, tools = to_template(request.turns, request.tools, request.tool_choice)
-        else:
-            chat = chat_dicts(to_messages(request.turns, request.tools, request.tool_choice))
-            tools = []
+        chat, tools = template_chat(request.turns, request.tools, request.tool_choice,
+                                    self.template_tools)
         text = self.tok.apply_chat_template(chat, tools=tools or None, tokenize=False,
                                             add_generation_prompt=True)
         return list(self.tok.encode(text, add_special_tokens=False))
