@@ -225,18 +225,9 @@ class _HarnessLoop:
             trained_streams = segments[-1:]
         else:
             trained_streams = [s for s in segments if s.turns] or segments[-1:]
-        extra = {
-            **tally.server_fields, "turn_scores": [], "tool_rewards": [],
-            # acc: veRL's main validation metric, counting failed sessions as 0
-            "reward_extra_info": {"success": float(reward >= 1.0),
-                                  "acc": float(reward >= 1.0),
-                                  "turns": float(episode.turns),
-                                  # numbers only (veRL averages them): 1 = the checker failed
-                                  "checker_error": float(bool(engine.env.checker_error))},
-            "hscale_harness": label, "hscale_task_id": task.task_id,
-            "hscale_termination": str(episode.termination), "hscale_segments": len(segments),
-            "hscale_turns": episode.turns, "hscale_parse_errors": episode.parse_errors,
-        }
+        extra = {**tally.server_fields,
+                 **episode_fields(episode, label, len(segments),
+                                  bool(engine.env.checker_error))}
         outputs = [self._output(s, reward, _num_turns(episode.messages),
                                 tally if i == len(trained_streams) - 1 else None,
                                 {**extra, "hscale_segment": i, "hscale_trained_turns": s.turns},
@@ -332,6 +323,22 @@ class _HarnessLoop:
 
 
 # ------------------------------------------------------------------------------- helpers
+
+
+def episode_fields(episode: Any, label: str, segments: int, checker_failed: bool
+                   ) -> dict[str, Any]:
+    """The extra fields of a rollout's outputs: what veRL averages and dumps (its
+    ``reward_extra_info``) and what hscale reads back from them."""
+    success = float(episode.reward >= 1.0)
+    return {"turn_scores": [], "tool_rewards": [],
+            # acc: veRL's main validation metric, counting failed sessions as 0; numbers only
+            # (veRL averages them): checker_error 1 = the checker failed
+            "reward_extra_info": {"success": success, "acc": success,
+                                  "turns": float(episode.turns),
+                                  "checker_error": float(checker_failed)},
+            "hscale_harness": label, "hscale_task_id": episode.task_id,
+            "hscale_termination": str(episode.termination), "hscale_segments": segments,
+            "hscale_turns": episode.turns, "hscale_parse_errors": episode.parse_errors}
 
 
 def _num_turns(history: Sequence[Message]) -> int:

@@ -20,6 +20,7 @@ from uuid import uuid4
 
 from hscale.harness.blackbox_run import Served, run_blackbox
 from hscale.harness.tasks import Task
+from hscale.harness.verl_agent_loop import episode_fields
 from hscale.train.serving.chat import BadRequest, Reply, Request
 from hscale.train.serving.tool_prompt import parse_calls, renders_tools, template_chat
 
@@ -109,14 +110,8 @@ def _output(agent: Any, completer: RolloutCompleter, episode: Any, label: str, t
         response, logprobs, mask = [agent.tokenizer.eos_token_id or 0], None, [0]
     limit = int(config.response_length)
     reward = float(episode.reward)
-    extra = {"turn_scores": [], "tool_rewards": [],
-             "reward_extra_info": {"success": float(reward >= 1.0), "acc": float(reward >= 1.0),
-                                   "turns": float(episode.turns),
-                                   "checker_error": float("checker:" in (episode.error or ""))},
-             "hscale_harness": label, "hscale_task_id": task.task_id,
-             "hscale_termination": str(episode.termination), "hscale_segments": 1,
-             "hscale_turns": episode.turns, "hscale_parse_errors": 0, "hscale_segment": 0,
-             "hscale_trained_turns": int(bool(completer.calls)),
+    extra = {**episode_fields(episode, label, 1, "checker:" in (episode.error or "")),
+             "hscale_segment": 0, "hscale_trained_turns": int(bool(completer.calls)),
              "hscale_model_calls": len(completer.calls),
              "hscale_error": (episode.error or "")[:500]}
     return AgentLoopOutput(
