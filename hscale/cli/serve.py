@@ -46,9 +46,10 @@ def serve_cmd(
     import signal
     import threading
 
+    from hscale.train.lm import is_endpoint
     from hscale.train.serving import serve
 
-    chat = model if model.startswith(("http://", "https://")) else open_model(model)
+    chat = model if is_endpoint(model) else open_model(model)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
     server = serve(chat, host, port, record=record, allow_remote=allow_remote,

@@ -18,9 +18,20 @@ HINT = ("give an endpoint (http://HOST:PORT/v1), smollm2, a Hugging Face model f
         "(with config.json), an embedded checkpoint (.pt) or preset (hscale-tiny)")
 
 
+def is_endpoint(name: str) -> bool:
+    """Whether a model name is an OpenAI-compatible endpoint's URL."""
+    return name.startswith(("http://", "https://"))
+
+
+def served_model(name: str, served_name: str | None = None) -> ChatModel | str:
+    """What ``hscale serve`` fronts for ``name``: an endpoint's URL as it is (proxy mode: its
+    own tool calling), else the model opened here."""
+    return name if is_endpoint(name) else open_chat_model(name, served_name)
+
+
 def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
     """The chat model ``name`` names; ``served_name`` is an endpoint's model name."""
-    if name.startswith(("http://", "https://")):
+    if is_endpoint(name):
         from hscale.harness.http_policy import probe
         from hscale.train.lm.endpoint import EndpointChat
 
@@ -53,4 +64,4 @@ def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
     raise HscaleError(f"model {name!r}: not an endpoint, folder, checkpoint or preset", HINT)
 
 
-__all__ = ["MAX_NEW_TOKENS", "ChatModel", "open_chat_model"]
+__all__ = ["MAX_NEW_TOKENS", "ChatModel", "is_endpoint", "open_chat_model", "served_model"]

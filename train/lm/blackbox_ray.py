@@ -56,13 +56,12 @@ def play_on_ray(address: str, model: str, jobs: Sequence[tuple[str, Task]],
 
 def _share(model: str, served_name: str | None, jobs: list[tuple[str, Task]],
            greedy: list[bool | None], kwargs: dict[str, Any]) -> list[Any]:
-    from hscale.train.lm import open_chat_model
+    from hscale.train.lm import served_model
     from hscale.train.lm.blackbox_eval import played
 
     flags = None if any(g is None for g in greedy) else [bool(g) for g in greedy]
-    opened = model if model.startswith(("http://", "https://")) else open_chat_model(model)
-    return played(opened, jobs, flags, concurrency=len(jobs), served_name=served_name,
-                  **kwargs)
+    return played(served_model(model, served_name), jobs, flags, concurrency=len(jobs),
+                  served_name=served_name, **kwargs)
 
 
 def _cause(exc: BaseException) -> str:

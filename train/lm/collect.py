@@ -80,11 +80,9 @@ def _teacher(asked: Collection, tasks: list) -> Any:
         from hscale.train.serving.scripted import ScriptedChat, solution_commands
 
         return ScriptedChat({t.user_query: solution_commands(t) for t in tasks})
-    if asked.teacher.startswith(("http://", "https://")):
-        return asked.teacher  # fronted in proxy mode: its own tool calling
-    from hscale.train.lm import open_chat_model
+    from hscale.train.lm import served_model
 
-    return open_chat_model(asked.teacher, asked.served_name)
+    return served_model(asked.teacher, asked.served_name)
 
 
 def _own(out: Path, asked: Collection) -> None:

@@ -214,7 +214,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
     from hscale.harness.blackbox import is_blackbox
-    from hscale.train.lm import open_chat_model
+    from hscale.train.lm import is_endpoint, open_chat_model
     from hscale.train.lm.blackbox_eval import play
     from hscale.train.lm.blackbox_ray import play_on_ray
     from hscale.train.lm.drive import drive
@@ -267,8 +267,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
                 play_on_ray(request.ray_address, request.model, clis, done_of(outside),
                             **options)
             else:  # an endpoint is fronted in proxy mode (its own tool calling)
-                endpoint = request.model.startswith(("http://", "https://"))
-                play(request.model if endpoint else model, clis, done_of(outside), **options)
+                play(request.model if is_endpoint(request.model) else model, clis,
+                     done_of(outside), **options)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hscale.errors import HscaleError
+from hscale.train.lm import is_endpoint
 from hscale.train.lm.record import Recorder
 from hscale.train.serving.app import Service, build_app
 from hscale.train.serving.engine import Batcher, Completer, LocalCompleter, ProxyCompleter
@@ -79,7 +80,7 @@ def completer_of(model: Any, served_name: str | None = None, max_new_tokens: int
     if callable(getattr(model, "complete", None)):
         return model
     if isinstance(model, str):
-        if not model.startswith(("http://", "https://")):
+        if not is_endpoint(model):
             raise HscaleError(f"{model!r} is not an upstream URL", "give http://HOST:PORT/v1")
         return ProxyCompleter(model, served_name)
     return LocalCompleter(model, max_new_tokens)
