@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hscale.errors import HscaleError
 from hscale.files import cache_dir
-from hscale.harness.blackbox import BlackBox, get
+from hscale.harness.blackbox import BlackBox, get, require_installed
 from hscale.harness.engine import Episode
 from hscale.harness.env import Env
 from hscale.harness.netns import isolated
@@ -71,8 +70,7 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
     decoding (True: temperature 0, False: 1; None: what the CLI asks for); ``session``
     names its requests in the server's record (a fresh ``bb-...`` id by default)."""
     harness = get(name)
-    if not harness.installed():
-        raise HscaleError(f"{name} is not installed", f"run 'hscale harness install {name}'")
+    require_installed([name])
     session = session or new_session()
     if served.limit is not None:
         served.limit(session, max_turns, None if greedy is None else 0.0 if greedy else 1.0)

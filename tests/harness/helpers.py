@@ -69,6 +69,22 @@ def hostile_turns(n: int) -> dict[str, str]:
 
 
 @contextmanager
+def local_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """An http.server answering with ``handler`` on a free loopback port (``server_port``;
+    ``bodies``, an empty list for handlers that keep what they were sent), stopped after."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.bodies = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextmanager
 def judge_server(handler: type[BaseHTTPRequestHandler], monkeypatch, model: str,
                  url_tail: str = "/v1", key: str | None = None) -> Iterator[ThreadingHTTPServer]:
     """A local chat-completions server answering with ``handler``, named to hscale's judge by
@@ -76,17 +92,11 @@ def judge_server(handler: type[BaseHTTPRequestHandler], monkeypatch, model: str,
     for var in ("HSCALE_JUDGE_KEY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
                 "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}{url_tail}")
-    monkeypatch.setenv("HSCALE_JUDGE_MODEL", model)
-    if key is not None:
-        monkeypatch.setenv("HSCALE_JUDGE_KEY", key)
-    monkeypatch.setenv("HSCALE_JUDGE_TIMEOUT", "10")
-    try:
+    with local_http(handler) as server:
+        monkeypatch.setenv("HSCALE_JUDGE_URL",
+                           f"http://127.0.0.1:{server.server_port}{url_tail}")
+        monkeypatch.setenv("HSCALE_JUDGE_MODEL", model)
+        if key is not None:
+            monkeypatch.setenv("HSCALE_JUDGE_KEY", key)
+        monkeypatch.setenv("HSCALE_JUDGE_TIMEOUT", "10")
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from hscale.train.lm.blackbox_eval import play
 from hscale.train.lm.record import read_record
 from hscale.train.serving import serve
 from hscale.train.serving.scripted import ScriptedChat, solution_commands
-from tests.harness.helpers import send_json
+from tests.harness.helpers import local_http, send_json
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "examples" / "tasks"
@@ -116,21 +115,17 @@ def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
     _installed(name)
     if "namespace" not in isolation():
         pytest.skip(f"no network namespaces here: {isolation()}")
-    other = ThreadingHTTPServer(("127.0.0.1", 0), _Hits)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
     probe = ("import socket, sys; s = lambda: socket.socket(); "
              "[print('reached' if (c := s(), c.settimeout(3), c.connect_ex((h, int(p))))[2] "
              "== 0 else 'unreachable', h, p) for h, p in (a.split(':') for a in sys.argv[1:])]")
-    command = (f"python3 -c {shlex.quote(probe)} 127.0.0.1:{other.server_port} "
-               "93.184.215.14:80 1.1.1.1:53")
     task = _tasks()[0]
-    try:
+    with local_http(_Hits) as other:
+        command = (f"python3 -c {shlex.quote(probe)} 127.0.0.1:{other.server_port} "
+                   "93.184.215.14:80 1.1.1.1:53")
         with serve(ScriptedChat({task.user_query: [command]}), port=0) as server:
             service = server.service
             served = Served(server.url, "scripted", 32768, service.limit, service.requests)
             episode = run_blackbox(name, task, served, timeout_s=240)
-    finally:
-        other.shutdown()
     assert episode.turns == 2 and episode.termination == "answer", episode.error
     assert episode.final_answer.count("unreachable") == 3, episode.final_answer
     assert "reached" not in episode.final_answer.replace("unreachable", "")
@@ -189,17 +184,13 @@ def test_proxy_mode_runs_each_harness_on_another_server(name):
     from hscale.harness.tasks import Task
 
     _installed(name)
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
     task = Task(task_id="proxy-1", user_query="write hello to out.txt .",
                 checker={"kind": "answer", "expected": "hello", "target": "file",
                          "file": "out.txt"})
-    try:
-        with serve(f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0) as proxy:
-            service = proxy.service
-            served = Served(proxy.url, "upstream", 32768, service.limit, service.requests)
-            episode = run_blackbox(name, task, served, timeout_s=240)
-    finally:
-        upstream.shutdown()
+    with local_http(_Upstream) as upstream, \
+            serve(f"http://127.0.0.1:{upstream.server_port}/v1", port=0) as proxy:
+        service = proxy.service
+        served = Served(proxy.url, "upstream", 32768, service.limit, service.requests)
+        episode = run_blackbox(name, task, served, timeout_s=240)
     assert episode.reward == 1.0, (episode.final_answer, episode.error)
     assert episode.final_answer == "hello" and episode.turns == 2

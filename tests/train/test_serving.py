@@ -10,7 +10,7 @@ import json
 import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -18,7 +18,7 @@ from hscale.harness.engine import Generation
 from hscale.train.lm.record import read_record
 from hscale.train.serving.scripted import ScriptedChat
 from hscale.train.serving.server import serve
-from tests.harness.helpers import send_json
+from tests.harness.helpers import local_http, send_json
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -218,33 +218,28 @@ class _Upstream(BaseHTTPRequestHandler):
 
 
 def test_proxy_mode_gives_another_server_the_anthropic_and_responses_faces():
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    upstream.bodies = []
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    try:
-        with serve(f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0) as proxy:
-            client = _anthropic(proxy)
-            tools = [{"name": "Bash", "input_schema": BASH}]
-            first = client.messages.create(model="up-model", max_tokens=50, tools=tools,
-                                           messages=[{"role": "user", "content": "list"}])
-            [use] = [b for b in first.content if b.type == "tool_use"]
-            assert use.input == {"command": "ls"} and first.usage.input_tokens == 11
-            second = client.messages.create(model="up-model", max_tokens=50, tools=tools,
-                                            messages=[
-                {"role": "user", "content": "list"},
-                {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
-                                              "content": "a.txt"}]}])
-            assert second.content[0].text == "it says a.txt"
-            sent = upstream.bodies[-1]["messages"]
-            assert sent[-2]["tool_calls"][0]["id"] == use.id == "call_up1"
-            assert sent[-1] == {"role": "tool", "content": "a.txt", "tool_call_id": use.id}
-            response = _openai(proxy).responses.create(model="up-model", input="list", tools=[
-                {"type": "function", "name": "shell", "parameters": BASH}])
-            assert [i.type for i in response.output] == ["function_call"]
-            assert _openai(proxy).models.list().data[0].id == "up-model"
-    finally:
-        upstream.shutdown()
+    with local_http(_Upstream) as upstream, \
+            serve(f"http://127.0.0.1:{upstream.server_port}/v1", port=0) as proxy:
+        client = _anthropic(proxy)
+        tools = [{"name": "Bash", "input_schema": BASH}]
+        first = client.messages.create(model="up-model", max_tokens=50, tools=tools,
+                                       messages=[{"role": "user", "content": "list"}])
+        [use] = [b for b in first.content if b.type == "tool_use"]
+        assert use.input == {"command": "ls"} and first.usage.input_tokens == 11
+        second = client.messages.create(model="up-model", max_tokens=50, tools=tools,
+                                        messages=[
+            {"role": "user", "content": "list"},
+            {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+                                          "content": "a.txt"}]}])
+        assert second.content[0].text == "it says a.txt"
+        sent = upstream.bodies[-1]["messages"]
+        assert sent[-2]["tool_calls"][0]["id"] == use.id == "call_up1"
+        assert sent[-1] == {"role": "tool", "content": "a.txt", "tool_call_id": use.id}
+        response = _openai(proxy).responses.create(model="up-model", input="list", tools=[
+            {"type": "function", "name": "shell", "parameters": BASH}])
+        assert [i.type for i in response.output] == ["function_call"]
+        assert _openai(proxy).models.list().data[0].id == "up-model"
 
 
 def test_a_request_for_more_tokens_than_the_model_holds_is_cut_to_fit():
@@ -299,22 +294,17 @@ def test_an_upstream_refusal_is_that_requests_alone():
                 send_json(self, {"choices": [{"message": {"role": "assistant",
                                                           "content": "fine"}}]})
 
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    upstream.bodies = []
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    try:
-        with serve(f"http://127.0.0.1:{upstream.server_address[1]}/v1", port=0) as proxy:
-            client = _openai(proxy)
-            with ThreadPoolExecutor(2) as pool:
-                bad = pool.submit(client.chat.completions.create, model="up-model",
-                                  messages=[{"role": "user", "content": "refuse"}])
-                good = pool.submit(client.chat.completions.create, model="up-model",
-                                   messages=[{"role": "user", "content": "hello"}])
-                assert good.result(timeout=30).choices[0].message.content == "fine"
-                with pytest.raises(openai.BadRequestError, match="answered 400"):
-                    bad.result(timeout=30)
-    finally:
-        upstream.shutdown()
+    with local_http(Refusing) as upstream, \
+            serve(f"http://127.0.0.1:{upstream.server_port}/v1", port=0) as proxy:
+        client = _openai(proxy)
+        with ThreadPoolExecutor(2) as pool:
+            bad = pool.submit(client.chat.completions.create, model="up-model",
+                              messages=[{"role": "user", "content": "refuse"}])
+            good = pool.submit(client.chat.completions.create, model="up-model",
+                               messages=[{"role": "user", "content": "hello"}])
+            assert good.result(timeout=30).choices[0].message.content == "fine"
+            with pytest.raises(openai.BadRequestError, match="answered 400"):
+                bad.result(timeout=30)
 
 
 def test_a_server_stopped_under_a_request_records_it_and_its_batcher_survives(

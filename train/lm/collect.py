@@ -67,8 +67,9 @@ def collect(asked: Collection, out: str | Path,
 
     def finished(i: int, episode: Any) -> None:
         log.add(sessions[i], asked.harness, todo[i].task_id, episode.reward)
+        done.add(todo[i].task_id)
         if progress is not None:
-            progress(len(log.read()), len(tasks))
+            progress(len(done), len(tasks))
 
     play(model, [(asked.harness, t) for t in todo], finished, sessions=sessions,
          record=out / RECORD, served_name=asked.served_name)
