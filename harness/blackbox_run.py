@@ -87,7 +87,9 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
                       {"role": "assistant", "content": final}]
         reward = env.score(final, transcript)
         if env.checker_error:
-            error = "; ".join(x for x in (error, f"checker: {env.checker_error}") if x)
+            said = env.checker_error  # "checker: ..." marks it for the callers that count
+            said = said if said.startswith("checker:") else f"checker: {said}"
+            error = "; ".join(x for x in (error, said) if x)
     finally:
         env.close()
         shutil.rmtree(home, ignore_errors=True)
