@@ -150,7 +150,22 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
         here.append(f"{where}/{TRAIN}: missing column step")
         train = None
     problems.extend(here)
-    return _Run(path, _meta(path, manifest, episodes, state), episodes, train)
+    meta = _meta(path, manifest, episodes, state)
+    meta.update(backend=(status.backend if status is not None else "") or
+                str((manifest or {}).get("backend") or ""), seconds=_seconds(status))
+    return _Run(path, meta, episodes, train)
+
+
+def _seconds(status: Any) -> float:
+    """How long a run's last start took to its end (NaN where status.json does not say)."""
+    from datetime import datetime
+
+    try:
+        began = datetime.fromisoformat(status.started_at)
+        return (datetime.fromisoformat(status.completed_at or status.updated_at)
+                - began).total_seconds()
+    except (AttributeError, TypeError, ValueError):
+        return float("nan")
 
 
 def _check_identity(episodes: pd.DataFrame | None, manifest: dict | None, name: str,

@@ -162,7 +162,8 @@ class _HarnessLoop:
                                   "blackbox=...) (the veRL backend does)")
             module, _, function = self.blackbox.partition(":")
             play = getattr(importlib.import_module(module), function)
-            return await play(self, label, task, info, sampling_params)
+            return await play(self, label, task, info, sampling_params,
+                              global_steps=kwargs.get("global_steps"))
         limit = int(self.rollout_config.response_length)
         mode = self._mode()
         if info.get("decoding") == "greedy":  # a validation row of the greedy pass

@@ -130,6 +130,10 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
               {"name": space.name, "factors": {f.name: list(f.levels) for f in space.factors}})
     weights = spec_weights(spec.weights, space)
     space = _factors(space)
+    if arm.blackbox is not None:  # one harness, outside the space: every task under it
+        return _blackbox_manifest(
+            build_manifest(spec, arm_name, arm.model_copy(update={"blackbox": None}), seed,
+                           space, evals, sources), arm)
     try:
         train = train_set(arm, space, evals.get("in_space", []),
                           rng_for(seed, arm_name, "train"))
@@ -156,6 +160,22 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
         backend=spec.backend,
         tracking=spec.tracking,
     )
+
+
+def _blackbox_manifest(planned: Manifest, arm: Arm) -> Manifest:
+    """An arm trained through a black-box harness: that harness its one training harness,
+    each task under it once (repeat, K = 1), and the manifest's ``blackbox`` record (the
+    backends read how it trains from there)."""
+    repeat = Arm.model_validate({"assignment": {"mode": "repeat", "k": 1}}).assignment
+    return Manifest.build(**{**planned.body(), "train_harnesses": [arm.blackbox.harness],
+                             "assignment": repeat.model_dump(),
+                             "blackbox": arm.blackbox.record()})
+
+
+def blackbox_of(manifest: Manifest) -> dict[str, Any] | None:
+    """The run's ``blackbox`` record (hscale.train.spec_blackbox), or None: an arm trained
+    under hscale's own harnesses."""
+    return manifest.extension("blackbox")
 
 
 # the base model's reference run: no training, one evaluation at step 0
@@ -194,6 +214,10 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
                                 harness_labels(manifests), manifests[0].benchmark,
                                 manifests[0].harness_space())
     notes += blackbox_notes(manifests, record["prompt_length"])
+    if any(blackbox_of(m) for m in manifests):  # a CLI's model calls, each a segment
+        from hscale.harness.engine import EPISODE_TURNS
+
+        record["max_segments"] = max(record["max_segments"], EPISODE_TURNS)
     return [Manifest.build(**{**m.body(), "verl": record}) for m in manifests], notes
 
 
@@ -203,8 +227,8 @@ def blackbox_notes(manifests: list[Manifest], prompt_length: int) -> list[str]:
     from hscale.harness.blackbox import HARNESSES
     from hscale.train.token_budget import CHARS_PER_TOKEN
 
-    used = sorted({h for m in manifests for hs in m.eval_sets.values() for h in hs
-                   if h.startswith("bb/")})
+    used = sorted({h for m in manifests for hs in (m.train_harnesses, *m.eval_sets.values())
+                   for h in hs if h.startswith("bb/")})
     notes = []
     for name in used:
         tokens = -(-HARNESSES.get(name).prompt_chars // CHARS_PER_TOKEN)

@@ -136,7 +136,8 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
     manifests = [run.manifest for run in todo]
     backend.check(manifests)  # before anything is written
     if executor is None:  # a cluster's nodes install their own
-        require_installed(h for m in manifests for hs in m.eval_sets.values() for h in hs)
+        require_installed(h for m in manifests for hs in (m.train_harnesses,
+                                                           *m.eval_sets.values()) for h in hs)
     backend.prepare(manifests, progress, on_ray=executor is not None)
     slots = executor.start(backend, manifests) if executor is not None else None
     with runner_lock(planned[0].path.parent.parent):

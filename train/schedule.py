@@ -160,7 +160,13 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
         raise HscaleError(f"rescue assignment trains under the base harness alone, not "
                           f"{len(train_labels)} training configurations",
                           "use train: single; the siblings go in assignment.pool")
-    train = space.parse_labels(list(train_labels))
+    outside = [label for label in train_labels if label.startswith("bb/")]
+    if outside and len(train_labels) > 1:
+        raise HscaleError(f"a black-box harness ({outside[0]}) trains alone, not beside "
+                          f"{len(train_labels) - 1} other training configurations")
+    # a black-box harness is no point of the space: its one row is never measured against
+    train = (np.zeros((1, space.n_factors), dtype=np.int64) if outside
+             else space.parse_labels(list(train_labels)))
     batches = steps // k
     n_tasks = batches * tasks_per_step
     pool = np.asarray(task_ids, dtype=object)

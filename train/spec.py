@@ -16,8 +16,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -35,13 +33,16 @@ from hscale.train.contracts import BASE_MODEL_ARM
 from hscale.train.models import check_spec_model, is_local_path
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
+from hscale.train.spec_blackbox import BlackBoxTraining
 from hscale.train.spec_space import (
     ComposedHarness,
     SpaceError,
     SpaceSpec,
+    _Strict,
     papers_only,
     resolve_space,
 )
+from hscale.train.spec_verl import LOGGERS, VerlSettings
 from hscale.train.spec_weights import spec_weights
 from hscale.train.sweeps import KSweep, SizeSweep, SweepError, Sweeps, expand
 from hscale.yamlio import key_line, read_yaml
@@ -51,10 +52,6 @@ def _named(registry: Registry) -> Any:
     """A string field whose value must be a name in ``registry`` (read at validation time, so
     a user's registered entry is accepted everywhere at once)."""
     return Annotated[str, AfterValidator(registry.validator())]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # Sizes are bounded before any work starts: a typo of 10**9 must not hang the planner.
@@ -220,40 +217,13 @@ class Evaluation(_Strict):
     episodes: int | None = Field(None, ge=1, le=100_000)
 
 
-# veRL's logger names (verl.utils.tracking), for both backends' per-step metrics
-LOGGERS = ("console", "file", "tensorboard", "mlflow", "wandb", "swanlab", "clearml",
-           "trackio", "vemlp_wandb")
-SEGMENT_MODES = ("auto", "segments", "last_segment", "full_history")
-
-
-class VerlSettings(_Strict):
-    """veRL's side of a run: the rollout engine, the node shape, token budgets (measured at
-    plan time from the harnesses' rendered episodes when not given), the agent loop's segment
-    mode, whether a completed run keeps its checkpoints, and raw Hydra overrides."""
-
-    rollout: str = "vllm"  # actor_rollout_ref.rollout.name
-    nnodes: int = Field(1, ge=1)
-    gpus_per_node: int | None = Field(None, ge=1)  # None: this machine's, on a local launch
-    tensor_parallel: int = Field(1, ge=1)
-    prompt_length: int | None = Field(None, ge=16)
-    response_length: int | None = Field(None, ge=16)
-    segment_mode: Literal["auto", "segments", "last_segment", "full_history"] = "auto"
-    checkpoints: Literal["keep", "drop"] = "keep"
-    overrides: list[str] = Field(default_factory=list)
-
-    @field_validator("overrides")
-    @classmethod
-    def _overrides(cls, value: list[str]) -> list[str]:
-        bad = [o for o in value if "=" not in o or not o.split("=", 1)[0].strip("+~")]
-        if bad:
-            raise ValueError(f"override {bad[0]!r} is not key=value (veRL's Hydra syntax)")
-        return value
-
-
 class Arm(_Strict):
     train: TrainSet = TrainSet()
     assignment: Assignment = Assignment()
     algorithm: Algorithm | None = None
+    # trains through a black-box harness (hscale.train.spec_blackbox): train and assignment
+    # are then unused (one harness, every task under it)
+    blackbox: BlackBoxTraining | None = None
     description: str = ""
 
     @field_validator("train", mode="before")

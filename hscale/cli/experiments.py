@@ -26,8 +26,13 @@ def validate_cmd(
           f"seeds, {spec.steps} steps, {spec.algorithm.name}, backend {spec.backend}")
     sizes = {run.manifest.arm: len(run.manifest.train_harnesses) for run in runs}
     for name, arm in spec.resolved_arms().items():
-        a = arm.assignment
-        n = sizes[name]
+        a, n, bb = arm.assignment, sizes[name], arm.blackbox
+        if bb is not None:
+            how = (f"{bb.episodes} {bb.teacher} teacher episodes, "
+                   f"{'LoRA rank ' + str(bb.lora_rank) if bb.lora_rank else 'every weight'}"
+                   if bb.method == "sft" else f"{(arm.algorithm or spec.algorithm).name} rollouts")
+            print(f"  {name}: {bb.method} through {bb.harness} ({how}), every task under it")
+            continue
         print(f"  {name}: train {arm.train.recipe} ({n} configuration{'s' * (n != 1)}), "
               f"assignment {a.mode} K={a.k}" + _adaptive(runs, name, a.radius))
     weights = runs[0].manifest.space.weights if runs else None

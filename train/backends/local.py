@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from hscale.errors import HscaleError
 from hscale.train.backends.base import Backend, Progress, RayTask, StepProgress
 from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, Requirement, package, require
@@ -34,11 +35,19 @@ class LocalBackend(Backend):
     ray: ClassVar[Literal["task", "job"] | None] = "task"
 
     def check(self, manifests: Sequence[Manifest]) -> None:
-        """Every run's model is a preset this trainer knows."""
+        """Every run's model is a preset this trainer knows; no run trains through a
+        black-box harness (the embedded policy's vocabulary holds none of a CLI's prompt)."""
         from hscale.train.embedded.presets import preset
 
         for name in sorted({m.model for m in manifests}):
             preset(name)
+        through = [m for m in manifests if m.train_harnesses[:1] and
+                   m.train_harnesses[0].startswith("bb/")]
+        if through:
+            raise HscaleError(f"arm {through[0].arm} trains through {through[0].train_harnesses[0]}"
+                              ", which the embedded trainer cannot",
+                              "run it with --backend verl (a Hugging Face model, on GPUs or "
+                              "the CPU) or --backend scripted (the bookkeeping)")
 
     def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None,
                 on_ray: bool = False) -> None:

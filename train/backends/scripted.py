@@ -12,6 +12,7 @@ manifest the rows belong to, so a re-planned run starts over.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from hscale.harness.engine import EPISODE_TURNS
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import NoisyOracle
 from hscale.train.backends.base import Backend, StepProgress
+from hscale.train.blackbox_sft import SFT_DIR, collect_teacher, teacher_samples
 from hscale.train.contracts import (
     EVAL,
     TRAIN,
@@ -32,6 +34,7 @@ from hscale.train.contracts import (
     result_problems,
     train_frame,
 )
+from hscale.train.manifest import blackbox_of
 from hscale.train.schedule import Schedule
 from hscale.train.workload import eval_jobs, train_tasks
 
@@ -54,15 +57,22 @@ class ScriptedBackend(Backend):
         tasks = train_tasks(manifest)
         done = _read(run_dir / TRAIN)
         steps = manifest.budget.steps
+        sft = (blackbox_of(manifest) or {}).get("method") == "sft"
+        if sft:  # the teacher's episodes are real; nothing is fine-tuned
+            tally = teacher_samples(collect_teacher(run_dir, manifest))[1]
         for step in schedule.steps():
             if len(done) and step <= int(done.step.max()):
+                continue
+            if sft:
+                done = train_frame(pd.concat([done, pd.DataFrame([{"step": step, **tally}])],
+                                             ignore_index=True))
+                write_parquet(run_dir / TRAIN, done)
                 continue
             rng = manifest.rng(f"step-{step}")
             rewards, effective, checker_errors = [], 0, 0
             pairs = schedule.at(step)
-            for task_id, label in pairs:
-                played = [self._episode(manifest, tasks[task_id], label, rng)
-                          for _ in range(manifest.budget.rollouts_per_task)]
+            for played in self._groups(manifest, [(tasks[t], label) for t, label in pairs],
+                                       rng):
                 group = [e.reward for e in played]
                 checker_errors += sum(e.checker_failed for e in played)
                 rewards += group
@@ -95,7 +105,18 @@ class ScriptedBackend(Backend):
         if not mine:
             for name in (TRAIN, EVAL):
                 (run_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(run_dir / SFT_DIR, ignore_errors=True)  # another plan's teacher
             atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")
+
+    def _groups(self, manifest: Manifest, pairs: list, rng: np.random.Generator) -> list:
+        """A step's rollout groups, one a (task, harness) pair; a black-box harness's
+        played through the real CLI, one session a rollout (:meth:`_blackbox`)."""
+        n = manifest.budget.rollouts_per_task
+        if not any(is_blackbox(label) for _, label in pairs):
+            return [[self._episode(manifest, task, label, rng) for _ in range(n)]
+                    for task, label in pairs]
+        rounds = [self._blackbox_jobs(pairs, rng) for _ in range(n)]
+        return [list(group) for group in zip(*rounds, strict=True)]
 
     def _episode(self, manifest: Manifest, task, label: str, rng: np.random.Generator):
         harness = manifest.harness(label)
@@ -120,17 +141,22 @@ class ScriptedBackend(Backend):
         return eval_frame(rows)
 
     def _blackbox(self, manifest: Manifest, run: int, jobs: list) -> list:
-        """One run's black-box episodes: the scripted chat model (hscale.train.serving)
-        served to the CLIs, replaying a task's solution unless the run's draw (error_rate
-        a task) says it goes wrong, in which case it answers without acting."""
+        """One run's black-box episodes (:meth:`_blackbox_jobs`), drawn from the run's own
+        generator."""
+        return self._blackbox_jobs([(job.task, job.harness) for job in jobs],
+                                   manifest.rng(f"eval-blackbox-{run}"))
+
+    def _blackbox_jobs(self, pairs: list, rng: np.random.Generator) -> list:
+        """(task, black-box harness) pairs played through the CLIs by the scripted chat
+        model, which replays a task's solution unless the draw (error_rate a task) says it
+        goes wrong, in which case it answers without acting."""
         from hscale.train.lm.blackbox_eval import played
         from hscale.train.serving.scripted import ScriptedChat, solution_commands
 
-        rng = manifest.rng(f"eval-blackbox-{run}")
-        right = {job.task.task_id: bool(rng.random() >= self.error_rate) for job in jobs}
-        model = ScriptedChat({job.task.user_query: solution_commands(job.task) for job in jobs
-                              if right[job.task.task_id]}, default=())
-        return played(model, [(job.harness, job.task) for job in jobs])
+        right = {task.task_id: bool(rng.random() >= self.error_rate) for task, _ in pairs}
+        model = ScriptedChat({task.user_query: solution_commands(task) for task, _ in pairs
+                              if right[task.task_id]}, default=())
+        return played(model, [(label, task) for task, label in pairs])
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -12,13 +12,14 @@ refused, so nothing of it is overwritten.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
+from hscale.harness.tasks import Task
 
 ASKED, RECORD = "collect.json", "record"
 
@@ -40,8 +41,10 @@ class Collection:
 
 
 def collect(asked: Collection, out: str | Path,
-            progress: Callable[[int, int], None] | None = None) -> Path:
-    """Collect into ``out`` (created); returns the record folder."""
+            progress: Callable[[int, int], None] | None = None,
+            tasks: Sequence[Task] | None = None) -> Path:
+    """Collect into ``out`` (created); returns the record folder. ``tasks``: the ones to
+    play, in place of the benchmark's that ``asked`` names (a run's own training tasks)."""
     from hscale.harness.blackbox import HARNESSES, require_installed
     from hscale.harness.blackbox_run import new_session
     from hscale.harness.task_sources import open_benchmark
@@ -50,8 +53,9 @@ def collect(asked: Collection, out: str | Path,
 
     HARNESSES.check(asked.harness)
     require_installed([asked.harness])
-    tasks = open_benchmark(asked.benchmark, asked.path).tasks(asked.tasks, asked.seed,
-                                                              asked.split)
+    if tasks is None:
+        tasks = open_benchmark(asked.benchmark, asked.path).tasks(asked.tasks, asked.seed,
+                                                                  asked.split)
     if not tasks:
         raise HscaleError(f"--benchmark {asked.benchmark}: no {asked.split} tasks",
                           "choose a split the benchmark has")

@@ -40,15 +40,16 @@ class SFTSettings:
     lora_rank: int = 8
     max_tokens: int = 4096
     seed: int = 0
+    keep: str = "solved"  # or "all": unsolved episodes' calls are examples too
 
 
-def examples(tok: Any, calls: Sequence[Sample], template_tools: bool, max_tokens: int
-             ) -> tuple[list[tuple[list[int], int]], int]:
+def examples(tok: Any, calls: Sequence[Sample], template_tools: bool, max_tokens: int,
+             keep: str = "solved") -> tuple[list[tuple[list[int], int]], int]:
     """(ids, where the reply starts) for each call of a solved episode, and how many were
     left out (unsolved, too long, or a template that does not extend its own prompt)."""
     out, left = [], 0
     for sample in calls:
-        if sample.reward < 1.0:
+        if keep == "solved" and sample.reward < 1.0:
             left += 1
             continue
         turns, tools = turns_of(sample.messages), tools_of_record(sample.tool_specs)
@@ -87,8 +88,9 @@ def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,
 
     from hscale.train.lm.hf import HFChat
 
-    chat = HFChat(folder, device="cpu")
-    data, left = examples(chat.tok, calls, chat.template_tools, settings.max_tokens)
+    chat = HFChat(folder)  # a GPU where there is one
+    data, left = examples(chat.tok, calls, chat.template_tools, settings.max_tokens,
+                          settings.keep)
     if not data:
         raise HscaleError(f"no example to fine-tune on ({len(calls)} calls, {left} left out: "
                           "unsolved, or longer than max_tokens)",
@@ -103,7 +105,7 @@ def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,
     for step in range(settings.steps):
         picked = [data[int(order[(step * settings.batch + k) % len(data)])]
                   for k in range(min(settings.batch, len(data)))]
-        ids, mask, labels = _batch(picked, chat.pad)
+        ids, mask, labels = (t.to(chat.device) for t in _batch(picked, chat.pad))
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()

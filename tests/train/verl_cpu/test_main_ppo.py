@@ -40,7 +40,7 @@ pytestmark = pytest.mark.slow
 
 
 def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0, 2),
-                   blackbox: str | None = None) -> None:
+                   blackbox: str | None = None, harnesses_a_task: int = 2) -> None:
     """veRL's outputs for 2 steps and hscale's imports of them; ``validated``: the steps
     veRL validated at (a resumed launch validates its starting checkpoint too);
     ``blackbox``: a real CLI evaluated out of space too."""
@@ -67,7 +67,7 @@ def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0
     assert sorted(evals.decoding.unique()) == ["greedy", "sampled"]
     assert evals.reward.between(0, 1).all() and evals.turns.ge(1).all()
     schedule = pd.read_parquet(run / "schedule.parquet")
-    assert schedule.groupby("task_id").harness.nunique().eq(2).all()  # two harnesses a task
+    assert schedule.groupby("task_id").harness.nunique().eq(harnesses_a_task).all()
 
 
 def report(runs: Path) -> str:
@@ -78,11 +78,20 @@ def report(runs: Path) -> str:
 
 def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp_path):
     """The runner is killed (kill -9) after the trained run's first checkpoint; the re-run
-    resumes it from there (veRL's resume_mode=auto), then evaluates the base model's
-    reference run (veRL validates the starting model and stops); hscale imports both and
-    reports them."""
-    spec = write_spec(tmp_path, tiny_model,
-                      evaluation={**SPEC["evaluation"], "base_model": True})
+    resumes it from there (veRL's resume_mode=auto), then runs a second arm that veRL
+    validates without training (``trainer.val_only``): where Claude Code is installed, a
+    black-box SFT arm (the scripted teacher's episodes through Claude Code, LoRA steps,
+    then veRL validates the fine-tuned model), else the base model's reference run; hscale
+    imports both and reports them."""
+    from hscale.harness.blackbox import HARNESSES
+
+    sft = HARNESSES.get("bb/claude-code").installed()
+    spec = write_spec(tmp_path, tiny_model, **(
+        {"evaluation": {**SPEC["evaluation"], "base_model": True}} if not sft else
+        {"verl": {**SPEC["verl"], "prompt_length": 8192},
+         "arms": {**SPEC["arms"], "black-box-sft": {"blackbox": {
+             "harness": "bb/claude-code", "method": "sft", "episodes": 2, "batch": 2,
+             "lr": 1e-2}}}}))
     runs, run = tmp_path / "runs", tmp_path / "runs" / RUN
     latest = run / "verl" / "checkpoints" / "latest_checkpointed_iteration.txt"
     start = time.monotonic()
@@ -116,19 +125,45 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     steps = [json.loads(line)["step"] for p in sorted((run / "verl" / "metrics").glob("*"))
              for line in p.read_text().splitlines() if line.strip()]
     assert 2 in steps and steps.count(1) >= 1  # step 1 from the first launch, 2 from the rerun
-    reference = runs / "verl-cpu" / "base-model" / "0"
+    reference = runs / "verl-cpu" / ("black-box-sft" if sft else "base-model") / "0"
     assert "trainer.val_only=True" in (reference / "verl" / "launch.sh").read_text()
-    assert pd.read_parquet(reference / "train.parquet").empty
     base = pd.read_parquet(reference / "eval.parquet")
     trained = pd.read_parquet(run / "eval.parquet")
     keys = ["setting", "harness", "task_id", "run", "decoding"]
-    assert set(base.step) == {0}
+    assert set(base.step) == {2 if sft else 0}  # an SFT arm's at its final step
     assert (base[keys].sort_values(keys).to_numpy().tolist()
             == trained[trained.step == 2][keys].sort_values(keys).to_numpy().tolist())
+    if sft:
+        assert_fine_tuned(reference, tiny_model)
+    else:
+        assert pd.read_parquet(reference / "train.parquet").empty
     tables = report(runs)
-    assert "structured-18" in tables and "base model (no RL)" in tables
+    assert "structured-18" in tables
+    assert ("black-box-sft" if sft else "base model (no RL)") in tables
     print(f"\nhscale run (veRL main_ppo on CPU, 2 steps killed and resumed, and the base "
           f"model): {took:.0f} s")
+
+
+def assert_fine_tuned(run: Path, base: Path) -> None:
+    """A black-box SFT run: the teacher's solved episodes through the CLI, the fine-tune's
+    loss going down over its steps, weights that give other outputs than the base model's,
+    and result files in the contract."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from hscale.train.contracts import Manifest, result_problems
+
+    episodes = (run / "sft" / "collection" / "record" / "episodes.jsonl").read_text()
+    assert [json.loads(line)["reward"] for line in episodes.splitlines()] == [1.0, 1.0]
+    train = pd.read_parquet(run / "train.parquet")
+    assert list(train.step) == [0, 1] and train.teacher_solved.eq(2).all()
+    assert train.sft_loss.iloc[-1] < train.sft_loss.iloc[0]
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        before, after = (AutoModelForCausalLM.from_pretrained(folder)(ids).logits
+                         for folder in (base, run / "sft" / "model"))
+    assert (before - after).abs().max() > 1e-4
+    assert result_problems(run, Manifest.read(run)) == []
 
 
 def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0) -> None:
@@ -144,22 +179,31 @@ def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0
 
 
 def test_main_ppo_runs_as_a_job_on_a_local_ray_head(tiny_model, tmp_path, cpu_ray_head):
-    """On a Ray head, with Claude Code evaluated out of space where it is installed: each of
-    its validation rows runs the real CLI against veRL's own rollout servers."""
+    """On a Ray head, where Claude Code is installed: 2 black-box RL steps whose rollouts
+    are Claude Code episodes against veRL's own rollout servers (each model call a trained
+    sequence of the tokens it sampled), evaluated on Claude Code out of space too; else the
+    structured arm."""
     from hscale.harness.blackbox import HARNESSES
 
     blackbox = "bb/claude-code" if HARNESSES.get("bb/claude-code").installed() else None
     spec = write_spec(tmp_path, tiny_model, **({} if blackbox is None else {
         "evaluation": {**SPEC["evaluation"], "out_of_space": [blackbox]},
-        "verl": {**SPEC["verl"], "prompt_length": 8192}}))
+        "verl": {**SPEC["verl"], "prompt_length": 8192},
+        "arms": {"black-box-rl": {"blackbox": {"harness": blackbox, "method": "rl"}}}}))
     done = hscale("run", str(spec), "--backend", "verl", "--out", str(tmp_path / "runs"),
                   "--ray-address", cpu_ray_head)
-    run = tmp_path / "runs" / RUN
+    run = tmp_path / "runs" / (RUN if blackbox is None else RUN.parent.with_name(
+        "black-box-rl") / "0")
     log = run / "verl" / "train.log"
     assert done.returncode == 0, done.stderr[-3000:] + (log.read_text()[-6000:]
                                                          if log.exists() else "")
     assert json.loads((run / "verl" / "ray_job.json").read_text())["address"] == cpu_ray_head
-    assert_trained(run, blackbox=blackbox)
+    assert_trained(run, blackbox=blackbox, harnesses_a_task=1 if blackbox else 2)
+    if blackbox is not None:  # the rollouts were the CLI's: its harness on every train row
+        rows = pd.read_parquet(run / "verl" / "train.parquet")
+        assert {r["harness"] for r in rows.extra_info} == {blackbox}
+        train = pd.read_parquet(run / "train.parquet")
+        assert train["response_length/mean"].gt(0).all()
 
 
 @pytest.fixture

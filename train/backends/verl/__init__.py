@@ -26,9 +26,11 @@ from hscale.train.backends.verl.launch import (
 )
 from hscale.train.backends.verl.overrides import VERL_DIR, build_overrides, settings
 from hscale.train.backends.verl.rescue import check_rescue
+from hscale.train.blackbox_sft import fine_tuned, sft_rows
 from hscale.train.clean import drop_checkpoints
-from hscale.train.contracts import EVAL, TRAIN, Manifest, result_problems
+from hscale.train.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
 from hscale.train.environment import Requirement, require
+from hscale.train.manifest import blackbox_of
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
            "prepare_verl_run", "validate_overrides"]
@@ -66,10 +68,11 @@ class VerlBackend(Backend):
     def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
             ) -> None:
         run_dir = Path(run_dir)
+        _fine_tune(run_dir, manifest, progress)
         prepare_verl_run(run_dir, manifest, validate=False)
         steps = manifest.budget.steps
         if progress is not None:
-            progress(0, steps)
+            progress(0 if not _sft(manifest) else steps, steps)
         launch_local(run_dir, self.overrides)
         self.collect(run_dir, manifest)
         if progress is not None:
@@ -84,15 +87,23 @@ class VerlBackend(Backend):
         """launch.sh as a job whose working_dir is verl/; its outputs go to this run
         folder's absolute path, so the cluster must see the runs folder at the same path."""
         run_dir = Path(run_dir).resolve()
+        _fine_tune(run_dir, manifest)  # here: the job validates what it wrote
         prepare_verl_run(run_dir, manifest, validate=False)
         out = run_dir / VERL_DIR
         return RayJob(shlex.join(["bash", "launch.sh", *self.overrides]), out, out / LOG,
                       out / JOB_RECORD, env_vars={OUT_ENV: str(out)}, excludes=RAY_EXCLUDES)
 
     def collect(self, run_dir: Path, manifest: Manifest) -> None:
-        """veRL's validation dumps and metrics as eval.parquet and train.parquet."""
-        write_parquet(run_dir / EVAL, import_validation(run_dir, manifest))
-        write_parquet(run_dir / TRAIN, import_metrics(run_dir))
+        """veRL's validation dumps and metrics as eval.parquet and train.parquet; a black-box
+        SFT run's one validation is of its fine-tuned model (its final step), its train rows
+        the fine-tune's."""
+        evals = import_validation(run_dir, manifest)
+        if _sft(manifest):
+            write_parquet(run_dir / EVAL, evals.assign(step=manifest.budget.steps))
+            write_parquet(run_dir / TRAIN, train_frame(sft_rows(_fine_tune(run_dir, manifest))))
+        else:
+            write_parquet(run_dir / EVAL, evals)
+            write_parquet(run_dir / TRAIN, import_metrics(run_dir))
         if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed
             drop_checkpoints(run_dir)
 
@@ -105,3 +116,18 @@ class VerlBackend(Backend):
 
     def announce(self, run_dir: Path) -> str | None:
         return f"{run_dir}: veRL (log: {Path(run_dir) / VERL_DIR / LOG})"
+
+
+def _sft(manifest: Manifest) -> bool:
+    return (blackbox_of(manifest) or {}).get("method") == "sft"
+
+
+def _fine_tune(run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
+               ) -> dict | None:
+    """A black-box SFT run's teacher episodes and fine-tune, before veRL validates the
+    result (done once: a resumed run finds them); its sft.json. Nothing for other runs."""
+    if not _sft(manifest):
+        return None
+    from hscale.train.models import resolve_model
+
+    return fine_tuned(run_dir, manifest, resolve_model(manifest.model), progress)[1]

@@ -14,7 +14,9 @@ from hscale.harness.verl_agent_loop import AGENT_NAME
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
 from hscale.train.backends.verl.record import VerlRecord, verl_record_of
+from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import Manifest
+from hscale.train.manifest import blackbox_of
 from hscale.train.models import resolve_model
 
 VERL_DIR = "verl"
@@ -66,7 +68,10 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
     every, steps, name = manifest.evaluation.every, budget.steps, algo.name
     if name not in ("grpo", "ppo"):
         raise HscaleError(f"algorithm {name!r} has no veRL mapping", "use grpo or ppo")
-    model = resolve_model(manifest.model)
+    # a black-box SFT run validates what it fine-tuned beside verl/ (hscale.train.blackbox_sft)
+    sft = (blackbox_of(manifest) or {}).get("method") == "sft"
+    model = f"{src}/../{SFT_DIR}/{MODEL}" if sft else resolve_model(manifest.model)
+    steps = 0 if sft else steps
     tasks, n = budget.tasks_per_step, budget.rollouts_per_task
     prompt, response = verl.prompt_length, verl.response_length
     # One optimizer update a step: a rollout under window/compact context trains several
@@ -145,7 +150,7 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
         "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH="
         f"{dst}/{METRICS_DIR}/{STAMP}.jsonl",
     ]
-    if steps == 0:  # the base model's reference run: validate the starting model, stop
+    if steps == 0:  # the base model's reference run (or an SFT'd model): validate it, stop
         overrides.append("trainer.val_only=True")
     if name == "ppo":
         overrides.append("trainer.max_critic_ckpt_to_keep=1")
