@@ -361,3 +361,15 @@ def png_bytes(fig, dpi: int = 110) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def pdf_bytes(fig) -> bytes:
+    """The figure as one PDF page."""
+    import io
+
+    from matplotlib.backends.backend_pdf import FigureCanvasPdf
+
+    FigureCanvasPdf(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="pdf")
+    return buffer.getvalue()

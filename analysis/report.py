@@ -1,4 +1,7 @@
-"""``hscale report``: tables, figures, report.md and one self-contained report.html.
+"""``hscale report``: tables, figures, report.md and one self-contained report.html, the answer
+first (hscale.analysis.headline: what was run, the forest plot of the headline comparisons,
+a sentence each; hscale.analysis.report_html: the order and the folding), and summary.png /
+summary.pdf, the same on one page.
 
 Every figure is computed and drawn on its own: one that fails is named in the report and the
 others are still written. Files are written atomically, so a report folder is never half old.
@@ -6,13 +9,9 @@ others are still written. Files are written atomically, so a report folder is ne
 
 from __future__ import annotations
 
-import base64
-import html
 import warnings
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -23,10 +22,19 @@ from hscale.analysis.effect_tables import (
     sensitivity_table,
     tests_table,
 )
+from hscale.analysis.headline import (
+    forest_frame,
+    headline,
+    plot_forest,
+    run_summary,
+    summary_page,
+)
 from hscale.analysis.load import Results, load_results
 from hscale.analysis.naming import setting_label
-from hscale.analysis.plots import FIGURES, NoData, Options, png_bytes
-from hscale.analysis.render import Table, fmt, fmt_p, to_html, to_latex, to_markdown
+from hscale.analysis.plots import FIGURES, NoData, Options, pdf_bytes, png_bytes
+from hscale.analysis.render import fmt, fmt_p, to_latex, to_markdown
+from hscale.analysis.report_data import Report
+from hscale.analysis.report_html import report_html, report_markdown
 from hscale.analysis.scaling import scaling_table
 from hscale.analysis.stats import GROUP
 from hscale.analysis.tables import all_tables, measured_ordering
@@ -34,22 +42,6 @@ from hscale.analysis.weight_estimates import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text, refuse_foreign_folder
 from hscale.train.checker_health import checker_health_of
-
-
-@dataclass
-class Report:
-    """What was written, and what could not be."""
-
-    out: Path
-    tables: list[Table]
-    figures: dict[str, bytes] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)  # nothing to draw
-    failed: dict[str, str] = field(default_factory=dict)  # an error while drawing
-    problems: list[str] = field(default_factory=list)
-    ordering: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # warnings the statistics raised, counted
-    checker_warning: str | None = None  # how often the runs' checkers failed (None: never)
-
 
 REPORT_HEAD = "# hscale report"  # report.md's first line: how a report folder is known
 
@@ -124,6 +116,31 @@ def draw_figures(results: Results, options: Options, report: Report) -> None:
             report.failed[name] = f"{type(exc).__name__}: {exc}"
 
 
+def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFrame | None,
+                  reported: pd.DataFrame, report: Report) -> None:
+    """The first screen: the run summary, the verdicts, the forest plot and the one-page
+    summary; a figure that fails is named like any other, the rest go on."""
+    report.summary = run_summary(results)
+    report.verdicts = headline(comparisons, gains, reported)
+    frame = forest_frame(report.verdicts)
+    for name, draw in (("headline", lambda: png_bytes(plot_forest(frame))),
+                       ("summary", lambda: summary_page(report.summary, frame,
+                                                        report.verdicts))):
+        try:
+            made = draw()
+        except NoData as why:
+            report.skipped[name] = str(why)
+            continue
+        except Exception as exc:  # a broken figure must not cost the others
+            report.failed[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        if name == "headline":
+            report.figures[name] = made
+        else:
+            report.pages = {"summary.png": png_bytes(made, dpi=150),
+                            "summary.pdf": pdf_bytes(made)}
+
+
 def build_report(results: Results, out: Path, reference: str | None = None,
                  test: str = "permutation", n_boot: int = 2000, seed: int = 0) -> Report:
     """Compute every table and figure of ``results`` (nothing written yet). Warnings the
@@ -141,6 +158,7 @@ def build_report(results: Results, out: Path, reference: str | None = None,
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)
         if gains is not None:
             report.ordering += gain_statements(gains, comparisons)
+        draw_headline(results, comparisons, gains, cells.reported, report)
         draw_figures(results, Options(reference, n_boot, seed), report)
     counts = Counter(w.category.__name__ for w in caught)
     first = {}
@@ -149,91 +167,6 @@ def build_report(results: Results, out: Path, reference: str | None = None,
     report.notes = [f"{name} x{count} (first: {first[name]})" for name, count in counts.items()]
     report.checker_warning = checker_health_of(results.episodes, results.train).line()
     return report
-
-
-def _summary_md(results: Results, report: Report) -> list[str]:
-    ep = results.episodes
-    lines = [f"Runs folder: `{results.root}`  ", f"Runs: {len(results.runs)}; evaluated "
-             f"episodes: {len(ep):,}; arms: {ep['method'].nunique()}; benchmarks: "
-             f"{', '.join(map(str, ep['benchmark'].unique()))}  ", _greedy_note(results),
-             _error_note(ep), ""]
-    lines += ["## Ordering measured", ""] + [f"{s}  " for s in report.ordering] + [""]
-    if report.problems:
-        lines += ["## Problems with the run files", ""] + [f"- {p}" for p in report.problems]
-        lines += [""]
-    if report.failed or report.skipped:
-        lines += ["## Figures not drawn", ""]
-        lines += [f"- {n}: failed ({why})" for n, why in report.failed.items()]
-        lines += [f"- {n}: skipped ({why})" for n, why in report.skipped.items()] + [""]
-    return lines
-
-
-def _error_note(episodes: pd.DataFrame) -> str:
-    """Episodes that scored 0 because something outside the policy failed (a reward script
-    that crashed, hung or printed no reward), counted by kind."""
-    if "error" not in episodes.columns:
-        return ""
-    errors = episodes["error"].fillna("").astype(str).str.extract(r"(checker: [^;(]*)")[0]
-    errors = errors.dropna().str.strip()
-    if errors.empty:
-        return ""
-    kinds = errors.value_counts()
-    listed = "; ".join(f"{kind} x{count}" for kind, count in kinds.head(5).items())
-    return (f"**{len(errors):,} episodes scored 0 because their checker failed** ({listed}); "
-            "`hscale tasks check` finds such tasks.  ")
-
-
-def _greedy_note(results: Results) -> str:
-    if not len(results.greedy):
-        return ""
-    return (f"{len(results.greedy):,} greedy-decoding episodes are kept apart "
-            "(`Results.greedy`): tables and tests use the sampled runs.  ")
-
-
-def report_markdown(results: Results, report: Report) -> str:
-    lines = [REPORT_HEAD, ""] + _summary_md(results, report) + ["## Tables", ""]
-    lines += [to_markdown(t) for t in report.tables if not t.frame.empty]
-    lines += ["## Figures", ""]
-    lines += [f"![{name}]({name}.png)\n" for name in report.figures]
-    return "\n".join(lines)
-
-
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1280px;color:#222;
-padding:0 2em}
-.wide{overflow-x:auto}table.results{border-collapse:collapse;font-size:12px;margin:.5em 0}
-table.results td,table.results th{padding:2px 8px;border-bottom:1px solid #ddd;
-text-align:right;white-space:nowrap}
-table.results th{border-bottom:2px solid #333}.note{font-size:12px;color:#555}
-.problem{color:#a40000}img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
-
-
-def report_html(results: Results, report: Report) -> str:
-    """One file with every table and figure (PNG as base64): mail it, open it offline."""
-    esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>hscale report</title>"
-             f"<style>{_CSS}</style></head><body><h1>hscale report</h1>",
-             f"<p>Runs folder: <code>{esc(str(results.root))}</code>; {len(results.runs)} runs, "
-             f"{len(results.episodes):,} evaluated episodes; written "
-             f"{datetime.now(UTC).isoformat(timespec='seconds')}</p>",
-             f"<p>{esc(_greedy_note(results).replace('`', ''))}</p>",
-             "<h2>Ordering measured</h2>"] + [f"<p>{esc(s)}</p>" for s in report.ordering]
-    if report.problems:
-        parts += ["<h2>Problems with the run files</h2><ul>"]
-        parts += [f"<li class='problem'>{esc(p)}</li>" for p in report.problems] + ["</ul>"]
-    if report.failed or report.skipped:
-        parts += ["<h2>Figures not drawn</h2><ul>"]
-        parts += [f"<li class='problem'>{esc(n)}: failed ({esc(w)})</li>"
-                  for n, w in report.failed.items()]
-        parts += [f"<li>{esc(n)}: skipped ({esc(w)})</li>" for n, w in report.skipped.items()]
-        parts += ["</ul>"]
-    parts += ["<h2>Tables</h2>"] + [to_html(t) for t in report.tables if not t.frame.empty]
-    parts += ["<h2>Figures</h2>"]
-    for name, png in report.figures.items():
-        data = base64.b64encode(png).decode("ascii")
-        title = FIGURES.get(name).title if name in FIGURES else name
-        parts.append(f"<h3>{esc(title)}</h3>"
-                     f"<img alt='{esc(name)}' src='data:image/png;base64,{data}'>")
-    return "\n".join(parts + ["</body></html>"])
 
 
 def save_report(results: Results, report: Report) -> None:
@@ -247,7 +180,9 @@ def save_report(results: Results, report: Report) -> None:
         atomic_write_text(out / f"{table.name}.csv", table.data.to_csv(index=False))
     for name, png in report.figures.items():
         atomic_write_bytes(out / f"{name}.png", png)
-    atomic_write_text(out / "report.md", report_markdown(results, report))
+    for name, page in report.pages.items():
+        atomic_write_bytes(out / name, page)
+    atomic_write_text(out / "report.md", report_markdown(results, report, REPORT_HEAD))
     atomic_write_text(out / "report.html", report_html(results, report))
 
 

@@ -131,9 +131,9 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
     weights = spec_weights(spec.weights, space)
     space = _factors(space)
     if arm.blackbox is not None:  # one harness, outside the space: every task under it
-        return _blackbox_manifest(
-            build_manifest(spec, arm_name, arm.model_copy(update={"blackbox": None}), seed,
-                           space, evals, sources), arm)
+        plain = arm.model_copy(update={"blackbox": None, **_ONE_HARNESS})
+        return _blackbox_manifest(build_manifest(spec, arm_name, plain, seed, space, evals,
+                                                 sources), arm)
     try:
         train = train_set(arm, space, evals.get("in_space", []),
                           rng_for(seed, arm_name, "train"))
@@ -162,13 +162,16 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
     )
 
 
+# what a black-box arm is planned as before its harness replaces the training set: whatever
+# the spec's defaults say, one harness and each task under it once (repeat, K = 1)
+_ONE = Arm.model_validate({"train": "single", "assignment": {"mode": "repeat", "k": 1}})
+_ONE_HARNESS = {"train": _ONE.train, "assignment": _ONE.assignment}
+
+
 def _blackbox_manifest(planned: Manifest, arm: Arm) -> Manifest:
     """An arm trained through a black-box harness: that harness its one training harness,
-    each task under it once (repeat, K = 1), and the manifest's ``blackbox`` record (the
-    backends read how it trains from there)."""
-    repeat = Arm.model_validate({"assignment": {"mode": "repeat", "k": 1}}).assignment
+    and the manifest's ``blackbox`` record (the backends read how it trains from there)."""
     return Manifest.build(**{**planned.body(), "train_harnesses": [arm.blackbox.harness],
-                             "assignment": repeat.model_dump(),
                              "blackbox": arm.blackbox.record()})
 
 

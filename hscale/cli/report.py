@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -51,6 +52,11 @@ def report_cmd(
         print(f"note: {note}", file=sys.stderr)
     if report.checker_warning:
         print(report.checker_warning, file=sys.stderr)
+    if report.verdicts:
+        words = Counter(v.word for v in report.verdicts)
+        print(f"{len(report.verdicts)} headline comparisons: "
+              + ", ".join(f"{n} {w}" for w, n in words.most_common()) + " (one sentence "
+              "each at the top of report.html)")
     for line in report.ordering:
         print(line)
     print(f"wrote {len(report.tables)} tables and {len(report.figures)} figures to "

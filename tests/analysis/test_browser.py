@@ -49,3 +49,61 @@ def test_report_html_renders_in_headless_chromium(tmp_path):
     colours = len(np.unique((pixels[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
     assert ink > 0.02, f"screenshot is blank ({ink:.4f} of pixels drawn)"
     assert colours > 50, "no figures rendered: too few colours for embedded plots"
+
+
+# Measures the page as Chromium lays it out at 1280 x 800 (the first screen) and writes what
+# it found into the DOM, which --dump-dom prints; the report itself holds no script.
+PROBE = """<script>window.addEventListener('load', () => {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.top, b.bottom, b.height]; };
+  const screen = window.innerHeight;
+  const summary = document.getElementById('run-summary');
+  const figure = document.getElementById('fig-headline');
+  const tables = [...document.querySelectorAll('table')].map(box)
+      .filter(b => b[2] > 0 && b[0] < screen);
+  const measured = [...document.querySelectorAll('details.measured table')].map(t => {
+    const names = [...t.tHead.rows[t.tHead.rows.length - 1].cells].map(c => c.textContent);
+    const rows = [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent.trim()));
+    const empty = names.filter((_, j) => rows.every(r => ['\u2014', ''].includes(r[j] ?? '')));
+    return {table: t.closest('details').querySelector('summary').textContent, empty};
+  });
+  const out = document.createElement('pre');
+  out.id = 'probe';
+  out.textContent = JSON.stringify({screen, summary: summary && box(summary),
+    figure: figure && box(figure), tables, measured});
+  document.body.appendChild(out);
+});</script>"""
+
+
+def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(tmp_path):
+    """Opened as a new user opens it: at 1280 x 800 the run summary and the headline forest
+    plot are on the first screen, whole, and no table is; no measured table has a column
+    that is empty for every row."""
+    import json
+    import re
+
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip("no headless Chromium found (install Debian's chromium package, as "
+                    ".ci/run does, or set HSCALE_CHROMIUM)")
+    runs = demo_like(tmp_path / "runs", tasks=6, seeds=(0, 1), runs=2, steps=8)
+    page = write_report(runs, tmp_path / "report", n_boot=100).out / "report.html"
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+               "--window-size=1280,800", "--virtual-time-budget=5000", "--dump-dom",
+               probe.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    found = re.search(r"<pre id=\"probe\">(.*?)</pre>", done.stdout, re.S)
+    assert found, done.stderr[-2000:]
+    import html
+
+    layout = json.loads(html.unescape(found.group(1)))
+    screen = layout["screen"]
+    assert layout["summary"] and layout["summary"][1] <= screen
+    top, bottom, height = layout["figure"]
+    assert height > 200 and bottom <= screen, layout["figure"]  # the whole forest plot
+    assert layout["tables"] == []  # no table on the first screen
+    assert len(layout["measured"]) >= 5
+    assert [t for t in layout["measured"] if t["empty"]] == []

@@ -49,10 +49,35 @@ def test_writes_tables_figures_markdown_and_html(written):
 def test_html_is_self_contained(written):
     page = (written.out / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    assert len(images) == len(FIGURES)
+    assert len(images) == len(FIGURES) + 1  # and the headline forest plot
     assert all(base64.b64decode(i)[:4] == b"\x89PNG" for i in images)
     assert not re.search(r"(src|href)=['\"]?(https?:|//|[a-z_]+\.png)", page)
     assert "Table 1" in page and "Ordering measured" in page
+
+
+def test_the_answer_comes_first_in_both_the_page_and_the_markdown(written):
+    """What was run, the headline figure, a sentence a comparison, the figures, the measured
+    tables folded, the papers' numbers apart: in that order in report.html and report.md;
+    summary.png and summary.pdf hold the same on one page."""
+    out = written.out
+    assert (out / "summary.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "summary.pdf").read_bytes()[:5] == b"%PDF-"
+    page = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    sentence = written.verdicts[0].sentence
+    marks = [("id='run-summary'", "**arms**"), ("fig-headline", "](headline.png)"),
+             (sentence.replace("'", "&#x27;"), sentence), ("<h2>Figures", "## Figures"),
+             ("<h2>Tables", "## Tables"), ("<h2>Reported in the papers",
+                                            "## Reported in the papers")]
+    for text, marks_of in ((page, [m[0] for m in marks]), (md, [m[1] for m in marks])):
+        at = [text.index(m) for m in marks_of]
+        assert at == sorted(at), marks_of
+    tables = page.split("<h2>Tables", 1)[1]
+    measured = tables.split("<h2>Reported in the papers", 1)[0]
+    assert "<details class='measured'>" in measured and ">reported<" not in measured
+    assert "settings.csv" in measured  # each table's CSV beside it
+    # 6 tasks: the Wald tests and the scaling fits are not shown as numbers
+    assert measured.count("Too few tasks to test: 6 evaluated tasks") == 2
 
 
 def test_report_states_the_ordering_it_measured(demo_runs, written):
@@ -87,11 +112,27 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
     assert done.failed["broken"] == "RuntimeError: the pen ran dry"
     assert done.failed["gone"].startswith("AttributeError")
     assert done.skipped == {"empty": "no such metric"}
-    assert set(done.figures) == {"heatmap"}
+    assert set(done.figures) == {"headline", "heatmap"}
     assert (tmp_path / "r" / "heatmap.png").is_file()
     md = (tmp_path / "r" / "report.md").read_text()
     assert "broken: failed (RuntimeError: the pen ran dry)" in md
     assert "the pen ran dry" in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_a_failing_headline_is_named_and_the_rest_is_written(demo_runs, tmp_path,
+                                                            monkeypatch):
+    import hscale.analysis.report as module
+
+    def broken(frame, fig=None):
+        raise RuntimeError("no ink")
+
+    monkeypatch.setattr(module, "plot_forest", broken)
+    done = write_report(demo_runs, tmp_path / "r", n_boot=100)
+    assert done.failed["headline"] == "RuntimeError: no ink" and "headline" not in done.figures
+    assert "heatmap" in done.figures and done.verdicts  # the sentences do not need the figure
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "headline: failed (RuntimeError: no ink)" in page
+    assert done.verdicts[0].sentence in page
 
 
 @pytest.fixture

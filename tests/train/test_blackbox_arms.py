@@ -130,3 +130,31 @@ def test_three_arms_through_real_clis_give_table_2_rows_beside_structured(tmp_pa
     assert {m for m in ("black-box-sft", "black-box-rl", "structured-18")
             if any(m in line for line in rows)} == {"black-box-sft", "black-box-rl",
                                                     "structured-18"}
+
+
+def test_a_verl_sft_run_validates_the_model_hscale_fine_tuned(tmp_path):
+    """On veRL a black-box SFT run is veRL validating (val_only) the model that hscale
+    fine-tuned into the run folder's sft/; its exported launch.sh refuses to start without
+    it, naming the command that makes it."""
+    pytest.importorskip("verl")
+    import subprocess
+
+    from hscale.train.backends.verl import VerlBackend, build_overrides
+
+    spec = yaml.safe_load(_spec(tmp_path).read_text())
+    spec.update(backend="verl", model="Qwen/Qwen2.5-0.5B-Instruct", seeds=[0],
+                verl={"rollout": "hscale_hf", "prompt_length": 12288, "gpus_per_node": 1})
+    spec["arms"] = {"black-box-sft": ARMS["black-box-sft"]}
+    path = tmp_path / "verl.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    (run, *_) = plan_runs(path, tmp_path / "runs")
+    overrides = build_overrides(run.path, run.manifest)
+    assert "trainer.val_only=True" in overrides and "trainer.total_training_steps=0" in overrides
+    model = next(o for o in overrides if o.startswith("actor_rollout_ref.model.path="))
+    assert model.endswith("/verl/../sft/model")
+    run.schedule.write(run.path)
+    run.manifest.write(run.path)
+    launch = VerlBackend().export(run.path, run.manifest)
+    done = subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "no fine-tuned model" in done.stderr
+    assert "run hscale run for this arm" in done.stderr

@@ -44,7 +44,10 @@ from hscale.train.backends.verl.overrides import (
     build_overrides,
     settings,
 )
+from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import REPLAN, Manifest
+from hscale.train.lm.sft import RESULT
+from hscale.train.manifest import blackbox_of
 from hscale.train.schedule import Schedule
 from hscale.train.workload import eval_jobs, eval_tasks, train_tasks
 
@@ -162,6 +165,12 @@ _COUNT_GPUS = [  # only when the spec names no GPUs per node: this node's
     ' set HSCALE_GPUS_PER_NODE" >&2; exit 1; fi']
 
 
+_NEEDS_SFT = [  # a black-box SFT run validates the model hscale fine-tuned beside verl/
+    f'if [ ! -f "$HERE/../{SFT_DIR}/{MODEL}/{RESULT}" ]; then echo "hscale: no fine-tuned '
+    f'model in $HERE/../{SFT_DIR}/{MODEL}: run hscale run for this arm (it collects the '
+    'teacher and fine-tunes before veRL validates)" >&2; exit 1; fi']
+
+
 def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
     """launch.sh: inputs beside the script, outputs to $HSCALE_VERL_OUT or beside it too."""
     words = [_shell_word(o) for o in overrides]
@@ -180,6 +189,7 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         f'OUT="${{{OUT_ENV}:-$HERE}}"',
         'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',
         *(_COUNT_GPUS if counts else []),
+        *(_NEEDS_SFT if (blackbox_of(manifest) or {}).get("method") == "sft" else []),
         f'mkdir -p "$OUT/{METRICS_DIR}"',
         *cpu[0],
         f"exec python -m {shlex.quote(MAIN)} \\",
