@@ -38,7 +38,9 @@ RUN_FILES = (MANIFEST, EVAL, TRAIN, STATUS, SCHEDULE)
 CATEGORIES = ("source", "experiment", "model", "algorithm", "method", "arm", "benchmark",
               "setting", "harness", "task_id")
 RUN_GROUP = ("source", "experiment", "model", "algorithm", "method")
-OPTIONAL_EVAL = tuple(EVAL_OPTIONAL)  # kept when present; greedy rows are kept apart
+# kept when present; greedy rows are kept apart; the behaviour counts stay numbers
+OPTIONAL_EVAL = tuple(c for c, kind in EVAL_OPTIONAL.items() if kind == "str")
+NUMERIC_EVAL = tuple(c for c, kind in EVAL_OPTIONAL.items() if kind != "str")
 
 
 @dataclass
@@ -355,7 +357,8 @@ def _combine_episodes(runs: list[_Run], table: pd.DataFrame,
     if not parts:
         return _empty_episodes()
     keep = [*EVAL_COLUMNS, "model", "algorithm", "method", "source"]
-    out = concat_tidy([p[keep + [c for c in OPTIONAL_EVAL if c in p.columns]] for p in parts])
+    out = concat_tidy([p[keep + [c for c in (*OPTIONAL_EVAL, *NUMERIC_EVAL) if c in p.columns]]
+                       for p in parts])
     for col in OPTIONAL_EVAL:
         if col in out.columns:
             filled = out[col].astype(object).where(out[col].notna(), _FILL[col])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hscale.analysis.behaviour import behaviour_table
 from hscale.analysis.effect_tables import (
     distance_table,
     effects_table,
@@ -152,7 +153,8 @@ def build_report(results: Results, out: Path, reference: str | None = None,
         tables += [effects_table(results, n_boot, seed), tests_table(results),
                    distance_table(results, n_boot, seed),
                    sensitivity_table(results, n_boot, seed),
-                   scaling_table(results, n_boot, seed)]
+                   scaling_table(results, n_boot, seed),
+                   behaviour_table(results, n_boot, seed)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
         report.ordering = ordering_statements(measured_ordering(cells), comparisons)
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)

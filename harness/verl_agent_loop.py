@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from uuid import uuid4
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
+from hscale.harness.behaviour import behaviour, unobserved
 from hscale.harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness.harness import harness_named
 from hscale.harness.tasks import Task, task_from_row
@@ -336,10 +338,19 @@ def episode_fields(episode: Any, label: str, segments: int, checker_failed: bool
             # (veRL averages them): checker_error 1 = the checker failed
             "reward_extra_info": {"success": success, "acc": success,
                                   "turns": float(episode.turns),
-                                  "checker_error": float(checker_failed)},
+                                  "checker_error": float(checker_failed),
+                                  **wire_behaviour(episode, label)},
             "hscale_harness": label, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,
             "hscale_turns": episode.turns, "hscale_parse_errors": episode.parse_errors}
+
+
+def wire_behaviour(episode: Any, label: str) -> dict[str, float]:
+    """The behaviour counts (hscale.harness.behaviour) as veRL's reward extras, which it
+    averages and so must be numbers in every row: "not observed" or "nothing to recover
+    from" travels as -1 (the dump import reads it back as NaN)."""
+    counts = unobserved() if label.startswith("bb/") else behaviour(episode)
+    return {k: (-1.0 if math.isnan(v) else v) for k, v in counts.items()}
 
 
 def _num_turns(history: Sequence[Message]) -> int:

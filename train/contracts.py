@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
+from hscale.harness.behaviour import BEHAVIOUR, behaviour, unobserved
+from hscale.harness.blackbox import is_blackbox
 from hscale.train.records import (
     AlgorithmRecord,
     AssignmentRecord,
@@ -210,7 +212,9 @@ EVAL_COLUMNS: dict[str, str] = {
 # ``decoding`` tells the independent sampled runs from an extra greedy pass (recorded as run 0)
 # ``error``: why an episode failed outside the policy's control, e.g. "checker: timeout after
 # 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
-EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str"}
+# the behaviour counts of its trajectory (hscale.harness.behaviour; NaN where not observed)
+EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
+                                 **dict.fromkeys(BEHAVIOUR, "float64")}
 SETTINGS = ("base", "in_space", "out_of_space")
 # the arm of each seed's reference run: the starting model evaluated at step 0, no training
 BASE_MODEL_ARM = "base-model"
@@ -232,26 +236,29 @@ def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, st
 
 def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting: str,
              harness: str, task_id: str, reward: float, success: bool, turns: int,
-             decoding: str = "sampled", category: str = "unknown", error: str = ""
-             ) -> dict[str, Any]:
+             decoding: str = "sampled", category: str = "unknown", error: str = "",
+             behaviour: dict[str, float] | None = None) -> dict[str, Any]:
     """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed), typed as the
     contract types it. Every writer builds its rows here, so no two can drift apart."""
     return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
             "run": int(run), "step": int(step), "benchmark": str(benchmark),
             "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
             "reward": float(reward), "success": bool(success), "turns": int(turns),
-            "decoding": str(decoding), "category": str(category), "error": str(error or "")}
+            "decoding": str(decoding), "category": str(category), "error": str(error or ""),
+            **{k: float(v) for k, v in (behaviour or unobserved()).items()}}
 
 
 def episode_row(manifest: Manifest, job: Any, episode: Any, *, step: int,
                 decoding: str = "sampled") -> dict[str, Any]:
     """:func:`eval_row` of an evaluated episode: ``job`` says what was played (``run``,
     ``benchmark``, ``setting``, ``harness``, ``task``: an ``EvalJob``), ``episode`` how it
-    went (``reward``, ``success``, ``turns``, ``error``: an ``Episode``)."""
+    went (``reward``, ``success``, ``turns``, ``error``, its tool calls: an ``Episode``; a
+    black-box CLI's are its own, not observed)."""
     return eval_row(manifest, step=step, run=job.run, benchmark=job.benchmark,
                     setting=job.setting, harness=job.harness, task_id=job.task.task_id,
                     reward=episode.reward, success=episode.success, turns=episode.turns,
-                    decoding=decoding, category=job.task.category, error=episode.error)
+                    decoding=decoding, category=job.task.category, error=episode.error,
+                    behaviour=unobserved() if is_blackbox(job.harness) else behaviour(episode))
 
 
 def eval_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:

@@ -267,9 +267,12 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.num_turns == expected_num_turns(history)
         assert out.extra_fields["hscale_segment"] == i
         assert out.extra_fields["hscale_termination"] == "answer"
+        # the behaviour counts are the reference episode's: the drivers count alike
         assert out.extra_fields["reward_extra_info"] == {"success": 1.0, "acc": 1.0,
                                                          "turns": float(episode.turns),
-                                                         "checker_error": 0.0}
+                                                         "checker_error": 0.0,
+                                                         **vl.wire_behaviour(episode, label)}
+        assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(episode.tool_calls)
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in
                    (tokenizer.decode(r, skip_special_tokens=True) for r in model_runs(out))]
@@ -322,7 +325,12 @@ def test_do_nothing_scores_zero(tokenizer, tasks, label) -> None:
     assert out.reward_score == 0.0 == episode.reward
     assert out.extra_fields["reward_extra_info"] == {"success": 0.0, "acc": 0.0,
                                                      "turns": float(episode.turns),
-                                                     "checker_error": 0.0}
+                                                     "checker_error": 0.0,
+                                                     # no call: none looked first, none
+                                                     # failed (-1: not applicable)
+                                                     "tool_calls": 0.0, "tool_errors": 0.0,
+                                                     "recovered": -1.0, "repeats": 0.0,
+                                                     "looked_first": -1.0}
     check_sequence(tokenizer, out, episode.messages, [g.text for g in episode.generations])
     # react answers at once; plan_act and act_verify add one injected turn
     assert out.num_turns == (2 if label == FULL else 4)

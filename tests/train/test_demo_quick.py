@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hscale.harness.behaviour import BEHAVIOUR
+
 pytest.importorskip("torch")
 pytest.importorskip("verl")
 
@@ -48,6 +50,12 @@ def test_demo_quick_runs_every_arm_and_reports(demo):
     html = (demo / "report" / "report.html").read_text()
     assert "structured-18" in html and "<img" in html
     assert "base model (no RL)" in html and "RL gain over the base model" in html
+    # the behaviour frequencies of every arm, from its trajectories
+    behaviour = pd.read_csv(demo / "report" / "behaviour.csv")
+    assert set(behaviour.method) == {p.parent.name.replace("base-model", "base model (no RL)")
+                                     for p in demo.glob("*/0")}
+    calls = behaviour[behaviour.measure == "tool calls per episode"]
+    assert calls["mean"].gt(0).all() and "Behaviour: what the trajectories did" in html
 
 
 @pytest.mark.slow
@@ -59,8 +67,9 @@ def test_demo_quick_rows_are_the_recorded_ones(demo):
         evals = pd.read_parquet(run_dir / "eval.parquet")
         expected = pd.DataFrame(want["eval"])
         # columns added to the contract since the golden rows: present, and empty here
-        assert set(evals.columns) == set(expected.columns) | {"error"}, arm
+        assert set(evals.columns) == set(expected.columns) | {"error", *BEHAVIOUR}, arm
         assert (evals["error"] == "").all(), arm
+        assert evals["tool_calls"].notna().all(), arm  # every episode's trajectory counted
         evals = evals[list(expected.columns)]
         for column in expected.columns:
             got, ref = evals[column].tolist(), expected[column].tolist()

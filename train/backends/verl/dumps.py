@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from hscale.errors import HscaleError
+from hscale.harness.behaviour import unobserved
 from hscale.train.backends.verl.inputs import VAL_TAG
 from hscale.train.backends.verl.overrides import VERL_DIR
 from hscale.train.contracts import Manifest, eval_frame, eval_row, train_frame
@@ -66,7 +67,18 @@ def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, 
         turns=int(turns) if turns is not None else -1,
         decoding=row.get("decoding", "sampled"), category=row.get("category", "unknown"),
         error="checker: failed (see the rollout worker's log)" if rec.get("checker_error")
-        else "")
+        else "", behaviour=_behaviour(rec))
+
+
+def _behaviour(rec: dict[str, Any]) -> dict[str, float]:
+    """The dumped behaviour counts (hscale.harness.verl_agent_loop.wire_behaviour: -1 for
+    not observed), NaN where the dump has none (an older loop's)."""
+    out = unobserved()
+    for key in out:
+        value = rec.get(key)
+        if isinstance(value, int | float) and value >= 0:
+            out[key] = float(value)
+    return out
 
 
 def _episodes(path: Path):
