@@ -6,7 +6,10 @@ browser is found. Set HSCALE_CHROMIUM to use a particular binary.
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -27,19 +30,30 @@ def find_chromium() -> str | None:
     return next((path for name in NAMES if (path := shutil.which(name))), None)
 
 
-def test_report_html_renders_in_headless_chromium(tmp_path):
-    browser = find_chromium()
-    if browser is None:
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """The demo-shaped results' report.html, written once for the tests below."""
+    if find_chromium() is None:
         pytest.skip("no headless Chromium found (install Debian's chromium package, as "
                     ".ci/run does, or set HSCALE_CHROMIUM)")
-    runs = demo_like(tmp_path / "runs", tasks=6, seeds=(0, 1), runs=2, steps=8)
-    page = write_report(runs, tmp_path / "report", n_boot=100).out / "report.html"
-    shot = tmp_path / "shot.png"
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
-               "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180,
+    tmp = tmp_path_factory.mktemp("browser")
+    runs = demo_like(tmp / "runs", tasks=6, seeds=(0, 1), runs=2, steps=8)
+    return write_report(runs, tmp / "report", n_boot=100).out / "report.html"
+
+
+def chromium(page, tmp_path, size: str, *flags: str) -> subprocess.CompletedProcess:
+    """``page`` opened by headless Chromium in a window of ``size`` (its own profile)."""
+    command = [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+               "--hide-scrollbars", "--disable-dev-shm-usage",
+               f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={size}", *flags,
+               page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180,
                           env={**os.environ, "HOME": str(tmp_path)})
+
+
+def test_report_html_renders_in_headless_chromium(page, tmp_path):
+    shot = tmp_path / "shot.png"
+    done = chromium(page, tmp_path, "1280,4000", f"--screenshot={shot}")
     assert shot.is_file(), done.stderr[-2000:]
     from matplotlib.image import imread
 
@@ -74,31 +88,15 @@ PROBE = """<script>window.addEventListener('load', () => {
 });</script>"""
 
 
-def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(tmp_path):
+def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(page, tmp_path):
     """Opened as a new user opens it: at 1280 x 800 the run summary and the headline forest
     plot are on the first screen, whole, and no table is; no measured table has a column
     that is empty for every row."""
-    import json
-    import re
-
-    browser = find_chromium()
-    if browser is None:
-        pytest.skip("no headless Chromium found (install Debian's chromium package, as "
-                    ".ci/run does, or set HSCALE_CHROMIUM)")
-    runs = demo_like(tmp_path / "runs", tasks=6, seeds=(0, 1), runs=2, steps=8)
-    page = write_report(runs, tmp_path / "report", n_boot=100).out / "report.html"
     probe = page.with_name("probe.html")
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
-               "--window-size=1280,800", "--virtual-time-budget=5000", "--dump-dom",
-               probe.as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "HOME": str(tmp_path)})
+    done = chromium(probe, tmp_path, "1280,800", "--virtual-time-budget=5000", "--dump-dom")
     found = re.search(r"<pre id=\"probe\">(.*?)</pre>", done.stdout, re.S)
     assert found, done.stderr[-2000:]
-    import html
-
     layout = json.loads(html.unescape(found.group(1)))
     screen = layout["screen"]
     assert layout["summary"] and layout["summary"][1] <= screen
