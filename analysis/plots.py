@@ -353,23 +353,20 @@ FIGURES.register("scaling", "hscale.analysis.scaling:FIGURE")  # imported when d
 
 def png_bytes(fig, dpi: int = 110) -> bytes:
     """The figure as PNG bytes (Agg canvas; no display needed)."""
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+    return _saved(fig, "png", dpi=dpi)
 
 
 def pdf_bytes(fig) -> bytes:
     """The figure as one PDF page."""
+    return _saved(fig, "pdf")
+
+
+def _saved(fig, fmt: str, **options) -> bytes:
     import io
 
-    from matplotlib.backends.backend_pdf import FigureCanvasPdf
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasPdf(fig)
+    FigureCanvasAgg(fig)  # savefig picks the format's own renderer
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="pdf")
+    fig.savefig(buffer, format=fmt, **options)
     return buffer.getvalue()

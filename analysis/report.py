@@ -108,13 +108,25 @@ def draw_figures(results: Results, options: Options, report: Report) -> None:
     """Each registered figure alone: NoData is skipped, any other error (an entry that fails
     to import included) is recorded, the rest go on."""
     for name in FIGURES.names():
-        try:
+        def draw(name: str = name) -> bytes:
             spec = FIGURES.get(name)
-            report.figures[name] = png_bytes(spec.draw(spec.data(results, options)))
-        except NoData as why:
-            report.skipped[name] = str(why)
-        except Exception as exc:  # a broken figure must not cost the others
-            report.failed[name] = f"{type(exc).__name__}: {exc}"
+            return png_bytes(spec.draw(spec.data(results, options)))
+
+        png = _attempt(report, name, draw)
+        if png is not None:
+            report.figures[name] = png
+
+
+def _attempt(report: Report, name: str, draw):
+    """``draw()``, or None with the reason in the report: NoData is skipped, any other error
+    failed (a broken figure must not cost the others)."""
+    try:
+        return draw()
+    except NoData as why:
+        report.skipped[name] = str(why)
+    except Exception as exc:
+        report.failed[name] = f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFrame | None,
@@ -124,22 +136,13 @@ def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFra
     report.summary = run_summary(results)
     report.verdicts = headline(comparisons, gains, reported)
     frame = forest_frame(report.verdicts)
-    for name, draw in (("headline", lambda: png_bytes(plot_forest(frame))),
-                       ("summary", lambda: summary_page(report.summary, frame,
-                                                        report.verdicts))):
-        try:
-            made = draw()
-        except NoData as why:
-            report.skipped[name] = str(why)
-            continue
-        except Exception as exc:  # a broken figure must not cost the others
-            report.failed[name] = f"{type(exc).__name__}: {exc}"
-            continue
-        if name == "headline":
-            report.figures[name] = made
-        else:
-            report.pages = {"summary.png": png_bytes(made, dpi=150),
-                            "summary.pdf": pdf_bytes(made)}
+    forest = _attempt(report, "headline", lambda: png_bytes(plot_forest(frame)))
+    if forest is not None:
+        report.figures["headline"] = forest
+    page = _attempt(report, "summary",
+                    lambda: summary_page(report.summary, frame, report.verdicts))
+    if page is not None:
+        report.pages = {"summary.png": png_bytes(page, dpi=150), "summary.pdf": pdf_bytes(page)}
 
 
 def build_report(results: Results, out: Path, reference: str | None = None,

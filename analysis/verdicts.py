@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from hscale.analysis.naming import setting_label
+from hscale.analysis.render import fmt_p
 
 ALPHA = 0.05
 KEYS = ("model", "algorithm", "setting", "method", "reference")
@@ -25,8 +26,8 @@ KEYS = ("model", "algorithm", "setting", "method", "reference")
 
 @dataclass(frozen=True)
 class Verdict:
-    """A comparison's answer: ``word`` (reproduces, opposite, higher, lower, not resolved),
-    the numbers it rests on, the papers' differences (model, pp) and the sentence."""
+    """A comparison's numbers and the papers' differences (model, pp); its ``word``
+    (reproduces, opposite, higher, lower, not resolved) and ``sentence`` follow from them."""
 
     method: str
     reference: str
@@ -37,8 +38,29 @@ class Verdict:
     p_holm: float
     mde: float
     paper: tuple[tuple[str, float], ...]
-    word: str
-    sentence: str
+
+    @property
+    def word(self) -> str:
+        return word_for(self.diff, self.lo, self.hi, self.p_holm, [d for _, d in self.paper])
+
+    @property
+    def sentence(self) -> str:
+        where, word = setting_label(self.setting), self.word
+        numbers = (f"{self.diff:+.1f} pp [{self.lo:+.1f}, {self.hi:+.1f}], "
+                   f"Holm p = {fmt_p(self.p_holm)}")
+        said = "; ".join(f"{model} {d:+.1f} pp" for model, d in self.paper)
+        head = f"{self.method} vs {self.reference}, {where}: {numbers}"
+        head += f" (the paper: {said})" if self.paper else ""
+        if word == "not resolved":
+            size = (f": differences under {self.mde:.1f} pp cannot be told apart at this size"
+                    if math.isfinite(self.mde) else
+                    f" at this size (its interval spans {self.hi - self.lo:.1f} pp)")
+            return f"{head}; not resolved{size}."
+        if word in ("reproduces", "opposite"):
+            verb = ("reproduces the paper's direction" if word == "reproduces"
+                    else "is opposite to the paper")
+            return f"{head}; {verb}."
+        return f"{self.method} is {word} than {self.reference}, {where}: {numbers}."
 
 
 def resolved(lo: float, hi: float, p_holm: float) -> bool:
@@ -93,29 +115,6 @@ def _reported_gain(part: pd.DataFrame, method: str, reference: str) -> float | N
     return None
 
 
-def sentence(v_method: str, reference: str, setting: str, diff: float, lo: float,
-             hi: float, p_holm: float, mde: float, paper: Sequence[tuple[str, float]],
-             word: str) -> str:
-    where = setting_label(setting)
-    numbers = f"{diff:+.1f} pp [{lo:+.1f}, {hi:+.1f}], Holm p = {_p(p_holm)}"
-    said = "; ".join(f"{model} {d:+.1f} pp" for model, d in paper)
-    theirs = f" (the paper: {said})" if paper else ""
-    if word == "not resolved":
-        size = (f": differences under {mde:.1f} pp cannot be told apart at this size"
-                if math.isfinite(mde) else
-                f" at this size (its interval spans {hi - lo:.1f} pp)")
-        return (f"{v_method} vs {reference}, {where}: {numbers}{theirs}; not resolved"
-                f"{size}.")
-    if word in ("reproduces", "opposite"):
-        verb = ("reproduces the paper's direction" if word == "reproduces"
-                else "is opposite to the paper")
-        return f"{v_method} vs {reference}, {where}: {numbers}{theirs}; {verb}."
-    return f"{v_method} is {word} than {reference}, {where}: {numbers}."
-
-
-def _p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
-
 
 def verdicts(comparisons: pd.DataFrame, reported: pd.DataFrame | None = None
              ) -> list[Verdict]:
@@ -124,14 +123,11 @@ def verdicts(comparisons: pd.DataFrame, reported: pd.DataFrame | None = None
     for row in comparisons.to_dict("records"):
         if row.get("source", "measured") != "measured":
             continue
-        diff, lo, hi = (float(row[k]) for k in ("diff", "lo", "hi"))
-        p_holm = float(row["p_holm"])
-        mde = float(row.get("mde", math.nan)) if pd.notna(row.get("mde")) else math.nan
-        paper = paper_differences(reported, row["method"], row["reference"], row["setting"],
-                                  str(row.get("algorithm") or ""))
-        word = word_for(diff, lo, hi, p_holm, [d for _, d in paper])
-        out.append(Verdict(row["method"], row["reference"], row["setting"], diff, lo, hi,
-                           p_holm, mde, paper, word,
-                           sentence(row["method"], row["reference"], row["setting"], diff,
-                                    lo, hi, p_holm, mde, paper, word)))
+        mde = row.get("mde")
+        out.append(Verdict(
+            row["method"], row["reference"], row["setting"],
+            *(float(row[k]) for k in ("diff", "lo", "hi", "p_holm")),
+            float(mde) if pd.notna(mde) else math.nan,
+            paper_differences(reported, row["method"], row["reference"], row["setting"],
+                              str(row.get("algorithm") or ""))))
     return out

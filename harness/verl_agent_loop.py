@@ -56,6 +56,7 @@ from uuid import uuid4
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness.behaviour import behaviour, unobserved
+from hscale.harness.blackbox import is_blackbox
 from hscale.harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness.harness import harness_named
 from hscale.harness.tasks import Task, task_from_row
@@ -349,7 +350,7 @@ def wire_behaviour(episode: Any, label: str) -> dict[str, float]:
     """The behaviour counts (hscale.harness.behaviour) as veRL's reward extras, which it
     averages and so must be numbers in every row: "not observed" or "nothing to recover
     from" travels as -1 (the dump import reads it back as NaN)."""
-    counts = unobserved() if label.startswith("bb/") else behaviour(episode)
+    counts = unobserved() if is_blackbox(label) else behaviour(episode)
     return {k: (-1.0 if math.isnan(v) else v) for k, v in counts.items()}
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_text
 from hscale.train.contracts import Manifest
 from hscale.train.manifest import blackbox_of
 
@@ -73,13 +72,11 @@ def fine_tuned(run_dir: Path, manifest: Manifest, base: str,
     bb = blackbox_of(manifest)
     settings = SFTSettings(steps=manifest.budget.steps, batch=bb["batch"], lr=bb["lr"],
                            lora_rank=bb["lora_rank"], seed=manifest.seed, keep=bb["keep"])
-    try:
-        result = {**fine_tune(base, calls, out, settings, progress), **tally}
+    try:  # sft.json, written last and once, holds the tally too
+        return out, fine_tune(base, calls, out, settings, progress, extra=tally)
     except HscaleError as exc:
         raise HscaleError(f"arm {manifest.arm}: black-box SFT through {bb['harness']}: "
                           f"{exc.message}", exc.hint) from None
-    atomic_write_text(out / RESULT, json.dumps(result, indent=1) + "\n")
-    return out, result
 
 
 def sft_rows(result: dict[str, Any]) -> list[dict[str, Any]]:

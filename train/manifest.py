@@ -162,12 +162,6 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
     )
 
 
-# what a black-box arm is planned as before its harness replaces the training set: whatever
-# the spec's defaults say, one harness and each task under it once (repeat, K = 1)
-_ONE = Arm.model_validate({"train": "single", "assignment": {"mode": "repeat", "k": 1}})
-_ONE_HARNESS = {"train": _ONE.train, "assignment": _ONE.assignment}
-
-
 def _blackbox_manifest(planned: Manifest, arm: Arm) -> Manifest:
     """An arm trained through a black-box harness: that harness its one training harness,
     and the manifest's ``blackbox`` record (the backends read how it trains from there)."""
@@ -181,9 +175,17 @@ def blackbox_of(manifest: Manifest) -> dict[str, Any] | None:
     return manifest.extension("blackbox")
 
 
+def is_blackbox_sft(manifest: Manifest) -> bool:
+    """A black-box SFT run: a teacher's episodes and a fine-tune, then an evaluation."""
+    return (blackbox_of(manifest) or {}).get("method") == "sft"
+
+
 # the base model's reference run: no training, one evaluation at step 0
 BASE_MODEL = Arm.model_validate({"train": "single", "assignment": {"mode": "repeat", "k": 1},
                                  "description": "the starting model, evaluated before RL"})
+# what a black-box arm is planned as before its harness replaces the training set: whatever
+# the spec's defaults say, one harness and each task under it once (repeat, K = 1)
+_ONE_HARNESS = {"train": BASE_MODEL.train, "assignment": BASE_MODEL.assignment}
 
 
 def base_model_manifest(spec: ExperimentSpec, seed: int, space: HarnessSpace | FactorSpace,
@@ -227,11 +229,11 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
 def blackbox_notes(manifests: list[Manifest], prompt_length: int) -> list[str]:
     """A line for each black-box harness whose first request alone is longer than the
     rollout's prompt budget (its requests would be refused)."""
-    from hscale.harness.blackbox import HARNESSES
+    from hscale.harness.blackbox import HARNESSES, is_blackbox
     from hscale.train.token_budget import CHARS_PER_TOKEN
 
     used = sorted({h for m in manifests for hs in (m.train_harnesses, *m.eval_sets.values())
-                   for h in hs if h.startswith("bb/")})
+                   for h in hs if is_blackbox(h)})
     notes = []
     for name in used:
         tokens = -(-HARNESSES.get(name).prompt_chars // CHARS_PER_TOKEN)

@@ -40,6 +40,7 @@ from hscale.design.space import FactorSpace
 from hscale.design.weights import TIE_DECIMALS
 from hscale.errors import HscaleError
 from hscale.files import write_parquet
+from hscale.harness.blackbox import is_blackbox
 from hscale.registry import Registry
 from hscale.train.contracts import (
     SCHEDULE,
@@ -160,7 +161,7 @@ def build_schedule(space: FactorSpace, train_labels: Sequence[str], task_ids: Se
         raise HscaleError(f"rescue assignment trains under the base harness alone, not "
                           f"{len(train_labels)} training configurations",
                           "use train: single; the siblings go in assignment.pool")
-    outside = [label for label in train_labels if label.startswith("bb/")]
+    outside = [label for label in train_labels if is_blackbox(label)]
     if outside and len(train_labels) > 1:
         raise HscaleError(f"a black-box harness ({outside[0]}) trains alone, not beside "
                           f"{len(train_labels) - 1} other training configurations")

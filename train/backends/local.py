@@ -16,6 +16,7 @@ from hscale.errors import HscaleError
 from hscale.train.backends.base import Backend, Progress, RayTask, StepProgress
 from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, Requirement, package, require
+from hscale.train.manifest import blackbox_of
 
 TRAIN = "hscale.train.embedded.trainer:train_run"  # what a run's Ray task calls
 
@@ -41,8 +42,7 @@ class LocalBackend(Backend):
 
         for name in sorted({m.model for m in manifests}):
             preset(name)
-        through = [m for m in manifests if m.train_harnesses[:1] and
-                   m.train_harnesses[0].startswith("bb/")]
+        through = [m for m in manifests if blackbox_of(m)]
         if through:
             raise HscaleError(f"arm {through[0].arm} trains through {through[0].train_harnesses[0]}"
                               ", which the embedded trainer cannot",

@@ -34,7 +34,7 @@ from hscale.train.contracts import (
     result_problems,
     train_frame,
 )
-from hscale.train.manifest import blackbox_of
+from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
 from hscale.train.workload import eval_jobs, train_tasks
 
@@ -57,7 +57,7 @@ class ScriptedBackend(Backend):
         tasks = train_tasks(manifest)
         done = _read(run_dir / TRAIN)
         steps = manifest.budget.steps
-        sft = (blackbox_of(manifest) or {}).get("method") == "sft"
+        sft = is_blackbox_sft(manifest)
         if sft:  # the teacher's episodes are real; nothing is fine-tuned
             tally = teacher_samples(collect_teacher(run_dir, manifest))[1]
         for step in schedule.steps():

@@ -80,7 +80,8 @@ def _texts(tok: Any, turns: list[Turn], reply: Turn, tools: list, template_tools
 
 def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,
               settings: SFTSettings = SFTSettings(),
-              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[int, int], None] | None = None,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Fine-tune the model in ``folder`` on ``calls``; the merged weights, the tokenizer and
     ``sft.json`` (settings, examples, the loss of every step, seconds a step) go to ``out``.
     Returns what ``sft.json`` holds."""
@@ -121,7 +122,8 @@ def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,
     merged.save_pretrained(out)
     chat.tok.save_pretrained(out)
     result = {"settings": asdict(settings), "base": str(folder), "examples": len(data),
-              "left_out": left, "losses": losses, "seconds_per_step": seconds}
+              "left_out": left, "losses": losses, "seconds_per_step": seconds,
+              **(extra or {})}
     atomic_write_text(out / RESULT, json.dumps(result, indent=1) + "\n")
     return result
 

@@ -30,7 +30,7 @@ from hscale.train.blackbox_sft import fine_tuned, sft_rows
 from hscale.train.clean import drop_checkpoints
 from hscale.train.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
 from hscale.train.environment import Requirement, require
-from hscale.train.manifest import blackbox_of
+from hscale.train.manifest import is_blackbox_sft
 
 __all__ = ["LOG", "VERL_DIR", "VerlBackend", "build_overrides", "import_validation",
            "prepare_verl_run", "validate_overrides"]
@@ -72,7 +72,7 @@ class VerlBackend(Backend):
         prepare_verl_run(run_dir, manifest, validate=False)
         steps = manifest.budget.steps
         if progress is not None:
-            progress(0 if not _sft(manifest) else steps, steps)
+            progress(0 if not is_blackbox_sft(manifest) else steps, steps)
         launch_local(run_dir, self.overrides)
         self.collect(run_dir, manifest)
         if progress is not None:
@@ -98,7 +98,7 @@ class VerlBackend(Backend):
         SFT run's one validation is of its fine-tuned model (its final step), its train rows
         the fine-tune's."""
         evals = import_validation(run_dir, manifest)
-        if _sft(manifest):
+        if is_blackbox_sft(manifest):
             write_parquet(run_dir / EVAL, evals.assign(step=manifest.budget.steps))
             write_parquet(run_dir / TRAIN, train_frame(sft_rows(_fine_tune(run_dir, manifest))))
         else:
@@ -118,15 +118,11 @@ class VerlBackend(Backend):
         return f"{run_dir}: veRL (log: {Path(run_dir) / VERL_DIR / LOG})"
 
 
-def _sft(manifest: Manifest) -> bool:
-    return (blackbox_of(manifest) or {}).get("method") == "sft"
-
-
 def _fine_tune(run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
                ) -> dict | None:
     """A black-box SFT run's teacher episodes and fine-tune, before veRL validates the
     result (done once: a resumed run finds them); its sft.json. Nothing for other runs."""
-    if not _sft(manifest):
+    if not is_blackbox_sft(manifest):
         return None
     from hscale.train.models import resolve_model
 

@@ -47,7 +47,7 @@ from hscale.train.backends.verl.overrides import (
 from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import REPLAN, Manifest
 from hscale.train.lm.sft import RESULT
-from hscale.train.manifest import blackbox_of
+from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
 from hscale.train.workload import eval_jobs, eval_tasks, train_tasks
 
@@ -189,7 +189,7 @@ def _launch_script(manifest: Manifest, overrides: list[str]) -> str:
         f'OUT="${{{OUT_ENV}:-$HERE}}"',
         'STAMP="$(date -u +%Y%m%dT%H%M%SZ)-$$"',
         *(_COUNT_GPUS if counts else []),
-        *(_NEEDS_SFT if (blackbox_of(manifest) or {}).get("method") == "sft" else []),
+        *(_NEEDS_SFT if is_blackbox_sft(manifest) else []),
         f'mkdir -p "$OUT/{METRICS_DIR}"',
         *cpu[0],
         f"exec python -m {shlex.quote(MAIN)} \\",

@@ -16,7 +16,7 @@ from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
 from hscale.train.backends.verl.record import VerlRecord, verl_record_of
 from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import Manifest
-from hscale.train.manifest import blackbox_of
+from hscale.train.manifest import is_blackbox_sft
 from hscale.train.models import resolve_model
 
 VERL_DIR = "verl"
@@ -69,7 +69,7 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
     if name not in ("grpo", "ppo"):
         raise HscaleError(f"algorithm {name!r} has no veRL mapping", "use grpo or ppo")
     # a black-box SFT run validates what it fine-tuned beside verl/ (hscale.train.blackbox_sft)
-    sft = (blackbox_of(manifest) or {}).get("method") == "sft"
+    sft = is_blackbox_sft(manifest)
     model = f"{src}/../{SFT_DIR}/{MODEL}" if sft else resolve_model(manifest.model)
     steps = 0 if sft else steps
     tasks, n = budget.tasks_per_step, budget.rollouts_per_task
