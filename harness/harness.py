@@ -64,6 +64,7 @@ class Harness:
         missing components take the base realization; added kinds (a plugin's) only when
         named."""
         names = dict(names or {})
+        registry.load_builtins()  # hscale's own added kinds (notes) are declared on import
         unknown = sorted(set(names) - set(COMPONENTS) - set(EXTRA_KINDS.names()))
         if unknown:
             raise HscaleError(f"unknown components {unknown}",

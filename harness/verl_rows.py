@@ -44,7 +44,8 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                           f"write [{harness_labels!r}]")
     rows: list[dict[str, Any]] = []
     fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
-    carried = {"space": space.to_json()} if space is not None and space.described else {}
+    carried = ({"space": space.to_json()} if space is not None
+               and (space.described or space.outside) else {})
     for task in tasks:
         labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
                   else harness_labels)

@@ -25,8 +25,43 @@ if TYPE_CHECKING:
 
 def space_of(spec: ExperimentSpec) -> HarnessSpace:
     """The spec's harness space: the papers' or one given by components (its plugins
-    loaded); every level builds (hscale.train.spec_space)."""
-    return resolve_space(spec.space, out_of_space=spec.evaluation.out_of_space)
+    loaded); every level builds (hscale.train.spec_space). The children of the frozen pools
+    its rescue arms name are composed harnesses of it, so every driver builds them."""
+    from dataclasses import replace
+
+    space = resolve_space(spec.space, out_of_space=spec.evaluation.out_of_space)
+    children = [pair for name, pool in pools_of(spec).items()
+                for pair in _checked_pool(name, pool, space).composed()]
+    if not children:
+        return space
+    known = dict(space.outside)
+    return replace(space, outside=(*space.outside, *(
+        (n, c) for n, c in dict(children).items() if n not in known)))
+
+
+def pools_of(spec: ExperimentSpec) -> dict[str, Any]:
+    """arm -> the frozen pool its rescue assignment names by file (hscale.train.pool)."""
+    from hscale.train.pool import read_pool
+
+    out = {}
+    for name, arm in spec.resolved_arms().items():
+        if isinstance(arm.assignment.pool, str):
+            try:
+                out[name] = read_pool(arm.assignment.pool)
+            except HscaleError as exc:
+                raise HscaleError(f"arm {name}: assignment.pool: {exc.message}",
+                                  exc.hint) from None
+    return out
+
+
+def _checked_pool(arm: str, pool: Any, space: HarnessSpace) -> Any:
+    base = space.factor_space.label(space.factor_space.base)
+    if pool.space != space.name or pool.base != base:
+        raise HscaleError(f"arm {arm}: assignment.pool was evolved from {pool.base} of space "
+                          f"{pool.space}, not from this spec's base harness {base} of "
+                          f"{space.name}", "evolve the pool with this spec (hscale harness "
+                          "evolve --spec ...)")
+    return pool
 
 
 def out_of_space_names(spec: ExperimentSpec) -> list[str]:
@@ -91,7 +126,13 @@ def assignment_of(arm_name: str, arm: Arm, space: FactorSpace, train: list[str],
         raise HscaleError(f"{where} trains under the base harness {base}, but its "
                           f"{arm.train.recipe} training set has {len(train)} configurations",
                           "use train: single; the sibling harnesses go in assignment.pool")
-    if out["pool"]:
+    if isinstance(out["pool"], str):  # a frozen pool file: its children, by content hash
+        from hscale.train.pool import read_pool
+
+        pool = read_pool(out["pool"])
+        out["pool_sha256"] = pool.sha256
+        pool = pool.names
+    elif out["pool"]:
         try:
             pool = space.labels(space.parse_labels(list(out["pool"])))
         except HscaleError as exc:

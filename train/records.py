@@ -103,7 +103,7 @@ class AssignmentRecord(_Trimmed):
     """How a task's harnesses are chosen (hscale.train.schedule); Harness-S fields for rescue;
     ``radius``: adaptive K (locality), recorded only when set."""
 
-    LATER: ClassVar[tuple[str, ...]] = ("radius",)
+    LATER: ClassVar[tuple[str, ...]] = ("radius", "pool_sha256")
 
     mode: str
     k: int
@@ -111,6 +111,7 @@ class AssignmentRecord(_Trimmed):
     router: str | None = None
     group: int = 8
     radius: float | None = None
+    pool_sha256: str | None = None  # a frozen pool file's (hscale.train.pool)
 
 
 class AlgorithmRecord(_Record):

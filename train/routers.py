@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -55,11 +55,32 @@ ROUTERS.register("rule", RouterKind(_by_score, measure="once"))
 ROUTERS.register("profile", RouterKind(_by_score, measure="checkpoints"))
 
 
+def pool_distance(base: str, pool: Sequence[str], space: FactorSpace,
+                  harnesses: Any = None) -> np.ndarray:
+    """Each sibling's distance from the base harness: the Hamming distance for labels of the
+    space, else (an evolved pool's children) the number of components whose realization or
+    parameters differ, which is the same count for labels; ``harnesses`` (the run's
+    HarnessSpace) builds the children."""
+    if all(space.contains(label) for label in (base, *pool)):
+        return distance_matrix(space.parse_labels([base, *pool]))[0, 1:].astype(float)
+    if harnesses is None:
+        raise HscaleError(f"the pool holds harnesses outside space {space.name}",
+                          "give the run's harness space (its composed harnesses)")
+    from hscale.harness.edits import components_of
+
+    ref = components_of(harnesses.harness(base))
+    out = []
+    for label in pool:
+        mine = components_of(harnesses.harness(label))
+        out.append(sum(ref.get(c) != mine.get(c) for c in set(ref) | set(mine)))
+    return np.asarray(out, dtype=float)
+
+
 class Router:
     """One run's router: its kind, the frozen pool, and what it has measured."""
 
     def __init__(self, kind: str, pool: Sequence[str], base: str, space: FactorSpace,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, harnesses: Any = None) -> None:
         self.kind = ROUTERS.get(kind)
         if not pool and self.kind.order is not None:
             raise HscaleError("a rescue arm needs a sibling pool", "give assignment.pool")
@@ -67,8 +88,7 @@ class Router:
         self.score: dict[str, np.ndarray] = {}  # category -> success per pool harness
         self.distance = np.zeros(len(self.pool))
         if self.pool and base:
-            configs = space.parse_labels([base, *self.pool])
-            self.distance = distance_matrix(configs)[0, 1:].astype(float)
+            self.distance = pool_distance(base, self.pool, space, harnesses)
 
     def pick(self, task: Task, k: int) -> list[str]:
         if self.kind.order is None:

@@ -146,13 +146,16 @@ class Assignment(_Strict):
     mode: _named(ASSIGNMENTS) = "locality"
     k: int = Field(2, ge=1, le=64)
     radius: float | None = Field(None, gt=0, le=1e6)  # adaptive K <= k (hscale.train.schedule)
-    pool: list[str] | None = None
+    # the siblings' labels, or a frozen pool file (hscale harness evolve; hscale.train.pool)
+    pool: list[str] | str | None = None
     router: _named(ROUTERS) | None = None
     # a rescue group is a GRPO group: 2 rollouts at least
     group: int = Field(8, ge=2, le=MAX_ROLLOUTS)
 
     @model_validator(mode="after")
     def _adaptive(self) -> Assignment:
+        if isinstance(self.pool, str) and self.mode != "rescue":
+            raise ValueError("a pool file is a rescue arm's sibling pool (give mode: rescue)")
         if self.radius is not None and not ASSIGNMENTS.get(self.mode).by_distance:
             raise ValueError(f"radius (adaptive K) needs locality assignment, not {self.mode}")
         return self
@@ -408,7 +411,20 @@ def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
         model = str((base / Path(model).expanduser()).resolve())
     space = spec.space if isinstance(spec.space, str) else spec.space.with_base(base)
     return spec.model_copy(update={"benchmark": resolve(spec.benchmark), "space": space,
-                                   "evaluation": evaluation, "model": model})
+                                   "evaluation": evaluation, "model": model,
+                                   "defaults": _pool_path(spec.defaults, base),
+                                   "arms": {n: _pool_path(b, base) if b else b
+                                            for n, b in spec.arms.items()}})
+
+
+def _pool_path(body: dict[str, Any], base: Path) -> dict[str, Any]:
+    """An arm body with its pool file (``assignment.pool: pool.json``) made absolute."""
+    assignment = body.get("assignment")
+    pool = assignment.get("pool") if isinstance(assignment, dict) else None
+    if not isinstance(pool, str) or Path(pool).expanduser().is_absolute():
+        return body
+    return {**body, "assignment": {**assignment,
+                                   "pool": str((base / Path(pool).expanduser()).resolve())}}
 
 
 def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,

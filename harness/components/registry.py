@@ -25,6 +25,7 @@ BUILTIN_MODULES = (
     "hscale.harness.components.observation",
     "hscale.harness.components.context",
     "hscale.harness.components.workflow",
+    "hscale.harness.components.notes",
     "hscale.harness.out_of_space",
 )
 

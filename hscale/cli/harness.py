@@ -12,6 +12,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from hscale.cli.evolve import evolve_cmd
 from hscale.errors import HscaleError
 
 app = typer.Typer(help="Harnesses: components, rendering, and an oracle self-check.",
@@ -194,3 +195,6 @@ def selfcheck_cmd(
         console.print(f"{len(low)} harnesses below {threshold:.0%}: {', '.join(low[:10])}",
                       style="red", markup=False)
         raise typer.Exit(1)
+
+
+app.command("evolve")(evolve_cmd)  # hscale.cli.evolve: imports only typer and rich at the top

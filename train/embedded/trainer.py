@@ -163,7 +163,8 @@ class Trainer:
         a = self.manifest.assignment
         base = self.manifest.train_harnesses[0] if a.mode == "rescue" else ""
         return Router(a.router or "original", a.pool or [], base,
-                      self.manifest.factor_space(), self.manifest.rng("router"))
+                      self.manifest.factor_space(), self.manifest.rng("router"),
+                      self.manifest.harness_space())
 
     # --- the run ---------------------------------------------------------------------
     def run(self, progress: StepProgress | None = None) -> None:

@@ -54,9 +54,10 @@ def rescue_info(manifest: Any) -> dict[str, Any]:
 
 
 def _space_of(manifest: Any) -> dict[str, Any]:
-    """A described space rides with the rescue rows (the siblings are labels of it)."""
+    """A described space, or one with composed harnesses (an evolved pool's children), rides
+    with the rescue rows (the siblings are its labels and harnesses)."""
     space = manifest.harness_space()
-    return {"space": space.to_json()} if space.described else {}
+    return {"space": space.to_json()} if space.described or space.outside else {}
 
 
 def check_rescue(manifests: Sequence[Any]) -> None:
@@ -75,11 +76,12 @@ def router_for(info: Mapping[str, Any], index: int) -> Any:
     import numpy as np
 
     from hscale.design.space import Factor, FactorSpace
+    from hscale.harness.verl_agent_loop import row_space
     from hscale.train.routers import Router
 
     space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info["factors"].items()))
     rng = np.random.default_rng([int(info["seed"]), zlib.crc32(f"rescue-{index}".encode())])
-    return Router(info["router"], info["pool"], info["base"], space, rng)
+    return Router(info["router"], info["pool"], info["base"], space, rng, row_space(info))
 
 
 def measure_tasks(info: Mapping[str, Any]) -> list[Any]:
