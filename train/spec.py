@@ -369,6 +369,13 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         except ValidationError as exc:
             raise _spec_error(path, tree, exc, loc) from None
         where = f"{path}:{key_line(tree, loc)}: arm {name}"
+        if isinstance(arm.assignment.pool, str):  # a frozen pool file, checked now
+            from hscale.train.pool import read_pool
+
+            try:
+                read_pool(path.parent / Path(arm.assignment.pool).expanduser())
+            except HscaleError as exc:
+                raise HscaleError(f"{where}: assignment.pool: {exc.message}", exc.hint) from None
         if arm.assignment.mode == "rescue" and arm.assignment.router is None:
             raise HscaleError(f"{where}: rescue assignment needs a router",
                               "add router: rule (or random)")
