@@ -23,11 +23,16 @@ MEASURES = (
     ("recovered after an error (%)", "recovered", lambda v: v, 100.0),
     ("tool calls per episode", "tool_calls", lambda v: v, 1.0),
 )
+JUDGED = ("instruction_following", "interface_handling", "observation_reading",
+          "state_tracking", "workflow_compliance", "error_recovery")  # judged_<name> columns
+MEASURES += tuple((f"{name.replace('_', ' ')} (judged, 1-5)", f"judged_{name}",
+                   lambda v: v, 1.0) for name in JUDGED)
 NOTE = ("Frequencies from the trajectories' tool calls (final checkpoint, sampled runs): they "
         "describe behaviour, not correctness. 'recovered' counts episodes with a tool error; "
         "'looked before acting' episodes with a tool call (its first only listed, read or "
-        "searched). Black-box CLIs run their own tools and are not counted. Mean [95% "
-        "interval over tasks].")
+        "searched). Black-box CLIs run their own tools and are not counted. The judged "
+        "capabilities (when the runs asked an LLM judge: HSCALE_JUDGE_CAPABILITIES=1) are its "
+        "1-5 scores of each trajectory. Mean [95% interval over tasks].")
 
 
 def behaviour_frame(results: Results, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -39,6 +44,8 @@ def behaviour_frame(results: Results, n_boot: int = 2000, seed: int = 0) -> pd.D
     by = [*GROUP, "method", "setting"]
     parts = []
     for title, column, counts, scale in MEASURES:
+        if column not in ep.columns:
+            continue
         rows = ep[ep[column].notna()]
         if rows.empty:
             continue

@@ -8,7 +8,9 @@ error. Frequencies describe behaviour, not correctness.
   no call failed: nothing to recover from);
 - ``repeats``: calls identical to the one just before (same tool, same arguments);
 - ``looked_first``: 1 when the first call only looked (list, read, search) before any
-  write, run or calculation (NaN when no tool was called).
+  write, run or calculation (NaN when no tool was called);
+- ``judged_*``: the six capabilities an LLM judge scores 1-5 when asked for
+  (:mod:`hscale.harness.capabilities`), NaN otherwise.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hscale.harness.capabilities import COLUMNS, judged
+
 LOOKUPS = ("list", "read", "search")
-BEHAVIOUR = ("tool_calls", "tool_errors", "recovered", "repeats", "looked_first")
+COUNTS = ("tool_calls", "tool_errors", "recovered", "repeats", "looked_first")
+# the counts, then the six judged capabilities (hscale.harness.capabilities; NaN unless asked)
+BEHAVIOUR = (*COUNTS, *COLUMNS)
 
 
 def behaviour(episode: Any) -> dict[str, float]:
@@ -31,7 +37,8 @@ def behaviour(episode: Any) -> dict[str, float]:
             "recovered": (math.nan if first_error is None
                           else float(any(ok[first_error + 1:]))),
             "repeats": float(repeats),
-            "looked_first": float(calls[0][0].name in LOOKUPS) if calls else math.nan}
+            "looked_first": float(calls[0][0].name in LOOKUPS) if calls else math.nan,
+            **judged(episode)}
 
 
 def unobserved() -> dict[str, float]:

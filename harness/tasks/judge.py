@@ -121,6 +121,12 @@ def judge_rubric(spec: dict[str, Any], workspace: Path, answer: str,
     return min(1.0, max(0.0, met / total))
 
 
+def ask_judge(prompt: str, system: str) -> str:
+    """One question to the configured judge (its reply's text); a JudgeError says why not."""
+    url, model, key, timeout = _config()
+    return _ask(url, model, key, timeout, prompt, system)
+
+
 def criterion_name(criterion: dict[str, Any], index: int) -> str:
     """The name a "graded" judge scores criterion ``index`` (from 0) under."""
     return criterion.get("name") or f"Criterion {index + 1}"

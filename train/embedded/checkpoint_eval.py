@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from hscale.harness.blackbox import is_blackbox
+from hscale.harness.capabilities import prefetch
 from hscale.train.contracts import Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.workload import eval_jobs, eval_tasks
@@ -38,5 +39,6 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
                            [(job.harness, job.task) for _, job in outside],
                            greedy=[decoding == "greedy" for decoding, _ in outside],
                            max_new_tokens=sampler.max_new)
+    prefetch(episodes[:len(inside)])  # the judged capabilities, when asked for, in parallel
     return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)
                        for (decoding, job), ep in zip(inside + outside, episodes, strict=True)])
