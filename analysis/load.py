@@ -24,6 +24,7 @@ from hscale.train.contracts import (
     EVAL_COLUMNS,
     EVAL_OPTIONAL,
     MANIFEST,
+    POOL_SETTING,
     SCHEDULE,
     STATUS,
     TRAIN,
@@ -54,6 +55,9 @@ class Results:
     problems: list[str] = field(default_factory=list)
     root: Path | None = None
     greedy: pd.DataFrame = field(default_factory=pd.DataFrame)  # decoding == "greedy" rows
+    # the rescue arms' pool evaluations (setting "pool": hscale.analysis.pool_report), kept
+    # out of every Pass@1 table
+    pool: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def train_sets(self) -> dict[tuple[str, str], list[str]]:
         """(experiment, method) -> training harness labels, from the manifests."""
@@ -211,7 +215,7 @@ def _meta(path: Path, manifest: dict | None, episodes: pd.DataFrame | None, stat
         "state": state, "path": str(path),
         "train_harnesses": [x for x in labels if isinstance(x, str)],
         "eval_sets": {k: v for k, v in typed("eval_sets", dict, {}).items()
-                      if isinstance(v, list)},
+                      if isinstance(v, list) and k != POOL_SETTING},
         "space": space.get("factors") if isinstance(space.get("factors"), dict) else None,
         "components": {f.get("factor"): f.get("component") for f in space["components"]
                        if isinstance(f, dict)}
@@ -304,7 +308,10 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
     if len(table):
         table["method"] = _method_names(table)
         table["source"] = "measured"
-    episodes, greedy = split_decoding(_combine_episodes(runs, table, ext_eps))
+    combined = _combine_episodes(runs, table, ext_eps)
+    in_pool = combined["setting"].astype(str) == POOL_SETTING
+    pool = combined[in_pool].reset_index(drop=True)
+    episodes, greedy = split_decoding(combined[~in_pool].reset_index(drop=True))
     if episodes.empty:
         raise HscaleError(f"no evaluated episodes under {root}: "
                           + "; ".join(problems[:6]) + (" ..." if len(problems) > 6 else ""),
@@ -312,7 +319,8 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
     summary = [s for s in [read_reported(reported)] + ext_summary if len(s)]
     reported_frame = pd.concat(summary, ignore_index=True) if summary else empty_summary()
     return Results(episodes=episodes, train=_combine_train(runs, table), runs=table,
-                   reported=reported_frame, problems=problems, root=root, greedy=greedy)
+                   reported=reported_frame, problems=problems, root=root, greedy=greedy,
+                   pool=pool)
 
 
 def split_decoding(episodes: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

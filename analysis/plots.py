@@ -349,6 +349,7 @@ for _spec in (
     FIGURES.register(_spec.name, _spec)
 del _spec
 FIGURES.register("scaling", "hscale.analysis.scaling:FIGURE")  # imported when drawn
+FIGURES.register("pool_ranking", "hscale.analysis.pool_report:FIGURE")
 
 
 def png_bytes(fig, dpi: int = 110) -> bytes:

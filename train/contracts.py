@@ -215,7 +215,10 @@ EVAL_COLUMNS: dict[str, str] = {
 # the behaviour counts of its trajectory (hscale.harness.behaviour; NaN where not observed)
 EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
                                  **dict.fromkeys(BEHAVIOUR, "float64")}
-SETTINGS = ("base", "in_space", "out_of_space")
+# ``pool``: a rescue arm's base harness and siblings on the router's validation tasks (the
+# training split, never the held-out eval tasks), for the pool properties, not for Pass@1
+POOL_SETTING = "pool"
+SETTINGS = ("base", "in_space", "out_of_space", POOL_SETTING)
 # the arm of each seed's reference run: the starting model evaluated at step 0, no training
 BASE_MODEL_ARM = "base-model"
 DECODINGS = ("sampled", "greedy")

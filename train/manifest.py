@@ -14,7 +14,7 @@ from hscale.design.space import FactorSpace
 from hscale.design.weights import by_name
 from hscale.errors import HscaleError
 from hscale.harness.spaces import HarnessSpace
-from hscale.train.contracts import BASE_MODEL_ARM, Manifest, rng_for
+from hscale.train.contracts import BASE_MODEL_ARM, POOL_SETTING, Manifest, rng_for
 from hscale.train.spec import Arm, ExperimentSpec
 from hscale.train.spec_space import resolve_space
 from hscale.train.spec_weights import spec_weights
@@ -183,12 +183,15 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                             if v is not None and k != "criterion")
         raise HscaleError(f"arm {arm_name}: train ({options}) in space {space.name}: "
                           f"{exc.message}", exc.hint) from None
+    assignment = assignment_of(arm_name, arm, space, train, evals.get("in_space", []))
+    if spec.evaluation.pool and assignment["mode"] == "rescue" and assignment["pool"]:
+        evals = {**evals, POOL_SETTING: [train[0], *assignment["pool"]]}
     return Manifest.build(
         experiment=spec.name, arm=arm_name, seed=seed,
         space={**record, "weights": by_name(space, weights)},
         train_harnesses=train,
         eval_sets=evals,
-        assignment=assignment_of(arm_name, arm, space, train, evals.get("in_space", [])),
+        assignment=assignment,
         algorithm=algorithm.model_dump(),
         budget={"steps": spec.steps, "tasks_per_step": algorithm.tasks_per_step,
                 "rollouts_per_task": algorithm.rollouts},
@@ -196,7 +199,7 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
         model=spec.model,
         evaluation={**spec.evaluation.model_dump(exclude={"base", "base_model", "in_space",
                                                           "out_of_space", "benchmarks",
-                                                          "tasks"}),
+                                                          "tasks", "pool"}),
                     "tasks": sources.eval_tasks, "benchmarks": sources.evaluation},
         backend=spec.backend,
         tracking=spec.tracking,

@@ -218,6 +218,9 @@ class Evaluation(_Strict):
         return benches
     # episodes per setting and run; None: every task x harness
     episodes: int | None = Field(None, ge=1, le=100_000)
+    # a rescue arm's sibling pool and base harness evaluated at every checkpoint on the
+    # router's validation tasks (training split): Harness-S's pool properties in the report
+    pool: bool = False
 
 
 class Arm(_Strict):

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from hscale.train.contracts import BenchmarkRecord, Manifest
+from hscale.train.contracts import POOL_SETTING, BenchmarkRecord, Manifest
 
 if TYPE_CHECKING:
     from hscale.harness.tasks import Task
@@ -90,12 +90,19 @@ def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = N
     :func:`eval_tasks`, when the caller has them already."""
     ev = manifest.evaluation
     tasks = eval_tasks(manifest) if tasks is None else tasks
-    return [EvalJob(run, setting, label, task, bench)
-            for run in (range(ev.runs) if runs is None else runs)
+    chosen = list(range(ev.runs) if runs is None else runs)
+    jobs = [EvalJob(run, setting, label, task, bench)
+            for run in chosen
             for bench, pool in tasks.items()
-            for setting, labels in manifest.eval_sets.items()
+            for setting, labels in manifest.eval_sets.items() if setting != POOL_SETTING
             for label, task in eval_pairs(labels, pool, ev.episodes,
                                           manifest.seed * ev.runs + run)]
+    siblings = manifest.eval_sets.get(POOL_SETTING)
+    if siblings:  # every sibling on every validation task: the pool properties pair them
+        column = manifest.benchmark.column
+        jobs += [EvalJob(run, POOL_SETTING, label, task, column) for run in chosen
+                 for label in siblings for task in router_tasks(manifest)]
+    return jobs
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

@@ -254,3 +254,47 @@ def test_hscale_harness_evolve_writes_a_pool_a_spec_plans_with(tmp_path):
     assert not (tmp_path / "p.json").exists()
     assert hscale("validate", _spec(tmp_path, "pool.json", "random")).returncode == 0
     assert Edit.parse(pool.children[0].edit).sets() == pool.children[0].edit["set"]
+
+
+def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_tables(tmp_path):
+    pytest.importorskip("torch")
+    from hscale.analysis.load import load_results
+    from hscale.analysis.report import build_report
+    from hscale.train.contracts import Manifest
+    from hscale.train.embedded.trainer import Trainer
+    from hscale.train.plan import plan
+    from hscale.train.workload import ROUTER_TASKS, router_tasks
+
+    pool, _, _ = _evolved(tmp_path)
+    write_pool(tmp_path / "pool.json", pool)
+    spec = _spec(tmp_path, "pool.json", "random")
+    body = yaml.safe_load(spec.read_text())
+    body["evaluation"].update({"pool": True, "every": 1})
+    spec.write_text(yaml.safe_dump(body))
+    (item,) = plan(spec, tmp_path / "runs")
+    manifest = Manifest.read(item.path)
+    assert list(manifest.eval_sets["pool"]) == [BASE, *pool.names]
+    Trainer(item.path, manifest).run()
+    frame = pd.read_parquet(item.path / "eval.parquet")
+    rows = frame[frame.setting == "pool"]
+    assert sorted(set(rows.step)) == [0, 1, 2]
+    validation = {t.task_id for t in router_tasks(manifest)}
+    assert set(rows.task_id) == validation and len(validation) == ROUTER_TASKS
+    held_out = set(frame[frame.setting != "pool"].task_id)
+    assert not validation & held_out  # the pool is never measured on eval tasks
+    results = load_results(tmp_path / "runs")
+    assert "pool" not in set(results.episodes.setting.astype(str))
+    report = build_report(results, tmp_path / "report", n_boot=50)
+    tables = {t.name: t for t in report.tables}
+    local = tables["pool_locality"].data
+    assert set(local.harness) == set(pool.names) and (local.step == 0).all()
+    solved = rows[rows.step == 0].groupby(["harness", "task_id"]).success.mean() >= 0.5
+    for row in local.itertuples():  # repaired: the base harness fails, the sibling solves
+        mine, base = solved.loc[row.harness], solved.loc[BASE]
+        assert row.repaired == int((mine & ~base).sum())
+        assert row.regressed == int((~mine & base).sum())
+    comp = tables["pool_complementarity"].data
+    assert "oracle union of the siblings" in set(comp.what)
+    moving = tables["pool_nonstationarity"].data
+    assert list(zip(moving.from_step, moving.to_step, strict=True)) == [(0, 1), (1, 2)]
+    assert "pool_ranking" in report.figures
