@@ -105,7 +105,7 @@ def _moving_table(parts: list[pd.DataFrame]) -> Table:
 def ranking_data(results: Results, options: Options) -> pd.DataFrame:
     """Success rate per (method, step, harness), the first seed of each rescue arm."""
     frames = []
-    for experiment, method, seed, base, rows in _runs(results):
+    for _, method, seed, base, rows in _runs(results):
         if frames and frames[-1]["method"].iloc[0] == method:
             continue
         rate = rows.groupby(["step", "harness"], observed=True)["success"].mean().reset_index()
@@ -123,7 +123,7 @@ def plot_ranking(data: pd.DataFrame):
     fig, axes = figure(max(5.0, 4.6 * len(methods)), 3.6, len(methods))
     for ax, method in zip(axes, methods, strict=False):
         mine = data[data["method"] == method]
-        for harness, rows in mine.groupby("harness", observed=True):
+        for _, rows in mine.groupby("harness", observed=True):
             base = bool(rows["base"].iloc[0])
             ax.plot(rows["step"], 100 * rows["success"], marker="o", lw=2.2 if base else 1.0,
                     ls="--" if base else "-", color="black" if base else None,
