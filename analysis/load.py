@@ -25,6 +25,7 @@ from hscale.train.contracts import (
     EVAL_OPTIONAL,
     MANIFEST,
     POOL_SETTING,
+    ROUTED_SETTING,
     SCHEDULE,
     STATUS,
     TRAIN,
@@ -58,6 +59,7 @@ class Results:
     # the rescue arms' pool evaluations (setting "pool": hscale.analysis.pool_report), kept
     # out of every Pass@1 table
     pool: pd.DataFrame = field(default_factory=pd.DataFrame)
+    routed: pd.DataFrame = field(default_factory=pd.DataFrame)  # Rank-1 routing's episodes
 
     def train_sets(self) -> dict[tuple[str, str], list[str]]:
         """(experiment, method) -> training harness labels, from the manifests."""
@@ -309,9 +311,11 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
         table["method"] = _method_names(table)
         table["source"] = "measured"
     combined = _combine_episodes(runs, table, ext_eps)
-    in_pool = combined["setting"].astype(str) == POOL_SETTING
-    pool = combined[in_pool].reset_index(drop=True)
-    episodes, greedy = split_decoding(combined[~in_pool].reset_index(drop=True))
+    setting = combined["setting"].astype(str)
+    pool = combined[setting == POOL_SETTING].reset_index(drop=True)
+    routed = combined[setting == ROUTED_SETTING].reset_index(drop=True)
+    episodes, greedy = split_decoding(combined[~setting.isin([POOL_SETTING, ROUTED_SETTING])]
+                                      .reset_index(drop=True))
     if episodes.empty:
         raise HscaleError(f"no evaluated episodes under {root}: "
                           + "; ".join(problems[:6]) + (" ..." if len(problems) > 6 else ""),
@@ -320,7 +324,7 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
     reported_frame = pd.concat(summary, ignore_index=True) if summary else empty_summary()
     return Results(episodes=episodes, train=_combine_train(runs, table), runs=table,
                    reported=reported_frame, problems=problems, root=root, greedy=greedy,
-                   pool=pool)
+                   pool=pool, routed=routed)
 
 
 def split_decoding(episodes: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

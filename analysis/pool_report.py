@@ -137,3 +137,45 @@ def plot_ranking(data: pd.DataFrame):
 
 FIGURE = FigureSpec("pool_ranking", "Each sibling's success over the checkpoints",
                     ranking_data, plot_ranking)  # registered by name in hscale.analysis.plots
+
+
+def routing_table(results: Results) -> list[Table]:
+    """Rank-1 routing: Pass@1 with each held-out task under the sibling the profiles router
+    put first, against the base harness on the same tasks (its in-space 'base' rows), at the
+    final checkpoint; none when no run routed."""
+    routed = results.routed
+    if routed.empty:
+        return []
+    routed = routed[routed["decoding"].astype(str) != "greedy"] \
+        if "decoding" in routed.columns and (routed["decoding"].astype(str) != "greedy").any() \
+        else routed
+    base = results.episodes[results.episodes["setting"].astype(str) == "base"]
+    rows = []
+    for (experiment, method), mine in routed.groupby(["experiment", "method"], observed=True):
+        mine = mine[mine["step"] == mine["step"].max()]
+        step = int(mine["step"].iloc[0])
+        ref = base[(base["experiment"] == experiment) & (base["method"] == method)
+                   & (base["step"] == step)]
+        per_task = mine.groupby("task_id", observed=True)["success"].mean()
+        ref_task = ref.groupby("task_id", observed=True)["success"].mean()
+        shared = per_task.index.intersection(ref_task.index)
+        picks = mine.drop_duplicates(["seed", "task_id"])["harness"].value_counts()
+        rows.append({"experiment": experiment, "method": method, "step": step,
+                     "tasks": int(per_task.size), "routed": 100 * per_task.mean(),
+                     "paired_tasks": int(shared.size),
+                     "routed_paired": 100 * per_task[shared].mean() if len(shared) else None,
+                     "base_harness_paired": 100 * ref_task[shared].mean() if len(shared)
+                     else None,
+                     "picks": ", ".join(f"{h} x{n}" for h, n in picks.head(3).items())})
+    data = pd.DataFrame(rows)
+    shown = pd.DataFrame({
+        "method": data["method"], "step": data["step"], "tasks": data["tasks"],
+        "Pass@1 routed": [fmt(v) for v in data["routed"]],
+        "same tasks: routed": [fmt(v) for v in data["routed_paired"]],
+        "same tasks: base harness": [fmt(v) for v in data["base_harness_paired"]],
+        "most picked": data["picks"]})
+    return [Table("rank1_routing", "Rank-1 routing: each task under the sibling the judges "
+                  "put first", shown, data, [
+                      "Held-out tasks at the final checkpoint, sampled runs (%); the base "
+                      "harness's Pass@1 on the tasks its 'base' rows share with the routed "
+                      "ones. The judges' profiles are in each run's router_profiles.jsonl."])]

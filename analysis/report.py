@@ -33,7 +33,7 @@ from hscale.analysis.headline import (
 from hscale.analysis.load import Results, load_results
 from hscale.analysis.naming import setting_label
 from hscale.analysis.plots import FIGURES, NoData, Options, pdf_bytes, png_bytes
-from hscale.analysis.pool_report import pool_tables
+from hscale.analysis.pool_report import pool_tables, routing_table
 from hscale.analysis.render import fmt, fmt_p, to_latex, to_markdown
 from hscale.analysis.report_data import Report
 from hscale.analysis.report_html import report_html, report_markdown
@@ -158,7 +158,8 @@ def build_report(results: Results, out: Path, reference: str | None = None,
                    distance_table(results, n_boot, seed),
                    sensitivity_table(results, n_boot, seed),
                    scaling_table(results, n_boot, seed),
-                   behaviour_table(results, n_boot, seed), *pool_tables(results)]
+                   behaviour_table(results, n_boot, seed), *pool_tables(results),
+                   *routing_table(results)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
         report.ordering = ordering_statements(measured_ordering(cells), comparisons)
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)

@@ -218,7 +218,10 @@ EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": 
 # ``pool``: a rescue arm's base harness and siblings on the router's validation tasks (the
 # training split, never the held-out eval tasks), for the pool properties, not for Pass@1
 POOL_SETTING = "pool"
-SETTINGS = ("base", "in_space", "out_of_space", POOL_SETTING)
+# ``routed``: Rank-1 routing at evaluation (the profiles router): each held-out task under the
+# one sibling its judges put first
+ROUTED_SETTING = "routed"
+SETTINGS = ("base", "in_space", "out_of_space", POOL_SETTING, ROUTED_SETTING)
 # the arm of each seed's reference run: the starting model evaluated at step 0, no training
 BASE_MODEL_ARM = "base-model"
 DECODINGS = ("sampled", "greedy")

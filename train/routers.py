@@ -8,7 +8,10 @@ the frozen pool and the policy samples one rollout under each from the task's in
 - ``nearest``: the siblings nearest to the base harness in Hamming distance, ties random;
 - ``rule``: siblings ranked by the policy's success on validation tasks of the same
   category, measured once at the start;
-- ``profile``: ``rule``, re-measured at every evaluation checkpoint (re-anchoring).
+- ``profile``: ``rule``, re-measured at every evaluation checkpoint (re-anchoring);
+- ``profiles``: the paper's profile router (hscale.train.profile_router): judge-written
+  (When, Behavior) profiles from paired trajectories, several judges' top-k votes,
+  re-anchored at every checkpoint, Rank-1 routing at evaluation.
 
 Routers are registered by name (``ROUTERS``), so a spec can name a user's own. Torch-free:
 measuring success needs the policy, which the trainer does and hands over as scores.
@@ -39,6 +42,7 @@ class RouterKind:
 
     order: Callable[[Router, Task, np.ndarray], np.ndarray] | None
     measure: Literal["never", "once", "checkpoints"] = "never"
+    profiles: bool = False  # measures trajectories too: judges write behaviour profiles
 
 
 def _by_score(router: Router, task: Task, keys: np.ndarray) -> np.ndarray:
@@ -53,6 +57,17 @@ ROUTERS.register("nearest", RouterKind(
     lambda router, task, keys: np.lexsort((keys, router.distance))))
 ROUTERS.register("rule", RouterKind(_by_score, measure="once"))
 ROUTERS.register("profile", RouterKind(_by_score, measure="checkpoints"))
+
+
+def _by_votes(router: Router, task: Task, keys: np.ndarray) -> np.ndarray:
+    from hscale.train.profile_router import vote
+
+    points = vote(router.voters, task.user_query, task.category, router.profiles, router.asked_k,
+                  router.tally)
+    return np.lexsort((keys, -points))
+
+
+ROUTERS.register("profiles", RouterKind(_by_votes, measure="checkpoints", profiles=True))
 
 
 def pool_distance(base: str, pool: Sequence[str], space: FactorSpace,
@@ -89,11 +104,25 @@ class Router:
         self.distance = np.zeros(len(self.pool))
         if self.pool and base:
             self.distance = pool_distance(base, self.pool, space, harnesses)
+        # the profiles router's (hscale.train.profile_router): judges, profiles, what they did
+        self.voters: list = []
+        self.profiles: dict[str, tuple] = {}
+        self.tally: Any = None
+        self.asked_k = 1
+        if self.kind.profiles:
+            from hscale.train.profile_router import Tally, judges
+
+            self.voters, self.tally = judges(), Tally()
+            if not self.voters:
+                raise HscaleError("router profiles needs judges: none is configured",
+                                  "set HSCALE_JUDGE_URL and HSCALE_JUDGE_MODEL (and "
+                                  "HSCALE_ROUTER_JUDGES=a,b,c for several voters)")
 
     def pick(self, task: Task, k: int) -> list[str]:
         if self.kind.order is None:
             return [self.base] * k
         n = len(self.pool)
+        self.asked_k = min(k, n)
         keys = self.rng.random(n)  # random tie-breaks (and the random router's order)
         picks = [self.pool[i] for i in self.kind.order(self, task, keys)[:k]]
         while len(picks) < k:  # a pool smaller than the group cycles through again

@@ -121,10 +121,11 @@ def judge_rubric(spec: dict[str, Any], workspace: Path, answer: str,
     return min(1.0, max(0.0, met / total))
 
 
-def ask_judge(prompt: str, system: str) -> str:
-    """One question to the configured judge (its reply's text); a JudgeError says why not."""
-    url, model, key, timeout = _config()
-    return _ask(url, model, key, timeout, prompt, system)
+def ask_judge(prompt: str, system: str, model: str | None = None) -> str:
+    """One question to the configured judge (its reply's text), or to another ``model`` at
+    its endpoint; a JudgeError says why not."""
+    url, configured, key, timeout = _config()
+    return _ask(url, model or configured, key, timeout, prompt, system)
 
 
 def criterion_name(criterion: dict[str, Any], index: int) -> str:

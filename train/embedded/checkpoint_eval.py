@@ -9,12 +9,15 @@ times; greedy decoding is deterministic, so once (``run`` 0, ``decoding`` greedy
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pandas as pd
 import torch
 
 from hscale.harness.blackbox import is_blackbox
 from hscale.harness.capabilities import prefetch
-from hscale.train.contracts import Manifest, episode_row, eval_frame
+from hscale.train.contracts import ROUTED_SETTING, Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.workload import eval_jobs, eval_tasks
 
@@ -42,3 +45,40 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
     prefetch(episodes[:len(inside)])  # the judged capabilities, when asked for, in parallel
     return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)
                        for (decoding, job), ep in zip(inside + outside, episodes, strict=True)])
+
+
+def routed_eval(sampler: Sampler, manifest: Manifest, router: Any, step: int) -> pd.DataFrame:
+    """Rank-1 routing (the profiles router at evaluation): every held-out task of the run's
+    evaluation, once a run and once greedily, under the one sibling the judges' votes put
+    first for it (eval.parquet setting ``routed``, the sibling as its harness)."""
+    from hscale.train.workload import EvalJob
+
+    seed = int(manifest.rng(f"routed-{step}").integers(2**62))
+    picks = [(column, task, router.pick(task, 1)[0])
+             for column, tasks in eval_tasks(manifest).items() for task in tasks]
+    jobs = [("greedy", EvalJob(0, ROUTED_SETTING, label, task, column))
+            for column, task, label in picks]
+    jobs += [("sampled", EvalJob(run, ROUTED_SETTING, label, task, column))
+             for run in range(manifest.evaluation.runs) for column, task, label in picks]
+    episodes = sampler.run([(manifest.harness(job.harness), job.task) for _, job in jobs],
+                           greedy=[decoding == "greedy" for decoding, _ in jobs],
+                           generator=torch.Generator().manual_seed(seed))
+    return eval_frame([episode_row(manifest, job, ep, step=step, decoding=decoding)
+                       for (decoding, job), ep in zip(jobs, episodes, strict=True)])
+
+
+def re_anchor(router: Any, labels: list[str], tasks: list, episodes: list, step: int,
+              run_dir: Path) -> None:
+    """The profiles router's profiles written again from this checkpoint's paired
+    validation trajectories (``labels``: the pool, then the base harness), and appended to
+    the run's router_profiles.jsonl."""
+    from hscale.train.profile_router import PROFILES, dumps, profiles_record, write_profiles
+
+    by_label = {label: {t.task_id: ep for t, ep in zip(tasks, episodes[i * len(tasks):],
+                                                         strict=False)}
+                for i, label in enumerate(labels)}
+    router.profiles = write_profiles(router.voters[0][1], by_label[labels[-1]],
+                                     {s: by_label[s] for s in labels[:-1]},
+                                     {t.task_id: t.user_query for t in tasks})
+    with open(run_dir / PROFILES, "a", encoding="utf-8") as out:
+        out.write(dumps(profiles_record(router.profiles, step)))

@@ -30,7 +30,7 @@ from hscale.harness.engine import Episode
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.backends.base import StepProgress
 from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
-from hscale.train.embedded.checkpoint_eval import evaluate
+from hscale.train.embedded.checkpoint_eval import evaluate, re_anchor, routed_eval
 from hscale.train.embedded.rl import Hyper, update
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.embedded.warmstart import base_model
@@ -180,6 +180,10 @@ class Trainer:
                 if self.router.needs_scores(checkpoint=True):
                     self._measure_siblings(validation)
                 frame = evaluate(self.sampler, self.manifest, self.step)
+                if self.router.kind.profiles:  # Rank-1 routing: one sibling a task
+                    frame = pd.concat([frame, routed_eval(self.sampler, self.manifest,
+                                                          self.router, self.step)],
+                                      ignore_index=True)
                 self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
                 evaluated = self.step
                 self._save(evaluated)
@@ -227,18 +231,24 @@ class Trainer:
         return metrics
 
     def _measure_siblings(self, tasks: list) -> None:
-        """Greedy success of every pool harness on every validation task, for the router."""
+        """Greedy success of every pool harness on every validation task, for the router;
+        for the profiles router the base harness's too, and the judge's profiles of them."""
         pool = self.router.pool
-        jobs = [(self.manifest.harness(label), task) for label in pool for task in tasks]
+        labels = [*pool, self.router.base] if self.router.kind.profiles else pool
+        jobs = [(self.manifest.harness(label), task) for label in labels for task in tasks]
         episodes = self.sampler.run(jobs, greedy=True, generator=self.generator)
-        success = np.array([e.success for e in episodes], dtype=float).reshape(
-            len(pool), len(tasks))
+        success = np.array([e.success for e in episodes[:len(pool) * len(tasks)]],
+                           dtype=float).reshape(len(pool), len(tasks))
         self.router.set_scores(success, [t.category for t in tasks])
+        if self.router.kind.profiles:
+            re_anchor(self.router, labels, tasks, episodes, self.step, self.dir)
 
     def _rescue(self, episodes: list[Episode], groups: list[int], rows: pd.DataFrame,
                 tasks: dict) -> tuple[list[Episode], list[int], dict[str, float]]:
         """Replace every all-failed group by a routed rescue group (one rollout per sibling)."""
         k = self.manifest.assignment.group
+        tally = self.router.tally.as_dict if self.router.tally else dict
+        before = tally()
         failed = [g for g in sorted(set(groups))
                   if not any(e.success for e, gg in zip(episodes, groups, strict=True)
                              if gg == g)]
@@ -253,7 +263,8 @@ class Trainer:
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]
         keep += list(zip(rescued, owners, strict=True))
         rescued_groups = {g for e, g in zip(rescued, owners, strict=True) if e.success}
-        out = {"zero_signal_share": len(failed) / max(len(set(groups)), 1),
+        out = {**{k: v - before.get(k, 0) for k, v in tally().items()},  # this step's
+               "zero_signal_share": len(failed) / max(len(set(groups)), 1),
                "rescue_groups": len(failed),
                "rescue_success": len(rescued_groups) / len(failed) if failed else float("nan"),
                "extra_rollouts": len(jobs) / max(len(episodes), 1)}

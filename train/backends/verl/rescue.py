@@ -65,6 +65,12 @@ def check_rescue(manifests: Sequence[Any]) -> None:
     ``rollouts`` members."""
     for m in manifests:
         a = m.assignment
+        if a.mode == "rescue" and a.router == "profiles":
+            raise HscaleError(f"arm {m.arm}: router profiles runs on the embedded trainer "
+                              "(--backend local) only: veRL's rollout worker does not hand "
+                              "the router the trajectories its judges read",
+                              "use router: profile (success per category, re-anchored) on "
+                              "veRL")
         if a.mode == "rescue" and a.group != m.budget.rollouts_per_task:
             raise HscaleError(f"arm {m.arm}: a rescue group of {a.group} cannot replace a group "
                               f"of {m.budget.rollouts_per_task} rollouts on veRL",

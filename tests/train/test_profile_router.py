@@ -1,0 +1,175 @@
+"""The paper's profile router through a scripted judge endpoint: (When, Behavior) profiles
+written from paired trajectories, several judges' top-k votes counted Borda-wise, profiles
+re-anchored at every checkpoint, Rank-1 routing at evaluation; refused where it cannot run."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from hscale.errors import HscaleError
+from hscale.train.pool import write_pool
+from hscale.train.profile_router import (
+    PROFILE_SYSTEM,
+    Entry,
+    Tally,
+    borda,
+    judges,
+    parse_profile,
+    parse_ranking,
+    vote,
+)
+from tests.cli import hscale
+from tests.train.test_evolve import _evolved, _spec
+
+
+def _ranking(model: str, names: list[str]) -> list[str] | None:
+    """judge-a: names in reverse order; judge-b: the same first, the rest in order;
+    judge-c: no usable reply (its vote is lost)."""
+    ordered = sorted(names, reverse=True)
+    if model == "judge-a":
+        return ordered
+    if model == "judge-b":
+        return [ordered[0], *sorted(ordered[1:])]
+    return None
+
+
+class Judges(BaseHTTPRequestHandler):
+    asked: list[tuple[str, str]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        system, prompt = (m["content"] for m in body["messages"])
+        model = body["model"]
+        if system == PROFILE_SYSTEM:
+            name = re.match(r"Harness (\S+) against", prompt).group(1)
+            helps = "(none)" not in prompt.split("## Tasks the base harness solved")[0]
+            content = json.dumps({
+                "prefer": [{"when": "the task names a file", "behavior": f"{name} reads it"}]
+                if helps else [],
+                "avoid": [{"when": "a sum is asked", "behavior": f"{name} answers early"}]})
+            type(self).asked.append((model, "profile"))
+        else:
+            names = re.findall(r"^- (\S+)$", prompt, re.M)
+            ranking = _ranking(model, names)
+            content = json.dumps({"ranking": ranking}) if ranking else "I cannot decide."
+            type(self).asked.append((model, "vote"))
+        reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(reply.encode())
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Judges)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Judges.asked = []
+    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}/v1")
+    monkeypatch.setenv("HSCALE_JUDGE_MODEL", "judge-a")
+    monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a,judge-b,judge-c")
+    yield Judges
+    server.shutdown()
+
+
+def test_votes_count_borda_wise_and_bad_replies_are_dropped():
+    names = ["a", "b", "c"]
+    assert list(borda([["c", "a"], ["c", "b", "a"]], names, 2)) == [1.0, 1.0, 4.0]
+    assert parse_ranking('{"ranking": ["c", "x", "c", "a"]}', names) == ["c", "a"]
+    assert parse_ranking("no idea", names) == []
+    entries = parse_profile(json.dumps({"prefer": [{"when": "w", "behavior": "b"}, "junk"],
+                                        "avoid": [{"when": 1, "behavior": "b"}]}))
+    assert entries == (Entry("prefer", "w", "b"),)
+
+
+def test_several_judges_vote_through_the_endpoint(endpoint):
+    voters = judges()
+    assert [name for name, _ in voters] == ["judge-a", "judge-b", "judge-c"]
+    profiles = {"evo/a": (), "evo/b": (Entry("prefer", "w", "b"),), "evo/c": ()}
+    tally = Tally()
+    points = vote(voters, "sum the numbers in a.txt", "sum", profiles, 2, tally)
+    assert list(points) == [1.0, 1.0, 4.0]  # c first for both; b second for one, a for one
+    assert tally.votes == 2 and tally.lost == 1
+
+
+def test_no_judge_means_no_voters(monkeypatch):
+    monkeypatch.delenv("HSCALE_JUDGE_URL", raising=False)
+    assert judges() == []
+
+
+def _profiles_spec(tmp_path):
+    pool, _, _ = _evolved(tmp_path)
+    write_pool(tmp_path / "pool.json", pool)
+    spec = _spec(tmp_path, "pool.json", "profiles")
+    body = yaml.safe_load(spec.read_text())
+    body["evaluation"].update({"every": 1})
+    spec.write_text(yaml.safe_dump(body))
+    return pool, spec
+
+
+def test_profiles_are_re_anchored_at_every_checkpoint_and_rank_1_routes_evaluation(
+        endpoint, tmp_path):
+    pytest.importorskip("torch")
+    from hscale.analysis.load import load_results
+    from hscale.analysis.report import build_report
+    from hscale.train.contracts import Manifest
+    from hscale.train.embedded.trainer import Trainer
+    from hscale.train.plan import plan
+
+    pool, spec = _profiles_spec(tmp_path)
+    (item,) = plan(spec, tmp_path / "runs")
+    trainer = Trainer(item.path, Manifest.read(item.path))
+    trainer.run()
+    lines = [json.loads(x) for x in (item.path / "router_profiles.jsonl").read_text()
+             .splitlines()]
+    assert sorted({x["step"] for x in lines}) == [0, 1, 2]  # written again at each checkpoint
+    assert {x["harness"] for x in lines} == set(pool.names)
+    assert all(x["kind"] in ("prefer", "avoid") and x["when"] for x in lines)
+    assert set(trainer.router.profiles) == set(pool.names)
+    train = pd.read_parquet(item.path / "train.parquet")
+    rescued = train[train.rescue_groups > 0]
+    assert len(rescued) and (rescued.router_votes > 0).all()
+    assert (rescued.router_votes_lost * 2 == rescued.router_votes).all()  # judge-c: none
+    frame = pd.read_parquet(item.path / "eval.parquet")
+    routed = frame[frame.setting == "routed"]
+    assert sorted(set(routed.step)) == [0, 1, 2]
+    assert set(routed.harness) == {max(pool.names)}  # both voters put it first for every task
+    held_out = frame[frame.setting == "base"]
+    assert set(routed.task_id) >= set(held_out.task_id)
+    results = load_results(tmp_path / "runs")
+    assert "routed" not in set(results.episodes.setting.astype(str))
+    report = build_report(results, tmp_path / "report", n_boot=50)
+    table = {t.name: t for t in report.tables}["rank1_routing"].data
+    assert table["step"].tolist() == [2] and max(pool.names) in table["picks"].iloc[0]
+    assert np.isfinite(table["base_harness_paired"]).all()
+
+
+def test_a_profiles_arm_without_judges_stops_before_writing(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.delenv("HSCALE_JUDGE_URL", raising=False)
+    _, spec = _profiles_spec(tmp_path)
+    result = hscale("run", spec, "--out", tmp_path / "runs")
+    assert result.returncode == 2 and "router profiles needs judges" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_veRL_refuses_the_profiles_router_with_the_reason(tmp_path):
+    from hscale.train.backends.verl.rescue import check_rescue
+    from hscale.train.contracts import Manifest
+    from hscale.train.plan import plan
+
+    _, spec = _profiles_spec(tmp_path)
+    (item,) = plan(spec, tmp_path / "runs")
+    with pytest.raises(HscaleError, match="embedded trainer"):
+        check_rescue([Manifest.read(item.path)])
