@@ -160,6 +160,30 @@ def write_runs(root: str | Path, episodes: pd.DataFrame,
     return written
 
 
+def pool_episodes(arm: str, seeds: Sequence[int], runs: int, steps: int,
+                  gen: np.random.Generator, siblings: int = 3, tasks: int = 8) -> pd.DataFrame:
+    """Pool evaluations (setting ``pool``) of ``arm``: the base harness and ``siblings``
+    structured configurations on validation tasks at steps 0, steps/2 and steps, each
+    sibling best on its own share of the tasks, and the best sibling changing over steps."""
+    base, _, train = _paper_sets()
+    labels = [base[0], *[h for h in train if h != base[0]][:siblings]]
+    rows = []
+    for seed in seeds:
+        for step in sorted({0, steps // 2, steps}):
+            for i, harness in enumerate(labels):
+                for j in range(tasks):
+                    own = i > 0 and j % siblings == (i - 1 + step) % siblings
+                    p = 0.9 if own else 0.3
+                    for run in range(runs):
+                        ok = bool(gen.random() < p)
+                        rows.append({"experiment": "demo", "arm": arm, "seed": int(seed),
+                                     "run": run, "step": step, "benchmark": "builtin",
+                                     "setting": "pool", "harness": harness,
+                                     "task_id": f"v{j:03d}", "reward": float(ok),
+                                     "success": ok, "turns": 3, "p_true": p})
+    return pd.DataFrame(rows)
+
+
 DEMO_ARMS = {"single-harness": -0.6, "first-order-3": -0.1, "structured-18": 0.3,
              "random-18": 0.1, "full-243": 0.2, "k1": 0.0, "k4": 0.25, "repeat-2": 0.05,
              "random-assignment": 0.15}
@@ -203,6 +227,8 @@ def demo_like(root: str | Path, tasks: int = 12, seeds: Sequence[int] = (0, 1, 2
     episodes = synthetic_episodes(prob, arms=list(DEMO_ARMS), seeds=seeds, runs=runs,
                                   benchmarks=("builtin",), tasks=tasks, experiment="demo",
                                   step=steps, rng=gen)
+    episodes = pd.concat([episodes, pool_episodes("single-harness", seeds, runs, steps, gen)],
+                         ignore_index=True)
     rates = {arm: 0.55 + 0.1 * effect for arm, effect in DEMO_ARMS.items()}
     write_runs(root, episodes, demo_train_sets(), model="hscale-tiny", steps=steps,
                group_rate=rates, rng=rng)

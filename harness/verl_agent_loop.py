@@ -349,8 +349,13 @@ def episode_fields(episode: Any, label: str, segments: int, checker_failed: bool
 def wire_behaviour(episode: Any, label: str) -> dict[str, float]:
     """The behaviour counts (hscale.harness.behaviour) as veRL's reward extras, which it
     averages and so must be numbers in every row: "not observed" or "nothing to recover
-    from" travels as -1 (the dump import reads it back as NaN)."""
+    from" travels as -1 (the dump import reads it back as NaN); the judged capabilities only
+    when a judge is asked for them (the same in every row of a process)."""
+    from hscale.harness.capabilities import COLUMNS, enabled
+
     counts = unobserved() if is_blackbox(label) else behaviour(episode)
+    if not enabled():  # no judge asked: veRL's metrics get no judged_* column of -1s
+        counts = {k: v for k, v in counts.items() if k not in COLUMNS}
     return {k: (-1.0 if math.isnan(v) else v) for k, v in counts.items()}
 
 

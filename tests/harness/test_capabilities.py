@@ -83,7 +83,7 @@ def test_without_the_switch_nothing_is_asked_and_the_scores_are_nan(judge, monke
     monkeypatch.delenv("HSCALE_JUDGE_CAPABILITIES")
     clean, _ = _episodes()
     assert all(math.isnan(behaviour(clean)[c]) for c in COLUMNS) and not judge.asked
-    assert all(wire_behaviour(clean, "S0-T0-O0-C0-W0")[c] == -1 for c in COLUMNS)
+    assert not set(COLUMNS) & set(wire_behaviour(clean, "S0-T0-O0-C0-W0"))
 
 
 def test_a_dead_judge_leaves_nan_and_says_why_once(monkeypatch):
