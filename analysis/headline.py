@@ -46,7 +46,10 @@ class RunSummary:
 
 
 def run_summary(results: Results) -> RunSummary:
+    """What was run; a pool evaluated alone is summarised by its pool episodes."""
     ep, runs = results.episodes, results.runs
+    if ep.empty and not results.pool.empty:
+        ep = results.pool
     measured = ep[ep["source"] == "measured"] if "source" in ep.columns else ep
     arms = [str(m) for m in dict.fromkeys(measured["method"].astype(str))]
     seconds = runs["seconds"].sum(min_count=1) if "seconds" in runs.columns else math.nan

@@ -316,7 +316,7 @@ def load_results(root: str | Path, external: Sequence[str | Path] = (),
     routed = combined[setting == ROUTED_SETTING].reset_index(drop=True)
     episodes, greedy = split_decoding(combined[~setting.isin([POOL_SETTING, ROUTED_SETTING])]
                                       .reset_index(drop=True))
-    if episodes.empty:
+    if episodes.empty and pool.empty:
         raise HscaleError(f"no evaluated episodes under {root}: "
                           + "; ".join(problems[:6]) + (" ..." if len(problems) > 6 else ""),
                           "run `hscale run EXPERIMENT.yaml` to completion first")

@@ -151,6 +151,15 @@ def build_report(results: Results, out: Path, reference: str | None = None,
     """Compute every table and figure of ``results`` (nothing written yet). Warnings the
     statistics raise (e.g. statsmodels' perfect separation, once per fit) are counted into
     ``notes``, one line per kind, instead of hundreds of lines on the terminal."""
+    if results.episodes.empty:  # a pool evaluated alone (hscale evaluate --harnesses pool.json)
+        report = Report(out=out, tables=pool_tables(results), problems=list(results.problems))
+        report.summary = run_summary(results)
+        png = _attempt(report, "pool_ranking", lambda: png_bytes(
+            FIGURES.get("pool_ranking").draw(FIGURES.get("pool_ranking").data(
+                results, Options(reference, n_boot, seed)))))
+        if png is not None:
+            report.figures["pool_ranking"] = png
+        return report
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tables, cells, comparisons = all_tables(results, reference, test, n_boot, seed)

@@ -122,7 +122,7 @@ def report_html(results: Results, report: Report) -> str:
                                             "or no shared tasks).</li>"]
     parts.append("</ul>")
     parts += _warnings_html(results, report)
-    parts.append("<h2>Figures</h2>")
+    parts += ["<h2>Figures</h2>"] if any(name != FIRST for name in report.figures) else []
     for name, png in report.figures.items():
         if name != FIRST:
             title = FIGURES.get(name).title if name in FIGURES else name
@@ -131,9 +131,10 @@ def report_html(results: Results, report: Report) -> str:
                  "it. Measured rows first; the papers' numbers after them.</p>")
     shown = shown_tables(results, report)
     parts += [_folded(m, "measured") for m, _ in shown if m is not None]
-    parts.append("<h2>Reported in the papers</h2>")
-    parts += [_folded(p, "reported") for _, p in shown if p is not None]
-    parts += ["<h2>Ordering measured</h2>"] + [f"<p>{esc(s)}</p>" for s in report.ordering]
+    reported = [_folded(p, "reported") for _, p in shown if p is not None]
+    parts += ["<h2>Reported in the papers</h2>", *reported] if reported else []
+    if report.ordering:
+        parts += ["<h2>Ordering measured</h2>"] + [f"<p>{esc(s)}</p>" for s in report.ordering]
     return "\n".join(parts + ["</body></html>"])
 
 
@@ -203,7 +204,8 @@ def report_markdown(results: Results, report: Report, head: str) -> str:
                                    if name != FIRST]
     shown = shown_tables(results, report)
     lines += ["## Tables", ""] + [to_markdown(m) for m, _ in shown if m is not None]
-    lines += ["## Reported in the papers", ""] + [to_markdown(p) for _, p in shown
-                                                  if p is not None]
-    lines += ["## Ordering measured", ""] + [f"{s}  " for s in report.ordering]
+    reported = [to_markdown(p) for _, p in shown if p is not None]
+    lines += ["## Reported in the papers", "", *reported] if reported else []
+    lines += ["## Ordering measured", ""] + [f"{s}  " for s in report.ordering] \
+        if report.ordering else []
     return "\n".join(lines)

@@ -132,7 +132,8 @@ class Harness:
             workflow=self.workflow.instructions(),
             observation=self.observation.describe(),
             context=self.context.describe(),
-            extra=" ".join(x for x in (e.describe() for e in self.extras) if x),
+            extra=" ".join(x for x in (e.describe_for(self.tool_interface)
+                                       for e in self.extras) if x),
         ))
 
     def initial_messages(self, task_query: str) -> list[Message]:

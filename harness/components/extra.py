@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.types import Message
@@ -55,6 +56,11 @@ class Extra:
     def describe(self) -> str:
         """A sentence for the system prompt ("" adds nothing)."""
         return ""
+
+    def describe_for(self, interface: Any) -> str:
+        """:meth:`describe`, for a realization that names tools as ``interface`` (the
+        harness's tool interface) shows them."""
+        return self.describe()
 
     def tools(self, tools: tuple[str, ...]) -> tuple[str, ...]:
         """The tools the episode offers, from the task's (a tool subset drops some)."""

@@ -9,6 +9,7 @@ space never holds it; ``hscale harness evolve`` writes children that set it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.components.extra import Extra, component_kind
@@ -45,7 +46,17 @@ class Notes(Extra):
         object.__setattr__(self, "hide", tuple(self.hide))
 
     def describe(self) -> str:
-        notes = [f"{tool}: {note}" for tool, note in sorted(self.tool_notes.items())
+        return self.describe_for(None)
+
+    def describe_for(self, interface: Any) -> str:
+        """The text, then each tool's note under the name the interface shows it by."""
+        def shown(tool: str) -> str:
+            try:
+                return interface.spec(tool).name if interface is not None else tool
+            except HscaleError:
+                return tool
+
+        notes = [f"{shown(tool)}: {note}" for tool, note in sorted(self.tool_notes.items())
                  if tool not in self.hide]
         return " ".join(x for x in (self.text.strip(), *notes) if x)
 

@@ -16,7 +16,8 @@ def evaluate_cmd(
     harnesses: Annotated[str, typer.Option(
         "--harnesses", "-H", help="base, in_space (the held-out 18), all (every "
         "configuration), out_of_space, joined with +; or labels (S0-T1-O0-C2-W1,oos/shell); "
-        "or a design CSV.")] = "base+in_space+out_of_space",
+        "or a design CSV; or a frozen pool (pool.json: its base harness and children on "
+        "the router's validation tasks).")] = "base+in_space+out_of_space",
     benchmark: Annotated[str, typer.Option(
         help="Benchmark kind: builtin, clawgym, jsonl, parquet, pinchbench, jobbench.")
     ] = "builtin",

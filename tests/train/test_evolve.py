@@ -126,7 +126,7 @@ def test_a_scripted_editors_proposals_become_children_and_broken_ones_are_counte
     # each child renders what its edit records, and nothing else changed
     base = Harness.from_label(BASE)
     built = Harness.from_names(noted.components, name=noted.name)
-    assert NOTE in built.render_system() and "read: exact path." in built.render_system()
+    assert NOTE in built.render_system() and "read_file: exact path." in built.render_system()
     assert built.render_system().startswith(base.render_system())
     assert "you see the last 4 turns." in Harness.from_names(window.components).render_system()
     assert Harness.from_names(verify.components).workflow.__class__.__name__ == "ActVerify"
@@ -298,3 +298,31 @@ def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_ta
     moving = tables["pool_nonstationarity"].data
     assert list(zip(moving.from_step, moving.to_step, strict=True)) == [(0, 1), (1, 2)]
     assert "pool_ranking" in report.figures
+
+
+def test_a_pool_evaluated_alone_gives_its_locality_and_complementarity(tmp_path):
+    pool, _, _ = _evolved(tmp_path)
+    write_pool(tmp_path / "pool.json", pool)
+    runs = tmp_path / "runs"
+    done = hscale("evaluate", "hscale-tiny", "--harnesses", tmp_path / "pool.json",
+                  "--decoding", "both", "--runs", "2", "--out", runs)
+    assert done.returncode == 0, done.stderr
+    (frame,) = [pd.read_parquet(p) for p in runs.rglob("eval.parquet")]
+    assert set(frame.setting) == {"pool"} and set(frame.harness) == {BASE, *pool.names}
+    report = hscale("report", runs / "evaluate", "--out", tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    local = pd.read_csv(tmp_path / "report" / "pool_locality.csv")
+    assert set(local.harness) == set(pool.names)
+    comp = pd.read_csv(tmp_path / "report" / "pool_complementarity.csv")
+    assert "base harness, pass@2" in set(comp.what)  # two sampled runs for four siblings
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "Pool locality" in html and "Reported in the papers" not in html
+    # a pool of another space's base harness is refused, naming the file
+    spec = tmp_path / "other.yaml"
+    spec.write_text(yaml.safe_dump({"name": "other", "arms": {"a": {}}, "space": {
+        "name": "tiny", "factors": {"S": ["terse", "sectioned"],
+                                    "T": ["json_call", "xml_call"]}}}))
+    refused = hscale("evaluate", "hscale-tiny", "--spec", spec, "--harnesses",
+                     tmp_path / "pool.json", "--out", tmp_path / "r2")
+    assert refused.returncode == 2 and "pool.json" in refused.stderr, refused.stderr
+    assert not (tmp_path / "r2").exists()

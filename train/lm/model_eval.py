@@ -95,6 +95,27 @@ def _sets(text: str, harnesses: Any, held_out: int, out_of_space: list[str]
     return sets
 
 
+def _pool_sets(path: str, space: Any) -> tuple[Any, dict[str, list[str]]]:
+    """The space with a frozen pool's children composed in, and the ``pool`` setting: its
+    base harness and every child, on the validation tasks its router measures on (the
+    report's pool tables: locality and complementarity before any training)."""
+    from dataclasses import replace
+
+    from hscale.train.contracts import POOL_SETTING
+    from hscale.train.pool import read_pool
+
+    pool = read_pool(path)
+    base = space.factor_space.label(space.factor_space.base)
+    if (pool.space, pool.base) != (space.name, base):
+        raise HscaleError(f"--harnesses {path}: the pool was evolved from {pool.base} of space "
+                          f"{pool.space}, not {base} of {space.name}",
+                          "give --spec the spec it was evolved with")
+    known = dict(space.outside)
+    space = replace(space, outside=(*space.outside, *(
+        pair for pair in pool.composed() if pair[0] not in known)))
+    return space, {POOL_SETTING: [pool.base, *pool.names]}
+
+
 def _spec_space(spec: str | None) -> tuple[Any, int, list[str]]:
     """(the harness space, its held-out set's size, the out-of-space harnesses): the papers'
     or an experiment spec's."""
@@ -189,7 +210,10 @@ def plan_evaluation(request: Request) -> Manifest:
                       content=source.content_hash())
     resolved = _spec_space(request.spec)  # the spec read once
     space = resolved[0]
-    eval_sets = _sets(request.harnesses, *resolved)
+    if request.harnesses.endswith(".json"):  # a frozen pool: its base harness and children
+        space, eval_sets = _pool_sets(request.harnesses, space)
+    else:
+        eval_sets = _sets(request.harnesses, *resolved)
     passes = {"greedy": 1, "sampled": request.runs, "both": 1 + request.runs}[request.decoding]
     episodes = sum(map(len, eval_sets.values())) * tasks * passes
     if episodes > MAX_EPISODES:
