@@ -194,7 +194,9 @@ class Evolution:
     validation: list[Task]
     editor: Editor
     rounds: Sequence[int]  # proposals per round, e.g. (7, 8, 8)
-    on_round: Callable[[int, int, int], None] | None = None  # (round, accepted, dropped)
+    # (round, children accepted, the dropped proposals' records) after each round
+    on_round: Callable[[int, int, list[dict[str, Any]]], None] | None = None
+    on_proposal: Callable[[int, int, int], None] | None = None  # (round, done, proposals)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
 
@@ -211,7 +213,7 @@ class Evolution:
             tallies.append({"round": r, "proposals": proposals, "accepted": len(accepted),
                             "dropped": dropped})
             if self.on_round is not None:
-                self.on_round(r, len(accepted), len(dropped))
+                self.on_round(r, len(accepted), dropped)
         return Pool(self.space, base, tuple(children), tuple(tallies),
                     {"train_tasks": [t.task_id for t in self.train],
                      "validation_tasks": [t.task_id for t in self.validation]})
@@ -241,6 +243,8 @@ class Evolution:
         plans = [(p, d) for p in cover_order(solved) for d in self._directions(frame, p)]
         accepted, dropped = [], []
         for i in range(proposals):
+            if self.on_proposal is not None:
+                self.on_proposal(r, i, proposals)
             if not plans:
                 dropped.append({"reason": "no root cause", "detail": "no member has a root "
                                 "cause backed by two failing training tasks"})
@@ -270,7 +274,12 @@ class Evolution:
         request = request_text(parent, self.members[parent],
                                self._harness(parent).render_system(), direction, examples,
                                {k: available(k) for k in dict.fromkeys(kinds)})
-        edit = parse_reply(self.editor.propose(request))
+        reply = self.editor.propose(request)
+        try:
+            edit = parse_reply(reply)
+        except EditError as exc:  # what the editor said, so a user sees why
+            raise EditError(exc.reason, f"{exc.message} (the reply began "
+                            f"{' '.join(reply.split())[:80]!r})") from None
         components = apply(self.members[parent], edit)
         name = child_name(components)
         if name in self.members:

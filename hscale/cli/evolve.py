@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +23,10 @@ def _rounds(text: str) -> tuple[int, ...]:
         raise HscaleError(f"--rounds {text!r}: give proposals per round, e.g. 7,8,8",
                           "one to twenty positive numbers joined with commas")
     return rounds
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _editor(source: str, served_name: str | None):
@@ -111,12 +114,29 @@ def evolve_cmd(
     def play(jobs):
         return drive(policy, [(h, t, True) for h, t in jobs])
 
-    def said(r: int, accepted: int, dropped: int) -> None:
-        console.print(f"round {r}: {accepted} children joined, {dropped} proposals dropped",
-                      markup=False)
+    def said(r: int, accepted: int, dropped: list) -> None:
+        reasons: dict[str, int] = {}
+        for drop in dropped:
+            reasons[drop["reason"]] = reasons.get(drop["reason"], 0) + 1
+        why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+        console.print(f"round {r}: {_count(accepted, 'child', 'children')} joined, "
+                      f"{_count(len(dropped), 'proposal')} dropped" + (f" ({why})" if why
+                                                                       else ""), markup=False)
+        for drop in dropped[:3]:
+            console.print(f"  {drop['reason']}: {drop['detail']}", markup=False)
 
-    evolution = Evolution(play, base, space.name, train, validation, chosen, plan, said)
-    pool = evolution.run()
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True) as progress:
+        bar = progress.add_task("evaluating the base harness", total=None)
+
+        def asking(r: int, done: int, total: int) -> None:
+            progress.update(bar, description=f"round {r}: proposal {done + 1} of {total} "
+                            "(then its children are evaluated)", completed=done, total=total)
+
+        evolution = Evolution(play, base, space.name, train, validation, chosen, plan,
+                              said, asking)
+        pool = evolution.run()
     if not pool.children:
         raise HscaleError("no proposal made a child: nothing to freeze",
                           "see the reasons above; give the editor more rounds or proposals")
@@ -131,15 +151,9 @@ def evolve_cmd(
 
 
 def _summary(pool, episodes) -> None:
-    """Dropped proposals by reason, then locality and complementarity on validation."""
+    """Locality and complementarity on the validation tasks."""
     from hscale.analysis.pool_properties import complementarity, locality
 
-    reasons: dict[str, int] = {}
-    for tally in pool.rounds:
-        for drop in tally["dropped"]:
-            reasons[drop["reason"]] = reasons.get(drop["reason"], 0) + 1
-    if reasons:
-        console.print("dropped: " + json.dumps(reasons), markup=False)
     val = episodes[episodes.split == "validation"]
     table = Table(title="locality on the validation tasks (vs the base harness)")
     for column in ("sibling", "round", "repairs", "regresses"):

@@ -242,7 +242,7 @@ def test_hscale_harness_evolve_writes_a_pool_a_spec_plans_with(tmp_path):
     result = hscale("harness", "evolve", "--editor", replies, "--out", out, "--model",
                     "hscale-test", "--rounds", "4,3", "--tasks", "8")
     assert result.returncode == 0, result.stderr
-    assert "froze" in result.stdout and "does not parse" in result.stdout
+    assert "froze" in result.stdout and "1 does not parse" in result.stdout
     pool = read_pool(out)
     episodes = pd.read_parquet(tmp_path / "pool.episodes.parquet")
     assert set(episodes.harness) == {BASE, *pool.names}
