@@ -55,8 +55,10 @@ def root_cause(episode: Episode) -> str | None:
     if episode.parse_errors:
         return "wrong call syntax"
     if failed is not None:
-        words = re.sub(r"[^a-z ]+", " ", failed.error.lower().split(":")[0]).split()
-        return "tool error: " + " ".join(words[:4]) if words else "tool error"
+        words = [w for w in failed.error.lower().split(":")[0].split()
+                 if re.fullmatch(r"[a-z]+[,;]?", w)]  # file names, paths, numbers dropped
+        return "tool error: " + " ".join(w.rstrip(",;") for w in words[:4]) if words \
+            else "tool error"
     if episode.termination == "max_turns":
         return "ran out of turns"
     if episode.termination == "length":

@@ -59,6 +59,13 @@ def test_root_causes_directions_and_coverage_order_on_known_answers():
     harness = Harness.from_label(BASE)
     assert root_cause(run_episode(Oracle(task, harness), harness, task)) is None
     assert root_cause(run_episode(DoNothing(), harness, task)) == "answered without a tool call"
+    missing = run_episode(Oracle(task, harness.fresh()), harness.fresh(), task)
+    from hscale.harness.types import ToolCall, ToolResult
+
+    missing.reward = 0.0
+    missing.tool_calls = [(ToolCall("read", {"path": "x"}),
+                           ToolResult(False, error="no file backup/emu.txt"))]
+    assert root_cause(missing) == "tool error: no file"  # the same cause whatever the file
 
 
 def test_every_configuration_of_the_papers_space_keeps_the_protocol():
