@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pandas as pd
 import pytest
@@ -19,6 +18,7 @@ from hscale.harness.loop import run_episode
 from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
 from hscale.harness.task_sources import BuiltinWorld
 from hscale.harness.verl_agent_loop import wire_behaviour
+from tests.harness.helpers import judge_server, send_json
 
 
 class ScriptedJudge(BaseHTTPRequestHandler):
@@ -35,12 +35,8 @@ class ScriptedJudge(BaseHTTPRequestHandler):
         scores = {"instruction_following": 4, "interface_handling": 5 if used_tools else 1,
                   "observation_reading": 3, "state_tracking": 4, "workflow_compliance": 5,
                   "error_recovery": 2 if "[tool] error" in prompt else 5}
-        reply = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                     "content": json.dumps(scores)}}]})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(reply.encode())
+        send_json(self, {"choices": [{"message": {"role": "assistant",
+                                                  "content": json.dumps(scores)}}]})
 
     def log_message(self, *args) -> None:
         pass
@@ -48,14 +44,10 @@ class ScriptedJudge(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def judge(monkeypatch):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedJudge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     ScriptedJudge.asked = []
-    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}/v1")
-    monkeypatch.setenv("HSCALE_JUDGE_MODEL", "scripted")
     monkeypatch.setenv("HSCALE_JUDGE_CAPABILITIES", "1")
-    yield ScriptedJudge
-    server.shutdown()
+    with judge_server(ScriptedJudge, monkeypatch, "scripted"):
+        yield ScriptedJudge
 
 
 def _episodes():

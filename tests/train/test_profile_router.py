@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pandas as pd
@@ -27,6 +26,7 @@ from hscale.train.profile_router import (
     vote,
 )
 from tests.cli import hscale
+from tests.harness.helpers import judge_server, send_json
 from tests.train.test_evolve import _evolved, _spec
 
 
@@ -61,11 +61,7 @@ class Judges(BaseHTTPRequestHandler):
             ranking = _ranking(model, names)
             content = json.dumps({"ranking": ranking}) if ranking else "I cannot decide."
             type(self).asked.append((model, "vote"))
-        reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(reply.encode())
+        send_json(self, {"choices": [{"message": {"role": "assistant", "content": content}}]})
 
     def log_message(self, *args) -> None:
         pass
@@ -73,14 +69,10 @@ class Judges(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint(monkeypatch):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Judges)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     Judges.asked = []
-    monkeypatch.setenv("HSCALE_JUDGE_URL", f"http://127.0.0.1:{server.server_port}/v1")
-    monkeypatch.setenv("HSCALE_JUDGE_MODEL", "judge-a")
     monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a,judge-b,judge-c")
-    yield Judges
-    server.shutdown()
+    with judge_server(Judges, monkeypatch, "judge-a"):
+        yield Judges
 
 
 def test_votes_count_borda_wise_and_bad_replies_are_dropped():
