@@ -333,3 +333,31 @@ def test_a_pool_evaluated_alone_gives_its_locality_and_complementarity(tmp_path)
                      tmp_path / "pool.json", "--out", tmp_path / "r2")
     assert refused.returncode == 2 and "pool.json" in refused.stderr, refused.stderr
     assert not (tmp_path / "r2").exists()
+
+
+def test_veRLs_validation_rows_hold_the_same_pool_jobs_as_the_embedded_evaluation(tmp_path):
+    pytest.importorskip("verl")
+    from hscale.train.backends.verl.inputs import prepare_verl_run
+    from hscale.train.contracts import Manifest
+    from hscale.train.plan import plan, write_plan
+    from hscale.train.workload import eval_jobs
+
+    pool, _, _ = _evolved(tmp_path)
+    write_pool(tmp_path / "pool.json", pool)
+    spec = _spec(tmp_path, "pool.json", "random")
+    body = yaml.safe_load(spec.read_text())
+    body["evaluation"]["pool"] = True
+    body["algorithm"]["rollouts"] = 3  # a rescue group replaces a group of its size on veRL
+    body.update(backend="verl", model="Qwen/Qwen3-4B-Instruct-2507")  # a hub id, not loaded
+    spec.write_text(yaml.safe_dump(body))
+    (item,) = plan(spec, tmp_path / "runs")
+    write_plan([item])
+    manifest = Manifest.read(item.path)
+    val = pd.read_parquet(prepare_verl_run(item.path, manifest, validate=False)["val"])
+    info = pd.DataFrame(list(val.extra_info))
+    on_verl = info[info.setting == "pool"]
+    here = [(j.harness, j.task.task_id) for j in eval_jobs(manifest, runs=[0])
+            if j.setting == "pool"]
+    assert sorted(zip(on_verl[on_verl.decoding == "greedy"].harness,
+                      on_verl[on_verl.decoding == "greedy"].task_id, strict=True)) == sorted(here)
+    assert set(json.loads(info.space.iloc[0])["harnesses"]) >= set(pool.names)
