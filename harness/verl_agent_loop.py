@@ -232,6 +232,10 @@ class _HarnessLoop:
         extra = {**tally.server_fields,
                  **episode_fields(episode, label, len(segments),
                                   bool(engine.env.checker_error))}
+        if info.get("routing"):  # every validation row of a Rank-1 routing run says its pick
+            extra["reward_extra_info"]["routed_to"] = float(info.get("routed_to", -1))
+        if kwargs.get(TRANSCRIPT):  # a profiles router's measurement reads the trajectory
+            extra[TRANSCRIPT] = [[m.role, m.content] for m in episode.messages]
         outputs = [self._output(s, reward, _num_turns(episode.messages),
                                 tally if i == len(trained_streams) - 1 else None,
                                 {**extra, "hscale_segment": i, "hscale_trained_turns": s.turns},
@@ -327,6 +331,9 @@ class _HarnessLoop:
 
 
 # ------------------------------------------------------------------------------- helpers
+
+
+TRANSCRIPT = "hscale_transcript"  # keyword (and output field) of a measured trajectory
 
 
 def episode_fields(episode: Any, label: str, segments: int, checker_failed: bool

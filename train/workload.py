@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from hscale.train.contracts import POOL_SETTING, BenchmarkRecord, Manifest
+from hscale.train.contracts import POOL_SETTING, ROUTED_SETTING, BenchmarkRecord, Manifest
 
 if TYPE_CHECKING:
     from hscale.harness.tasks import Task
@@ -103,6 +103,25 @@ def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = N
         jobs += [EvalJob(run, POOL_SETTING, label, task, column) for run in chosen
                  for label in siblings for task in router_tasks(manifest)]
     return jobs
+
+
+def routes(manifest: Manifest) -> bool:
+    """Whether the run evaluates with Rank-1 routing (a rescue arm of the profiles router)."""
+    a = manifest.assignment
+    return a.mode == "rescue" and a.router == "profiles"
+
+
+def routed_jobs(manifest: Manifest) -> list[tuple[str, EvalJob]]:
+    """Rank-1 routing's episodes, the same on both drivers: every held-out task once
+    greedily (run 0) and once a sampled run, each under the sibling its router puts first
+    for it (``harness`` here is the base harness, until the router picks)."""
+    if not routes(manifest):
+        return []
+    base = manifest.train_harnesses[0]
+    pairs = [(column, task) for column, tasks in eval_tasks(manifest).items() for task in tasks]
+    jobs = [("greedy", EvalJob(0, ROUTED_SETTING, base, task, column)) for column, task in pairs]
+    return jobs + [("sampled", EvalJob(run, ROUTED_SETTING, base, task, column))
+                   for run in range(manifest.evaluation.runs) for column, task in pairs]
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

@@ -156,12 +156,49 @@ def test_a_profiles_arm_without_judges_stops_before_writing(tmp_path, monkeypatc
     assert not (tmp_path / "runs").exists()
 
 
-def test_veRL_refuses_the_profiles_router_with_the_reason(tmp_path):
+def test_veRL_refuses_the_profiles_router_without_judges(tmp_path, monkeypatch):
     from hscale.train.backends.verl.rescue import check_rescue
     from hscale.train.contracts import Manifest
     from hscale.train.plan import plan
 
+    monkeypatch.delenv("HSCALE_JUDGE_URL", raising=False)
     _, spec = _profiles_spec(tmp_path)
     (item,) = plan(spec, tmp_path / "runs")
-    with pytest.raises(HscaleError, match="embedded trainer"):
+    with pytest.raises(HscaleError, match="router profiles needs judges"):
         check_rescue([Manifest.read(item.path)])
+
+
+def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick(
+        endpoint, tmp_path):
+    pytest.importorskip("verl")
+    from hscale.train.backends.verl.dumps import import_validation
+    from hscale.train.backends.verl.inputs import prepare_verl_run
+    from hscale.train.contracts import Manifest
+    from hscale.train.plan import write_plan
+    from hscale.train.workload import routed_jobs
+
+    pool, spec = _profiles_spec(tmp_path)
+    body = yaml.safe_load(spec.read_text())
+    body["algorithm"]["rollouts"] = 3  # a rescue group replaces a group of its size on veRL
+    body.update(backend="verl", model="Qwen/Qwen3-4B-Instruct-2507")  # a hub id, not loaded
+    spec.write_text(yaml.safe_dump(body))
+    from hscale.train.plan import plan
+
+    (item,) = plan(spec, tmp_path / "runs")
+    write_plan([item])
+    manifest = Manifest.read(item.path)
+    val = pd.read_parquet(prepare_verl_run(item.path, manifest, validate=False)["val"])
+    info = [json.loads(x) if isinstance(x, str) else dict(x) for x in val.extra_info]
+    routed = [i for i, x in enumerate(info) if x.get("route")]
+    assert [(info[i]["decoding"], info[i]["run"], info[i]["task_id"]) for i in routed] == [
+        (d, j.run, j.task.task_id) for d, j in routed_jobs(manifest)]
+    assert all(x.get("routing") for x in info)  # every row says its pick (-1: none)
+    dumps = item.path / "verl" / "validation"
+    dumps.mkdir(parents=True)
+    lines = [{"input": "", "output": "", "score": 1.0, "step": 2, "success": 1.0,
+              "routed_to": 2.0 if info[i].get("route") else -1.0,
+              "gts": val.reward_model.iloc[i]["ground_truth"]} for i in range(len(val))]
+    (dumps / "2.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = import_validation(item.path, manifest)
+    assert set(rows[rows.setting == "routed"].harness) == {pool.names[2]}
+    assert set(rows[rows.setting == "base"].harness) == {manifest.train_harnesses[0]}

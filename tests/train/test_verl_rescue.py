@@ -23,7 +23,7 @@ from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
 from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
 from hscale.harness.space import harness_space  # noqa: E402
-from hscale.train.backends.verl.rescue import RESCUE, _classes  # noqa: E402
+from hscale.train.backends.verl.rescue import RESCUE, ROUTE, _classes  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,
     PerRequestServer,
@@ -60,7 +60,7 @@ def rescue_row(task, router: str, index: int = 0) -> dict:
     return {**row, "extra_info": {**row["extra_info"], RESCUE: info, "index": index}}
 
 
-def run_worker(tmp_path, tokenizer, make_policy, prompts, monkeypatch):
+def run_worker(tmp_path, tokenizer, make_policy, prompts, monkeypatch, validate=False):
     puts = []
 
     async def kv_put(key, partition_id, tag):
@@ -79,7 +79,7 @@ def run_worker(tmp_path, tokenizer, make_policy, prompts, monkeypatch):
         asyncio.run(worker._run_prompt({**row, "uid": uid, "global_steps": 1},
                                        {"temperature": 1.0, "logprobs": True},
                                        {"step": 1, "sample_index": 0, "rollout_n": 0,
-                                        "validate": False}))
+                                        "validate": validate}))
     return {key: {name: fields[name][i] for name in ("extra_fields", "rm_scores",
                                                       "response_mask", "rollout_log_probs")}
             for keys, fields in puts for i, key in enumerate(keys)}
@@ -144,3 +144,91 @@ def test_the_rule_router_measures_the_siblings_once_per_worker(
     assert len(measured) == 2 * N + 2 * N + len(POOL) * 3
     assert all(rows[f"u{u}_{s}_0"]["extra_fields"]["hscale_rescued"] == 1
                for u in (1, 2) for s in range(N))
+
+
+def _judges(asked: list):
+    """A judge endpoint's handler: a profile for every sibling, votes by _ranking."""
+    import json as json_module
+    import re
+    from http.server import BaseHTTPRequestHandler
+
+    from hscale.train.profile_router import PROFILE_SYSTEM
+    from tests.harness.helpers import send_json
+    from tests.train.test_profile_router import _ranking
+
+    class Judges(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            system, prompt = (m["content"] for m in body["messages"])
+            if system == PROFILE_SYSTEM:
+                asked.append(("profile", prompt))
+                content = json_module.dumps({"prefer": [{"when": "w", "behavior": "b"}]})
+            else:
+                asked.append(("vote", prompt))
+                names = re.findall(r"^- (\S+)$", prompt, re.M)
+                content = json_module.dumps({"ranking": _ranking(body["model"], names)})
+            send_json(self, {"choices": [{"message": {"role": "assistant",
+                                                      "content": content}}]})
+
+        def log_message(self, *args) -> None:
+            pass
+
+    return Judges
+
+
+def test_the_profiles_router_writes_profiles_from_the_workers_trajectories_and_votes(
+        tmp_path, tokenizer, task, monkeypatch):
+    """veRL's worker measures the pool and the base harness, its first judge writes a profile
+    per sibling from the paired trajectories, and the judges' votes pick the rescue."""
+    import re
+
+    from tests.harness.helpers import judge_server
+
+    asked = []
+    made = []
+
+    def policy():  # the group fails whole; measured episodes alternate solve / fail
+        made.append(1)
+        if len(made) <= N:
+            return DoNothing()
+        return Oracle(task, Harness.from_name(FULL)) if len(made) % 3 == 0 else DoNothing()
+
+    monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a,judge-a")  # two votes of one order
+    with judge_server(_judges(asked), monkeypatch, "judge-a"):
+        row = rescue_row(task, "profiles")  # measured on the first 3 tasks: task among them
+        row["extra_info"][RESCUE]["measure_on"]["benchmark"]["tasks"] = 0
+        rows = run_worker(tmp_path, tokenizer, policy, [("u1", row)], monkeypatch)
+    profiles = [p for kind, p in asked if kind == "profile"]
+    assert sorted(re.match(r"Harness (\S+) against", p).group(1) for p in profiles) == \
+        sorted(POOL)
+    assert any("### base harness\n<<<\n[user]" in p for p in profiles)  # trajectories shown
+    assert sum(kind == "vote" for kind, _ in asked) == 2  # one vote a judge
+    rescued = {rows[f"u1_{s}_0"]["extra_fields"]["hscale_harness"] for s in range(N)}
+    assert rescued == set(sorted(POOL, reverse=True)[:N])  # the judges' top N
+
+
+def test_rank_1_routing_rows_run_under_the_judges_first_pick_and_read_back(
+        tmp_path, tokenizer, task, monkeypatch):
+    from tests.harness.helpers import judge_server
+
+    row = rescue_row(task, "profiles")
+    info = dict(row["extra_info"])
+    route = info.pop(RESCUE)
+    routed = {**row, "extra_info": {**info, ROUTE: route, "routing": True,
+                                    "setting": "routed"}}
+    again = {**routed, "extra_info": {**routed["extra_info"], "index": 5, "run": 1}}
+    plain = {**row, "extra_info": {**info, "routing": True, "setting": "base"}}
+    monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a")
+    asked = []
+    with judge_server(_judges(asked), monkeypatch, "judge-a"):
+        rows = run_worker(tmp_path, tokenizer, DoNothing,
+                          [("r", routed), ("r2", again), ("p", plain)], monkeypatch,
+                          validate=True)
+    first = sorted(POOL, reverse=True)[0]
+    for uid in ("r", "r2"):  # both runs of the task under the judges' first
+        assert rows[f"{uid}_0_0"]["extra_fields"]["hscale_harness"] == first
+        extra = rows[f"{uid}_0_0"]["extra_fields"]["reward_extra_info"]
+        assert extra["routed_to"] == float(POOL.index(first))
+    assert rows["p_0_0"]["extra_fields"]["reward_extra_info"]["routed_to"] == -1.0
+    assert rows["p_0_0"]["extra_fields"]["hscale_harness"] == FULL
+    assert any(kind == "profile" for kind, _ in asked)  # measured and profiled first

@@ -17,9 +17,9 @@ import torch
 
 from hscale.harness.blackbox import is_blackbox
 from hscale.harness.capabilities import prefetch
-from hscale.train.contracts import ROUTED_SETTING, Manifest, episode_row, eval_frame
+from hscale.train.contracts import Manifest, episode_row, eval_frame
 from hscale.train.embedded.sampler import Sampler
-from hscale.train.workload import eval_jobs, eval_tasks
+from hscale.train.workload import eval_jobs, eval_tasks, routed_jobs
 
 
 def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
@@ -49,17 +49,14 @@ def evaluate(sampler: Sampler, manifest: Manifest, step: int) -> pd.DataFrame:
 
 def routed_eval(sampler: Sampler, manifest: Manifest, router: Any, step: int) -> pd.DataFrame:
     """Rank-1 routing (the profiles router at evaluation): every held-out task of the run's
-    evaluation, once a run and once greedily, under the one sibling the judges' votes put
-    first for it (eval.parquet setting ``routed``, the sibling as its harness)."""
-    from hscale.train.workload import EvalJob
-
+    evaluation (:func:`hscale.train.workload.routed_jobs`) under the one sibling the judges'
+    votes put first for it (eval.parquet setting ``routed``, the sibling as its harness)."""
     seed = int(manifest.rng(f"routed-{step}").integers(2**62))
-    picks = [(column, task, router.pick(task, 1)[0])
-             for column, tasks in eval_tasks(manifest).items() for task in tasks]
-    jobs = [("greedy", EvalJob(0, ROUTED_SETTING, label, task, column))
-            for column, task, label in picks]
-    jobs += [("sampled", EvalJob(run, ROUTED_SETTING, label, task, column))
-             for run in range(manifest.evaluation.runs) for column, task, label in picks]
+    jobs, picked = routed_jobs(manifest), {}
+    for _, job in jobs:  # one pick a task, shared by its runs
+        if job.task.task_id not in picked:
+            picked[job.task.task_id] = router.pick(job.task, 1)[0]
+    jobs = [(d, job._replace(harness=picked[job.task.task_id])) for d, job in jobs]
     episodes = sampler.run([(manifest.harness(job.harness), job.task) for _, job in jobs],
                            greedy=[decoding == "greedy" for decoding, _ in jobs],
                            generator=torch.Generator().manual_seed(seed))

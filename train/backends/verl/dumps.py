@@ -59,10 +59,14 @@ def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, 
         raise HscaleError(f"{where}: no numeric score and step",
                           "not a veRL 0.9.1 validation dump; check veRL's version")
     success, turns = rec.get("success"), rec.get("turns")
+    harness = row["harness"]
+    routed = rec.get("routed_to")
+    if row.get("route") and isinstance(routed, int | float) and routed >= 0:
+        harness = manifest.assignment.pool[int(routed)]  # the sibling the worker routed to
     return eval_row(
         manifest, step=int(rec["step"]), run=run,
         benchmark=row.get("benchmark", manifest.benchmark.column), setting=row["setting"],
-        harness=row["harness"], task_id=row["task_id"], reward=reward,
+        harness=harness, task_id=row["task_id"], reward=reward,
         success=float(success) >= 0.5 if success is not None else reward >= 1.0,
         turns=int(turns) if turns is not None else -1,
         decoding=row.get("decoding", "sampled"), category=row.get("category", "unknown"),

@@ -49,7 +49,7 @@ from hscale.train.contracts import REPLAN, Manifest
 from hscale.train.lm.sft import RESULT
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
-from hscale.train.workload import eval_jobs, eval_tasks, train_tasks
+from hscale.train.workload import eval_jobs, eval_tasks, routed_jobs, train_tasks
 
 MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"
@@ -93,10 +93,15 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     tasks = eval_tasks(manifest)
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
-    val = _rows([(job.task, job.harness) for _, job in jobs], "val",
+    routed = routed_jobs(manifest)  # Rank-1 routing: the worker picks each row's sibling
+    route = _route_info(manifest) if routed else {}
+    val = _rows([(job.task, job.harness) for _, job in jobs + routed], "val",
                 [{"setting": job.setting, "run": job.run, "decoding": decoding,
-                  "category": job.task.category, "benchmark": job.benchmark}
-                 for decoding, job in jobs], manifest.harness_space())
+                  "category": job.task.category, "benchmark": job.benchmark,
+                  **(route if i >= len(jobs) else {"routing": True} if routed else {})}
+                 for i, (decoding, job) in enumerate(jobs + routed)],
+                manifest.harness_space())
+    jobs += routed
     val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if decoding == "greedy" else "")
                           for decoding, job in jobs]
     val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
@@ -125,6 +130,13 @@ def _placeholder_batch(manifest: Manifest, task_ids: list[str]) -> pd.DataFrame:
     ids = [task_ids[i % len(task_ids)] for i in range(manifest.budget.tasks_per_step)]
     return pd.DataFrame({"step": 0, "task_id": ids, "harness": base, "anchor": base,
                          "slot": 0})
+
+
+def _route_info(manifest: Manifest) -> dict[str, Any]:
+    """A Rank-1 routing row's: the rescue arm's router, for the worker to pick with."""
+    from hscale.train.backends.verl.rescue import ROUTE, rescue_info
+
+    return {ROUTE: rescue_info(manifest), "routing": True}
 
 
 def _rescue_info(manifest: Manifest) -> dict[str, Any]:

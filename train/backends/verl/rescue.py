@@ -19,7 +19,11 @@ harness, the space's factors, a seed, and for the ``rule`` and ``profile`` route
 they measure on (see :func:`rescue_info`). Those routers rank siblings by the policy's greedy
 success on them per task category, measured by the worker through the same servers when it
 first rescues (``rule``) or again after every evaluation checkpoint (``profile``); the picks
-are reproducible from the seed, the row's index and the scores. Importing this module is
+are reproducible from the seed, the row's index and the scores. The ``profiles`` router
+(hscale.train.profile_router) measures the base harness too, with the trajectories, and its
+first judge writes the siblings' profiles from them; its judges' votes pick the rescue; and
+its Rank-1 routing validation rows (``extra_info["route"]``) run under the sibling voted
+first for their task, said back as ``routed_to`` (its index in the pool) in every row. Importing this module is
 cheap: veRL is imported when the manager class is first looked up.
 """
 
@@ -35,6 +39,7 @@ from typing import Any
 from hscale.errors import HscaleError
 
 RESCUE = "rescue"  # extra_info key of a rescue arm's rows
+ROUTE = "route"  # extra_info key of a Rank-1 routing validation row (the profiles router)
 RESCUING = "_hscale_rescuing"  # keyword that marks a rescue rollout inside the worker
 MANAGER_PATH = f"{__name__}.RescueManager"
 
@@ -66,11 +71,13 @@ def check_rescue(manifests: Sequence[Any]) -> None:
     for m in manifests:
         a = m.assignment
         if a.mode == "rescue" and a.router == "profiles":
-            raise HscaleError(f"arm {m.arm}: router profiles runs on the embedded trainer "
-                              "(--backend local) only: veRL's rollout worker does not hand "
-                              "the router the trajectories its judges read",
-                              "use router: profile (success per category, re-anchored) on "
-                              "veRL")
+            from hscale.train.profile_router import judges
+
+            if not judges():
+                raise HscaleError(f"arm {m.arm}: router profiles needs judges, and none is "
+                                  "configured", "set HSCALE_JUDGE_URL and HSCALE_JUDGE_MODEL "
+                                  "(HSCALE_ROUTER_JUDGES=a,b,c for several voters) where "
+                                  "veRL's rollout workers run")
         if a.mode == "rescue" and a.group != m.budget.rollouts_per_task:
             raise HscaleError(f"arm {m.arm}: a rescue group of {a.group} cannot replace a group "
                               f"of {m.budget.rollouts_per_task} rollouts on veRL",
@@ -121,6 +128,8 @@ class _RescueWorker:
 
     async def _run_agent_loop(self, sampling_params: dict[str, Any], trajectory: dict[str, Any],
                               *, agent_name: str, trace: bool = True, **kwargs: Any) -> Any:
+        if trajectory["validate"] and ROUTE in _info(kwargs):  # Rank-1 routing
+            kwargs = await self._routed(kwargs, trajectory, agent_name)
         if not self._held(kwargs, trajectory["validate"]):
             return await super()._run_agent_loop(sampling_params, trajectory,
                                                  agent_name=agent_name, trace=trace, **kwargs)
@@ -165,10 +174,12 @@ class _RescueWorker:
         info = _info(sessions[0][1][1])
         router = router_for(info[RESCUE], int(info.get("index", 0)))
         if router.kind.measure != "never":
-            router.score = await self._scores(info[RESCUE], trajectory, agent_name, router)
+            router.score, router.profiles = await self._scores(info[RESCUE], trajectory,
+                                                               agent_name, router)
         task = task_from_row(json.loads(info["task"]) if isinstance(info["task"], str)
                              else dict(info["task"]), "extra_info.task")
-        siblings = router.pick(task, len(sessions))
+        # the profiles router's judges answer over the network: off the event loop
+        siblings = await asyncio.to_thread(router.pick, task, len(sessions))
 
         async def one(label: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
             row = {**kwargs, "extra_info": {**_info(kwargs), "harness": label,
@@ -189,13 +200,32 @@ class _RescueWorker:
         return {sid: result for (sid, _), result in zip(sessions, done, strict=True)}
 
 
+    async def _routed(self, kwargs: dict[str, Any], trajectory: dict[str, Any],
+                      agent_name: str) -> dict[str, Any]:
+        """A routing row under the sibling the judges vote first for its task, with the
+        profiles of this checkpoint's policy (re-anchored as the rescues' are); the pick is
+        the same for every run of a task (its router is seeded by the task)."""
+        from hscale.harness.tasks import task_from_row
+
+        info = _info(kwargs)
+        task = task_from_row(json.loads(info["task"]) if isinstance(info["task"], str)
+                             else dict(info["task"]), "extra_info.task")
+        router = router_for(info[ROUTE], zlib.crc32(task.task_id.encode()))
+        router.score, router.profiles = await self._scores(info[ROUTE], trajectory,
+                                                           agent_name, router)
+        label = (await asyncio.to_thread(router.pick, task, 1))[0]
+        return {**kwargs, "extra_info": {**info, "harness": label,
+                                         "routed_to": list(info[ROUTE]["pool"]).index(label)}}
+
     async def _scores(self, info: Mapping[str, Any], trajectory: dict[str, Any],
                       agent_name: str, router: Any) -> dict[str, Any]:
         """The policy's greedy success per pool harness and task category (rule: measured
-        once; profile: again after every evaluation checkpoint), measured once per worker."""
+        once; profile: again after every evaluation checkpoint), measured once per worker;
+        for the profiles router the base harness's trajectories too, and the profiles its
+        first judge writes from them (hscale.train.profile_router)."""
         import numpy as np
 
-        from hscale.harness.verl_agent_loop import row_space, to_verl_rows
+        from hscale.harness.verl_agent_loop import TRANSCRIPT, row_space, to_verl_rows
 
         step = int(trajectory.get("step") or 0)
         epoch = 0 if router.kind.measure == "once" else step // max(int(info["every"]), 1)
@@ -205,23 +235,52 @@ class _RescueWorker:
         async with lock:
             if key not in cache:
                 tasks = measure_tasks(info)
+                profiles = router.kind.profiles
+                labels = [*info["pool"], info["base"]] if profiles else list(info["pool"])
                 rows = [{k: v for k, v in row.items() if k != "agent_name"} for row in
-                        to_verl_rows(tasks, list(info["pool"]), "router",
+                        to_verl_rows(tasks, labels, "router",
                                      space=row_space(info)).to_dict("records")]
                 greedy = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
                 outputs = await asyncio.gather(*[
                     super(_RescueWorker, self)._run_agent_loop(
                         greedy, trajectory, agent_name=agent_name, trace=False, **row,
-                        **{RESCUING: True})
+                        **{RESCUING: True, TRANSCRIPT: profiles})
                     for row in rows])
-                success = [_final_reward(o) >= 1.0 for o in outputs]
-                by_row = {(r["extra_info"]["harness"], r["extra_info"]["task_id"]): ok
-                          for r, ok in zip(rows, success, strict=True)}
-                matrix = np.array([[by_row[(label, t.task_id)] for t in tasks]
-                                   for label in info["pool"]], dtype=float)
+                by_row = {(r["extra_info"]["harness"], r["extra_info"]["task_id"]): o
+                          for r, o in zip(rows, outputs, strict=True)}
+                matrix = np.array([[_final_reward(by_row[(label, t.task_id)]) >= 1.0
+                                    for t in tasks] for label in info["pool"]], dtype=float)
                 router.set_scores(matrix, [t.category for t in tasks])
-                cache[key] = router.score
+                if profiles:
+                    await asyncio.to_thread(_write_profiles, router, by_row, info, tasks)
+                cache[key] = (router.score, router.profiles)
         return cache[key]
+
+
+def _write_profiles(router: Any, by_row: Mapping[tuple[str, str], Any],
+                    info: Mapping[str, Any], tasks: Sequence[Any]) -> None:
+    """The profiles router's judge writes the pool's profiles from the measured outputs'
+    trajectories (the embedded trainer's re_anchor, from veRL's outputs)."""
+    from types import SimpleNamespace
+
+    from hscale.harness.types import Message
+    from hscale.harness.verl_agent_loop import TRANSCRIPT
+    from hscale.train.profile_router import write_profiles
+
+    def episodes(label: str) -> dict[str, Any]:
+        out = {}
+        for task in tasks:
+            output = by_row[(label, task.task_id)]
+            final = output[-1] if isinstance(output, list) else output
+            turns = final.extra_fields.get(TRANSCRIPT) or []
+            out[task.task_id] = SimpleNamespace(
+                success=_final_reward(output) >= 1.0,
+                messages=[Message(role, content) for role, content in turns])
+        return out
+
+    router.profiles = write_profiles(router.voters[0][1], episodes(info["base"]),
+                                     {s: episodes(s) for s in info["pool"]},
+                                     {t.task_id: t.user_query for t in tasks})
 
 
 @cache
