@@ -23,8 +23,8 @@ are reproducible from the seed, the row's index and the scores. The ``profiles``
 (hscale.train.profile_router) measures the base harness too, with the trajectories, and its
 first judge writes the siblings' profiles from them; its judges' votes pick the rescue; and
 its Rank-1 routing validation rows (``extra_info["route"]``) run under the sibling voted
-first for their task, said back as ``routed_to`` (its index in the pool) in every row. Importing this module is
-cheap: veRL is imported when the manager class is first looked up.
+first for their task, said back as ``routed_to`` (its index in the pool) in every row.
+Importing this module is cheap: veRL is imported when the manager class is first looked up.
 """
 
 from __future__ import annotations
