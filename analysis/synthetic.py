@@ -167,21 +167,18 @@ def pool_episodes(arm: str, seeds: Sequence[int], runs: int, steps: int,
     sibling best on its own share of the tasks, and the best sibling changing over steps."""
     base, _, train = _paper_sets()
     labels = [base[0], *[h for h in train if h != base[0]][:siblings]]
-    rows = []
-    for seed in seeds:
-        for step in sorted({0, steps // 2, steps}):
-            for i, harness in enumerate(labels):
-                for j in range(tasks):
-                    own = i > 0 and j % siblings == (i - 1 + step) % siblings
-                    p = 0.9 if own else 0.3
-                    for run in range(runs):
-                        ok = bool(gen.random() < p)
-                        rows.append({"experiment": "demo", "arm": arm, "seed": int(seed),
-                                     "run": run, "step": step, "benchmark": "builtin",
-                                     "setting": "pool", "harness": harness,
-                                     "task_id": f"v{j:03d}", "reward": float(ok),
-                                     "success": ok, "turns": 3, "p_true": p})
-    return pd.DataFrame(rows)
+    index = pd.MultiIndex.from_product(
+        [list(seeds), sorted({0, steps // 2, steps}), range(len(labels)), range(tasks),
+         range(runs)], names=["seed", "step", "harness", "task", "run"]).to_frame(index=False)
+    sibling, task, step = index["harness"], index["task"], index["step"]
+    own = (sibling > 0) & (task % siblings == (sibling - 1 + step) % siblings)
+    frame = index.assign(
+        experiment="demo", arm=arm, benchmark="builtin", setting="pool",
+        harness=[labels[i] for i in sibling], task_id=[f"v{j:03d}" for j in task],
+        p_true=np.where(own, 0.9, 0.3), turns=3)
+    frame["success"] = gen.random(len(frame)) < frame["p_true"]
+    frame["reward"] = frame["success"].astype(np.float64)
+    return frame[[*EVAL_COLUMNS, "p_true"]]
 
 
 DEMO_ARMS = {"single-harness": -0.6, "first-order-3": -0.1, "structured-18": 0.3,
