@@ -199,7 +199,6 @@ class _RescueWorker:
             return None
         return {sid: result for (sid, _), result in zip(sessions, done, strict=True)}
 
-
     async def _routed(self, kwargs: dict[str, Any], trajectory: dict[str, Any],
                       agent_name: str) -> dict[str, Any]:
         """A routing row under the sibling the judges vote first for its task, with the
@@ -218,11 +217,11 @@ class _RescueWorker:
                                          "routed_to": list(info[ROUTE]["pool"]).index(label)}}
 
     async def _scores(self, info: Mapping[str, Any], trajectory: dict[str, Any],
-                      agent_name: str, router: Any) -> dict[str, Any]:
+                      agent_name: str, router: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """The policy's greedy success per pool harness and task category (rule: measured
         once; profile: again after every evaluation checkpoint), measured once per worker;
         for the profiles router the base harness's trajectories too, and the profiles its
-        first judge writes from them (hscale.train.profile_router)."""
+        first judge writes from them (hscale.train.profile_router): (scores, profiles)."""
         import numpy as np
 
         from hscale.harness.verl_agent_loop import TRANSCRIPT, row_space, to_verl_rows
