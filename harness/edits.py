@@ -114,8 +114,8 @@ def build(components: Mapping[str, Any], name: str) -> Harness:
         return Harness.from_names(dict(components), name=name)
     except HscaleError as exc:
         raise EditError("does not build", exc.message) from None
-    except (TypeError, ValueError) as exc:
-        raise EditError("does not build", str(exc)) from None
+    except Exception as exc:  # an editor's parameters reach any realization's constructor
+        raise EditError("does not build", f"{type(exc).__name__}: {exc}") from None
 
 
 def problem(harness: Harness) -> str | None:
