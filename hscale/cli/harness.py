@@ -50,9 +50,10 @@ def _all_labels(space, out_of_space: list[str]) -> list[str]:
 def list_cmd(spec: SpecOpt = None) -> None:
     """Registered realizations per component, and the harness presets (out of space)."""
     from hscale.harness.components.extra import EXTRA_KINDS
-    from hscale.harness.components.registry import available
+    from hscale.harness.components.registry import available, load_builtins
     from hscale.harness.space import COMPONENTS, PRESETS
 
+    load_builtins()  # hscale's own added kinds (notes) are declared on import
     if spec is not None:
         _space(spec)  # its plugins register their realizations and kinds
     table = Table(show_edge=False)

@@ -263,6 +263,7 @@ def test_hscale_harness_evolve_writes_a_pool_a_spec_plans_with(tmp_path):
     assert Edit.parse(pool.children[0].edit).sets() == pool.children[0].edit["set"]
 
 
+@pytest.mark.slow  # 25 s: three checkpoints of the pool; the jobs are checked fast below
 def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_tables(tmp_path):
     pytest.importorskip("torch")
     from hscale.analysis.load import load_results
