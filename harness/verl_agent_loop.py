@@ -155,7 +155,7 @@ class _HarnessLoop:
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         """One rollout; an AgentLoopOutput, or a list of them in ``segments`` mode."""
         info = _extra_info(kwargs.get("extra_info"))
-        task, label = _task_of(info), str(info.get("harness") or "")
+        task, label = row_task(info), str(info.get("harness") or "")
         if not label:
             raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
         if label.startswith("bb/"):  # a real CLI: played by the configured function
@@ -404,7 +404,8 @@ def row_space(info: Mapping[str, Any]) -> HarnessSpace | None:
                           ROW_HINT) from None
 
 
-def _task_of(info: Mapping[str, Any]) -> Task:
+def row_task(info: Mapping[str, Any]) -> Task:
+    """The task a row's extra_info carries (its JSON or mapping), checked."""
     raw = info.get("task")
     where = f"extra_info.task of row {info.get('index', '?')}"
     if isinstance(raw, str):

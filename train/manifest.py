@@ -27,16 +27,13 @@ def space_of(spec: ExperimentSpec) -> HarnessSpace:
     """The spec's harness space: the papers' or one given by components (its plugins
     loaded); every level builds (hscale.train.spec_space). The children of the frozen pools
     its rescue arms name are composed harnesses of it, so every driver builds them."""
-    from dataclasses import replace
+    from hscale.train.pool import with_pool
 
     space = resolve_space(spec.space, out_of_space=spec.evaluation.out_of_space)
-    children = [pair for name, pool in pools_of(spec).items()
-                for pair in _checked_pool(name, pool, space).composed()]
-    if not children:
-        return space
-    known = dict(space.outside)
-    return replace(space, outside=(*space.outside, *(
-        (n, c) for n, c in dict(children).items() if n not in known)))
+    for arm, pool in pools_of(spec).items():
+        space = with_pool(space, pool, f"arm {arm}: assignment.pool",
+                          "evolve the pool with this spec (hscale harness evolve --spec ...)")
+    return space
 
 
 def pools_of(spec: ExperimentSpec) -> dict[str, Any]:
@@ -52,16 +49,6 @@ def pools_of(spec: ExperimentSpec) -> dict[str, Any]:
                 raise HscaleError(f"arm {name}: assignment.pool: {exc.message}",
                                   exc.hint) from None
     return out
-
-
-def _checked_pool(arm: str, pool: Any, space: HarnessSpace) -> Any:
-    base = space.factor_space.label(space.factor_space.base)
-    if pool.space != space.name or pool.base != base:
-        raise HscaleError(f"arm {arm}: assignment.pool was evolved from {pool.base} of space "
-                          f"{pool.space}, not from this spec's base harness {base} of "
-                          f"{space.name}", "evolve the pool with this spec (hscale harness "
-                          "evolve --spec ...)")
-    return pool
 
 
 def out_of_space_names(spec: ExperimentSpec) -> list[str]:

@@ -70,6 +70,20 @@ class Pool:
                 "rounds": list(self.rounds), **({"notes": self.notes} if self.notes else {})}
 
 
+def with_pool(space: Any, pool: Pool, where: str, hint: str) -> Any:
+    """``space`` (a HarnessSpace) with the pool's children as composed harnesses, each once;
+    a pool evolved from another space or base harness is refused, named by ``where``."""
+    from dataclasses import replace
+
+    base = space.factor_space.label(space.factor_space.base)
+    if (pool.space, pool.base) != (space.name, base):
+        raise HscaleError(f"{where}: the pool was evolved from {pool.base} of space "
+                          f"{pool.space}, not from {base} of space {space.name}", hint)
+    known = dict(space.outside)
+    return replace(space, outside=(*space.outside, *(
+        pair for pair in pool.composed() if pair[0] not in known)))
+
+
 def write_pool(path: str | Path, pool: Pool) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

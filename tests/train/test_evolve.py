@@ -162,15 +162,26 @@ def test_the_pool_is_frozen_and_content_hashed(tmp_path):
         read_pool(tmp_path / "p2.json")
 
 
-def _spec(tmp_path: Path, pool: str, router: str) -> Path:
+def _frozen(tmp_path: Path):
+    """The scripted editor's pool, frozen in tmp_path/pool.json."""
+    pool, _, _ = _evolved(tmp_path)
+    write_pool(tmp_path / "pool.json", pool)
+    return pool
+
+
+def _spec(tmp_path: Path, pool: str, router: str, evaluation: dict | None = None,
+          verl: bool = False) -> Path:
+    """A rescue arm's spec naming ``pool``; ``verl``: on the veRL backend, a hub id for its
+    model (never loaded) and groups of the rescue group's size (veRL replaces one by one)."""
     spec = tmp_path / "evolved.yaml"
     spec.write_text(yaml.safe_dump({
-        "name": "evolved", "model": "hscale-test",
+        "name": "evolved", "model": "Qwen/Qwen3-4B-Instruct-2507" if verl else "hscale-test",
         "benchmark": {"name": "builtin", "tasks": 24, "seed": 0},
-        "algorithm": {"name": "grpo", "tasks_per_step": 3, "rollouts": 2, "lr": 1e-3},
-        "steps": 2, "seeds": [0],
+        "algorithm": {"name": "grpo", "tasks_per_step": 3, "rollouts": 3 if verl else 2,
+                      "lr": 1e-3},
+        "steps": 2, "seeds": [0], **({"backend": "verl"} if verl else {}),
         "evaluation": {"in_space": 18, "out_of_space": ["oos/shell"], "runs": 1, "tasks": 4,
-                       "episodes": 4, "base_model": False},
+                       "episodes": 4, "base_model": False, **(evaluation or {})},
         "defaults": {"train": "single", "assignment": {"mode": "rescue", "k": 1, "group": 3,
                                                        "pool": pool, "router": router}},
         "arms": {"rescue-evolved": {}}}))
@@ -184,8 +195,7 @@ def test_a_rescue_arm_trains_with_the_frozen_pool_on_the_embedded_trainer(tmp_pa
     from hscale.train.embedded.trainer import Trainer
     from hscale.train.plan import plan
 
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
+    pool = _frozen(tmp_path)
     (item,) = plan(_spec(tmp_path, "pool.json", router), tmp_path / "runs")
     manifest = Manifest.read(item.path)
     assert list(manifest.assignment.pool) == pool.names
@@ -212,8 +222,7 @@ def test_veRLs_rescue_rows_carry_the_children_and_route_as_the_embedded_trainer(
     from hscale.train.plan import plan
     from hscale.train.routers import Router
 
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
+    pool = _frozen(tmp_path)
     (item,) = plan(_spec(tmp_path, "pool.json", "nearest"), tmp_path / "runs")
     manifest = Manifest.read(item.path)
     info = json.loads(json.dumps(rescue_info(manifest)))
@@ -247,7 +256,7 @@ def test_hscale_harness_evolve_writes_a_pool_a_spec_plans_with(tmp_path):
     replies.write_text(yaml.safe_dump(REPLIES))
     out = tmp_path / "pool.json"
     result = hscale("harness", "evolve", "--editor", replies, "--out", out, "--model",
-                    "hscale-test", "--rounds", "4,3", "--tasks", "8")
+                    "hscale-tiny", "--rounds", "4,3", "--tasks", "8")
     assert result.returncode == 0, result.stderr
     assert "froze" in result.stdout and "1 does not parse" in result.stdout
     pool = read_pool(out)
@@ -273,12 +282,8 @@ def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_ta
     from hscale.train.plan import plan
     from hscale.train.workload import ROUTER_TASKS, router_tasks
 
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
-    spec = _spec(tmp_path, "pool.json", "random")
-    body = yaml.safe_load(spec.read_text())
-    body["evaluation"].update({"pool": True, "every": 1})
-    spec.write_text(yaml.safe_dump(body))
+    pool = _frozen(tmp_path)
+    spec = _spec(tmp_path, "pool.json", "random", {"pool": True, "every": 1})
     (item,) = plan(spec, tmp_path / "runs")
     manifest = Manifest.read(item.path)
     assert list(manifest.eval_sets["pool"]) == [BASE, *pool.names]
@@ -309,8 +314,7 @@ def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_ta
 
 
 def test_a_pool_evaluated_alone_gives_its_locality_and_complementarity(tmp_path):
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
+    pool = _frozen(tmp_path)
     runs = tmp_path / "runs"
     done = hscale("evaluate", "hscale-tiny", "--harnesses", tmp_path / "pool.json",
                   "--decoding", "both", "--runs", "2", "--out", runs)
@@ -343,15 +347,9 @@ def test_veRLs_validation_rows_hold_the_same_pool_jobs_as_the_embedded_evaluatio
     from hscale.train.plan import plan, write_plan
     from hscale.train.workload import eval_jobs
 
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
-    spec = _spec(tmp_path, "pool.json", "random")
-    body = yaml.safe_load(spec.read_text())
-    body["evaluation"]["pool"] = True
-    body["algorithm"]["rollouts"] = 3  # a rescue group replaces a group of its size on veRL
-    body.update(backend="verl", model="Qwen/Qwen3-4B-Instruct-2507")  # a hub id, not loaded
-    spec.write_text(yaml.safe_dump(body))
-    (item,) = plan(spec, tmp_path / "runs")
+    pool = _frozen(tmp_path)
+    (item,) = plan(_spec(tmp_path, "pool.json", "random", {"pool": True}, verl=True),
+                   tmp_path / "runs")
     write_plan([item])
     manifest = Manifest.read(item.path)
     val = pd.read_parquet(prepare_verl_run(item.path, manifest, validate=False)["val"])

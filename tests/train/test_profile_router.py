@@ -11,10 +11,8 @@ from http.server import BaseHTTPRequestHandler
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.pool import write_pool
 from hscale.train.profile_router import (
     PROFILE_SYSTEM,
     Entry,
@@ -27,7 +25,7 @@ from hscale.train.profile_router import (
 )
 from tests.cli import hscale
 from tests.harness.helpers import judge_server, send_json
-from tests.train.test_evolve import _evolved, _spec
+from tests.train.test_evolve import _frozen, _spec
 
 
 def _ranking(model: str, names: list[str]) -> list[str] | None:
@@ -100,14 +98,9 @@ def test_no_judge_means_no_voters(monkeypatch):
     assert judges() == []
 
 
-def _profiles_spec(tmp_path):
-    pool, _, _ = _evolved(tmp_path)
-    write_pool(tmp_path / "pool.json", pool)
-    spec = _spec(tmp_path, "pool.json", "profiles")
-    body = yaml.safe_load(spec.read_text())
-    body["evaluation"].update({"every": 1})
-    spec.write_text(yaml.safe_dump(body))
-    return pool, spec
+def _profiles_spec(tmp_path, verl: bool = False):
+    pool = _frozen(tmp_path)
+    return pool, _spec(tmp_path, "pool.json", "profiles", {"every": 1}, verl=verl)
 
 
 def test_profiles_are_re_anchored_at_every_checkpoint_and_rank_1_routes_evaluation(
@@ -174,15 +167,10 @@ def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick
     from hscale.train.backends.verl.dumps import import_validation
     from hscale.train.backends.verl.inputs import prepare_verl_run
     from hscale.train.contracts import Manifest
-    from hscale.train.plan import write_plan
+    from hscale.train.plan import plan, write_plan
     from hscale.train.workload import routed_jobs
 
-    pool, spec = _profiles_spec(tmp_path)
-    body = yaml.safe_load(spec.read_text())
-    body["algorithm"]["rollouts"] = 3  # a rescue group replaces a group of its size on veRL
-    body.update(backend="verl", model="Qwen/Qwen3-4B-Instruct-2507")  # a hub id, not loaded
-    spec.write_text(yaml.safe_dump(body))
-    from hscale.train.plan import plan
+    pool, spec = _profiles_spec(tmp_path, verl=True)
 
     (item,) = plan(spec, tmp_path / "runs")
     write_plan([item])

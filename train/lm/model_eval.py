@@ -99,20 +99,12 @@ def _pool_sets(path: str, space: Any) -> tuple[Any, dict[str, list[str]]]:
     """The space with a frozen pool's children composed in, and the ``pool`` setting: its
     base harness and every child, on the validation tasks its router measures on (the
     report's pool tables: locality and complementarity before any training)."""
-    from dataclasses import replace
-
     from hscale.train.contracts import POOL_SETTING
-    from hscale.train.pool import read_pool
+    from hscale.train.pool import read_pool, with_pool
 
     pool = read_pool(path)
-    base = space.factor_space.label(space.factor_space.base)
-    if (pool.space, pool.base) != (space.name, base):
-        raise HscaleError(f"--harnesses {path}: the pool was evolved from {pool.base} of space "
-                          f"{pool.space}, not {base} of {space.name}",
-                          "give --spec the spec it was evolved with")
-    known = dict(space.outside)
-    space = replace(space, outside=(*space.outside, *(
-        pair for pair in pool.composed() if pair[0] not in known)))
+    space = with_pool(space, pool, f"--harnesses {path}", "give --spec the spec it was "
+                      "evolved with")
     return space, {POOL_SETTING: [pool.base, *pool.names]}
 
 

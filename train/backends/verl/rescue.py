@@ -167,7 +167,7 @@ class _RescueWorker:
 
     async def _rescue(self, group: dict[str, Any]) -> dict[int, tuple[Any, dict]] | None:
         """One rollout under each routed sibling, from the task's initial state."""
-        from hscale.harness.tasks import task_from_row
+        from hscale.harness.verl_agent_loop import row_task
 
         sampling_params, trajectory, agent_name = group["call"]
         sessions = sorted(group["done"].items())
@@ -176,8 +176,7 @@ class _RescueWorker:
         if router.kind.measure != "never":
             router.score, router.profiles = await self._scores(info[RESCUE], trajectory,
                                                                agent_name, router)
-        task = task_from_row(json.loads(info["task"]) if isinstance(info["task"], str)
-                             else dict(info["task"]), "extra_info.task")
+        task = row_task(info)
         # the profiles router's judges answer over the network: off the event loop
         siblings = await asyncio.to_thread(router.pick, task, len(sessions))
 
@@ -204,11 +203,10 @@ class _RescueWorker:
         """A routing row under the sibling the judges vote first for its task, with the
         profiles of this checkpoint's policy (re-anchored as the rescues' are); the pick is
         the same for every run of a task (its router is seeded by the task)."""
-        from hscale.harness.tasks import task_from_row
+        from hscale.harness.verl_agent_loop import row_task
 
         info = _info(kwargs)
-        task = task_from_row(json.loads(info["task"]) if isinstance(info["task"], str)
-                             else dict(info["task"]), "extra_info.task")
+        task = row_task(info)
         router = router_for(info[ROUTE], zlib.crc32(task.task_id.encode()))
         router.score, router.profiles = await self._scores(info[ROUTE], trajectory,
                                                            agent_name, router)
