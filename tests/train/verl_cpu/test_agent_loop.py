@@ -33,7 +33,7 @@ def local_ray():
     import hscale.train.backends.verl.cpu.plugin  # noqa: F401 -- here veRL is imported already
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {**ENV, "OMP_NUM_THREADS": "1"}})
     try:
         yield

@@ -95,14 +95,16 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     runs, run = tmp_path / "runs", tmp_path / "runs" / RUN
     latest = run / "verl" / "checkpoints" / "latest_checkpointed_iteration.txt"
     start = time.monotonic()
+    said = (tmp_path / "first-launch.log").open("w")  # what the killed runner printed
     first = subprocess.Popen([sys.executable, "-m", "hscale.cli", "run", str(spec), "--backend",
                               "verl", "--out", str(runs)], env=launch_env(),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+                             stdout=said, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 600
         while not (latest.exists() and latest.read_text().strip() == "1"):
-            assert first.poll() is None, "the first launch ended before its first checkpoint"
+            assert first.poll() is None, (
+                "the first launch ended before its first checkpoint:\n"
+                + (tmp_path / "first-launch.log").read_text()[-3000:] + _tail(run))
             assert time.monotonic() < deadline, "no checkpoint after 10 minutes"
             time.sleep(0.5)
         first.send_signal(signal.SIGKILL)  # the runner; veRL gets SIGTERM (PR_SET_DEATHSIG)
@@ -110,6 +112,7 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.pid, signal.SIGKILL)
+        said.close()
     _wait_for_launch_to_end(run / "verl" / "train.log")
     assert not (run / "verl" / "validation" / "2.jsonl").exists()
 
@@ -164,6 +167,12 @@ def assert_fine_tuned(run: Path, base: Path) -> None:
                          for folder in (base, run / "sft" / "model"))
     assert (before - after).abs().max() > 1e-4
     assert result_problems(run, Manifest.read(run)) == []
+
+
+def _tail(run: Path) -> str:
+    """The end of veRL's log of a run, where there is one: why a launch ended."""
+    log = run / "verl" / "train.log"
+    return "\n--- train.log:\n" + log.read_text()[-6000:] if log.exists() else ""
 
 
 def _wait_for_launch_to_end(log: Path, quiet: float = 15.0, limit: float = 120.0) -> None:

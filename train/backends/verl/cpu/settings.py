@@ -47,8 +47,9 @@ def launch_lines(slots: int) -> list[str]:
     """launch.sh lines before veRL starts: the platform module for this process, few threads,
     and, when launch.sh starts its own Ray (no ``RAY_ADDRESS``: not a Ray job), the logical
     CPUs and ``slots`` device slots it must declare (a Ray cluster declares its own:
-    ``ray start --num-gpus N``)."""
-    ray = [f"ray_kwargs.ray_init.num_cpus={LOGICAL_CPUS}",
+    ``ray start --num-gpus N``) and ``address=local``: without it ``ray.init`` joins the last
+    ``ray start`` head of the machine, which refuses those resources."""
+    ray = ["+ray_kwargs.ray_init.address=local", f"ray_kwargs.ray_init.num_cpus={LOGICAL_CPUS}",
            f"+ray_kwargs.ray_init.num_gpus={int(slots)}",
            "+ray_kwargs.ray_init.include_dashboard=False"]
     return [
