@@ -24,11 +24,16 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hscale.files import atomic_write_text
+
 PROFILES = "router_profiles.jsonl"  # a run's profiles, one line an entry and checkpoint
+# where a veRL rollout worker records the profiles it writes (set by the veRL backend)
+PROFILES_ENV = "HSCALE_ROUTER_PROFILES"
 MAX_ENTRIES = 4  # (When, Behavior) entries of each kind a profile keeps
 MAX_PAIRS = 4  # paired trajectories of each kind a judge is shown per sibling
 EXCERPT_CHARS = 1200
@@ -199,5 +204,13 @@ def profiles_record(profiles: Mapping[str, Sequence[Entry]], step: int) -> list[
              "behavior": e.behavior} for name, entries in profiles.items() for e in entries]
 
 
-def dumps(rows: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(r) + "\n" for r in rows)
+def record_profiles(path: str | Path, profiles: Mapping[str, Sequence[Entry]],
+                    step: int) -> None:
+    """Append the profiles written at checkpoint ``step`` to router_profiles.jsonl; lines of
+    that checkpoint or later ones go first: a resumed run writes them again, once."""
+    path = Path(path)
+    kept = [line for line in (path.read_text(encoding="utf-8").splitlines()
+                              if path.is_file() else ())
+            if line.strip() and json.loads(line).get("step", -1) < step]
+    atomic_write_text(path, "".join(line + "\n" for line in kept) + "".join(
+        json.dumps(r) + "\n" for r in profiles_record(profiles, step)))

@@ -15,12 +15,14 @@ import pytest
 from hscale.errors import HscaleError
 from hscale.train.profile_router import (
     PROFILE_SYSTEM,
+    PROFILES,
     Entry,
     Tally,
     borda,
     judges,
     parse_profile,
     parse_ranking,
+    record_profiles,
     vote,
 )
 from tests.cli import hscale
@@ -91,6 +93,18 @@ def test_several_judges_vote_through_the_endpoint(endpoint):
     points = vote(voters, "sum the numbers in a.txt", "sum", profiles, 2, tally)
     assert list(points) == [1.0, 1.0, 4.0]  # c first for both; b second for one, a for one
     assert tally.votes == 2 and tally.lost == 1
+
+
+def test_a_resumed_run_records_a_checkpoints_profiles_once(tmp_path):
+    """A run killed after the judge wrote checkpoint 2's profiles resumes from checkpoint 1
+    and writes 1 and 2 again: each checkpoint's lines are in the file once, the latest."""
+    path = tmp_path / PROFILES
+    old, new = ({"a": [Entry("prefer", f"when {w}", "b")]} for w in ("old", "new"))
+    for step in (0, 1, 2):
+        record_profiles(path, old, step)
+    record_profiles(path, new, 1)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [(x["step"], x["when"]) for x in lines] == [(0, "when old"), (1, "when new")]
 
 
 def test_no_judge_means_no_voters(monkeypatch):
@@ -175,7 +189,11 @@ def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick
     (item,) = plan(spec, tmp_path / "runs")
     write_plan([item])
     manifest = Manifest.read(item.path)
-    val = pd.read_parquet(prepare_verl_run(item.path, manifest, validate=False)["val"])
+    prepared = prepare_verl_run(item.path, manifest, validate=False)
+    # the rollout workers record the judges' profiles in verl/, imported beside eval.parquet
+    assert (f"+ray_kwargs.ray_init.runtime_env.env_vars.HSCALE_ROUTER_PROFILES="
+            f"{item.path / 'verl' / PROFILES}") in prepared["overrides"]
+    val = pd.read_parquet(prepared["val"])
     info = [json.loads(x) if isinstance(x, str) else dict(x) for x in val.extra_info]
     routed = [i for i, x in enumerate(info) if x.get("route")]
     assert [(info[i]["decoding"], info[i]["run"], info[i]["task_id"]) for i in routed] == [

@@ -6,6 +6,7 @@ with signal is untouched; the correction weights stay within [0, 2]."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -23,7 +24,9 @@ from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
 from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
 from hscale.harness.space import harness_space  # noqa: E402
+from hscale.train.backends.verl.dumps import import_profiles  # noqa: E402
 from hscale.train.backends.verl.rescue import RESCUE, ROUTE, _classes  # noqa: E402
+from hscale.train.profile_router import PROFILES, PROFILES_ENV  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,
     PerRequestServer,
@@ -194,10 +197,19 @@ def test_the_profiles_router_writes_profiles_from_the_workers_trajectories_and_v
         return Oracle(task, Harness.from_name(FULL)) if len(made) % 3 == 0 else DoNothing()
 
     monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a,judge-a")  # two votes of one order
+    recorded = tmp_path / "verl" / PROFILES  # where the backend points the workers
+    recorded.parent.mkdir()
+    monkeypatch.setenv(PROFILES_ENV, str(recorded))
     with judge_server(_judges(asked), monkeypatch, "judge-a"):
         row = rescue_row(task, "profiles")  # measured on the first 3 tasks: task among them
         row["extra_info"][RESCUE]["measure_on"]["benchmark"]["tasks"] = 0
         rows = run_worker(tmp_path, tokenizer, policy, [("u1", row)], monkeypatch)
+    # the profiles as the embedded trainer records them: step 1 is in the checkpoint 0 epoch
+    lines = [json.loads(x) for x in recorded.read_text().splitlines()]
+    assert lines == [{"step": 0, "harness": name, "kind": "prefer", "when": "w",
+                      "behavior": "b"} for name in POOL]
+    import_profiles(tmp_path)
+    assert (tmp_path / PROFILES).read_text() == recorded.read_text()
     profiles = [p for kind, p in asked if kind == "profile"]
     assert sorted(re.match(r"Harness (\S+) against", p).group(1) for p in profiles) == \
         sorted(POOL)

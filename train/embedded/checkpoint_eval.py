@@ -67,9 +67,9 @@ def routed_eval(sampler: Sampler, manifest: Manifest, router: Any, step: int) ->
 def re_anchor(router: Any, labels: list[str], tasks: list, episodes: list, step: int,
               run_dir: Path) -> None:
     """The profiles router's profiles written again from this checkpoint's paired
-    validation trajectories (``labels``: the pool, then the base harness), and appended to
+    validation trajectories (``labels``: the pool, then the base harness), and recorded in
     the run's router_profiles.jsonl."""
-    from hscale.train.profile_router import PROFILES, dumps, profiles_record, write_profiles
+    from hscale.train.profile_router import PROFILES, record_profiles, write_profiles
 
     by_label = {label: {t.task_id: ep for t, ep in zip(tasks, episodes[i * len(tasks):],
                                                          strict=False)}
@@ -77,5 +77,4 @@ def re_anchor(router: Any, labels: list[str], tasks: list, episodes: list, step:
     router.profiles = write_profiles(router.voters[0][1], by_label[labels[-1]],
                                      {s: by_label[s] for s in labels[:-1]},
                                      {t.task_id: t.user_query for t in tasks})
-    with open(run_dir / PROFILES, "a", encoding="utf-8") as out:
-        out.write(dumps(profiles_record(router.profiles, step)))
+    record_profiles(run_dir / PROFILES, router.profiles, step)

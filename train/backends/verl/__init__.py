@@ -14,7 +14,11 @@ from typing import ClassVar, Literal
 from hscale.files import write_parquet
 from hscale.train.backends.base import Backend, Progress, RayJob, StepProgress
 from hscale.train.backends.verl.check import validate_overrides
-from hscale.train.backends.verl.dumps import import_metrics, import_validation
+from hscale.train.backends.verl.dumps import (
+    import_metrics,
+    import_profiles,
+    import_validation,
+)
 from hscale.train.backends.verl.inputs import OUT_ENV, prepare_verl_run
 from hscale.train.backends.verl.launch import (
     JOB_RECORD,
@@ -104,6 +108,7 @@ class VerlBackend(Backend):
         else:
             write_parquet(run_dir / EVAL, evals)
             write_parquet(run_dir / TRAIN, import_metrics(run_dir))
+            import_profiles(run_dir)
         if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed
             drop_checkpoints(run_dir)
 

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from hscale.errors import HscaleError
+from hscale.files import atomic_write_text
 from hscale.harness.behaviour import unobserved
 from hscale.train.backends.verl.inputs import VAL_TAG
 from hscale.train.backends.verl.overrides import VERL_DIR
@@ -129,6 +130,16 @@ def _extra(raw: Any) -> dict[str, Any]:
 METRIC_NAMES = {"critic/score/mean": "reward_mean", "actor/entropy": "entropy",
                 "actor/pg_clipfrac": "clip_frac", "actor/ppo_kl": "kl", "actor/pg_loss": "loss",
                 "perf/throughput": "tokens_per_s", "timing_s/step": "step_s"}
+
+
+def import_profiles(run_dir: str | Path) -> None:
+    """The profiles router's judge-written profiles (``verl/router_profiles.jsonl``, from the
+    rollout workers) into the run folder, where the embedded trainer writes them."""
+    from hscale.train.profile_router import PROFILES
+
+    source = Path(run_dir) / VERL_DIR / PROFILES
+    if source.is_file():
+        atomic_write_text(Path(run_dir) / PROFILES, source.read_text(encoding="utf-8"))
 
 
 def import_metrics(run_dir: str | Path) -> pd.DataFrame:

@@ -161,6 +161,11 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
                       "algorithm.rollout_correction.rollout_is=token",
                       "algorithm.rollout_correction.rollout_is_threshold=2.0",
                       "algorithm.rollout_correction.bypass_mode=False"]
+        if manifest.assignment.router == "profiles":  # the judges' profiles, as a file
+            from hscale.train.profile_router import PROFILES, PROFILES_ENV
+
+            overrides.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.{PROFILES_ENV}="
+                             f"{dst}/{PROFILES}")
     if is_cpu(verl.rollout):  # veRL on the CPU (hscale.train.backends.verl.cpu)
         overrides += cpu_overrides()
     return [*overrides, *verl.overrides]

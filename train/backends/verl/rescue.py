@@ -249,20 +249,23 @@ class _RescueWorker:
                                     for t in tasks] for label in info["pool"]], dtype=float)
                 router.set_scores(matrix, [t.category for t in tasks])
                 if profiles:
-                    await asyncio.to_thread(_write_profiles, router, by_row, info, tasks)
+                    await asyncio.to_thread(_write_profiles, router, by_row, info, tasks,
+                                            epoch * max(int(info["every"]), 1))
                 cache[key] = (router.score, router.profiles)
         return cache[key]
 
 
 def _write_profiles(router: Any, by_row: Mapping[tuple[str, str], Any],
-                    info: Mapping[str, Any], tasks: Sequence[Any]) -> None:
+                    info: Mapping[str, Any], tasks: Sequence[Any], step: int) -> None:
     """The profiles router's judge writes the pool's profiles from the measured outputs'
-    trajectories (the embedded trainer's re_anchor, from veRL's outputs)."""
+    trajectories (the embedded trainer's re_anchor, from veRL's outputs), recorded at
+    checkpoint ``step`` where the backend names the file (imported into the run folder)."""
+    import os
     from types import SimpleNamespace
 
     from hscale.harness.types import Message
     from hscale.harness.verl_agent_loop import TRANSCRIPT
-    from hscale.train.profile_router import write_profiles
+    from hscale.train.profile_router import PROFILES_ENV, record_profiles, write_profiles
 
     def episodes(label: str) -> dict[str, Any]:
         out = {}
@@ -278,6 +281,8 @@ def _write_profiles(router: Any, by_row: Mapping[tuple[str, str], Any],
     router.profiles = write_profiles(router.voters[0][1], episodes(info["base"]),
                                      {s: episodes(s) for s in info["pool"]},
                                      {t.task_id: t.user_query for t in tasks})
+    if os.environ.get(PROFILES_ENV):
+        record_profiles(os.environ[PROFILES_ENV], router.profiles, step)
 
 
 @cache
