@@ -179,17 +179,24 @@ class Tally:
 
 def vote(voters: Sequence[tuple[str, Ask]], query: str, category: str,
          profiles: Mapping[str, Sequence[Entry]], k: int, tally: Tally) -> np.ndarray:
-    """Borda points per sibling (in ``profiles``' order) from every voter's top-k."""
+    """Borda points per sibling (in ``profiles``' order) from every voter's top-k; the
+    judges are asked at once (a vote waits for the slowest judge, not for their sum)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from hscale.harness.tasks.judge import JudgeError
 
-    names = list(profiles)
-    rankings = []
-    for _, ask in voters:
+    names, request = list(profiles), vote_request(query, category, profiles, k)
+
+    def ballot(ask: Ask) -> list[str]:
         try:
-            ranking = parse_ranking(ask(vote_request(query, category, profiles, k),
-                                        VOTE_SYSTEM), names)
+            return parse_ranking(ask(request, VOTE_SYSTEM), names)
         except JudgeError:
-            ranking = []
+            return []
+
+    with ThreadPoolExecutor(max(len(voters), 1)) as pool:
+        ballots = list(pool.map(ballot, [ask for _, ask in voters]))
+    rankings = []
+    for ranking in ballots:  # in the voters' order, whichever answered first
         if ranking:
             rankings.append(ranking)
             tally.votes += 1

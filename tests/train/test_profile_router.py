@@ -95,6 +95,31 @@ def test_several_judges_vote_through_the_endpoint(endpoint):
     assert tally.votes == 2 and tally.lost == 1
 
 
+def test_the_judges_of_a_vote_are_asked_at_once(monkeypatch):
+    """Each judge answers only once all three are asking (a barrier): asked one after
+    another, every vote would be lost."""
+    import threading
+
+    barrier = threading.Barrier(3, timeout=5)
+
+    class Together(Judges):
+        def do_POST(self) -> None:  # noqa: N802
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                self.send_error(503)
+                return
+            super().do_POST()
+
+    monkeypatch.setenv("HSCALE_ROUTER_JUDGES", "judge-a,judge-b,judge-a")
+    with judge_server(Together, monkeypatch, "judge-a"):
+        tally = Tally()
+        points = vote(judges(), "sum the numbers in a.txt", "sum",
+                      {"evo/a": (), "evo/b": (), "evo/c": ()}, 2, tally)
+    assert tally.votes == 3 and tally.lost == 0
+    assert list(points) == [1.0, 2.0, 6.0]  # c first for all; b second for two, a for one
+
+
 def test_a_resumed_run_records_a_checkpoints_profiles_once(tmp_path):
     """A run killed after the judge wrote checkpoint 2's profiles resumes from checkpoint 1
     and writes 1 and 2 again: each checkpoint's lines are in the file once, the latest."""
