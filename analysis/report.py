@@ -154,9 +154,9 @@ def build_report(results: Results, out: Path, reference: str | None = None,
     if results.episodes.empty:  # a pool evaluated alone (hscale evaluate --harnesses pool.json)
         report = Report(out=out, tables=pool_tables(results), problems=list(results.problems))
         report.summary = run_summary(results)
+        ranking = FIGURES.get("pool_ranking")
         png = _attempt(report, "pool_ranking", lambda: png_bytes(
-            FIGURES.get("pool_ranking").draw(FIGURES.get("pool_ranking").data(
-                results, Options(reference, n_boot, seed)))))
+            ranking.draw(ranking.data(results, Options(reference, n_boot, seed)))))
         if png is not None:
             report.figures["pool_ranking"] = png
         return report

@@ -40,18 +40,11 @@ class LocalBackend(Backend):
         black-box harness (the embedded policy's vocabulary holds none of a CLI's prompt); a
         profiles router has its judges."""
         from hscale.train.embedded.presets import preset
+        from hscale.train.profile_router import require_judges
 
         for name in sorted({m.model for m in manifests}):
             preset(name)
-        judged = [m for m in manifests if m.assignment.router == "profiles"]
-        if judged:
-            from hscale.train.profile_router import judges
-
-            if not judges():
-                raise HscaleError(f"arm {judged[0].arm}: router profiles needs judges, and "
-                                  "none is configured", "set HSCALE_JUDGE_URL and "
-                                  "HSCALE_JUDGE_MODEL (HSCALE_ROUTER_JUDGES=a,b,c for several "
-                                  "voters)")
+        require_judges(manifests)
         through = [m for m in manifests if blackbox_of(m)]
         if through:
             raise HscaleError(f"arm {through[0].arm} trains through {through[0].train_harnesses[0]}"

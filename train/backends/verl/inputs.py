@@ -94,14 +94,15 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
     jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
     routed = routed_jobs(manifest)  # Rank-1 routing: the worker picks each row's sibling
-    route = _route_info(manifest) if routed else {}
-    val = _rows([(job.task, job.harness) for _, job in jobs + routed], "val",
-                [{"setting": job.setting, "run": job.run, "decoding": decoding,
-                  "category": job.task.category, "benchmark": job.benchmark,
-                  **(route if i >= len(jobs) else {"routing": True} if routed else {})}
-                 for i, (decoding, job) in enumerate(jobs + routed)],
-                manifest.harness_space())
+    # every row of a routing run says its pick (-1: none); the routed rows carry the router
+    extras = [{"routing": True} if routed else {}] * len(jobs) + \
+        ([_route_info(manifest)] * len(routed) if routed else [])
     jobs += routed
+    val = _rows([(job.task, job.harness) for _, job in jobs], "val",
+                [{"setting": job.setting, "run": job.run, "decoding": decoding,
+                  "category": job.task.category, "benchmark": job.benchmark, **extra}
+                 for (decoding, job), extra in zip(jobs, extras, strict=True)],
+                manifest.harness_space())
     val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if decoding == "greedy" else "")
                           for decoding, job in jobs]
     val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}

@@ -18,6 +18,7 @@ from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import Manifest
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.models import resolve_model
+from hscale.train.workload import routes
 
 VERL_DIR = "verl"
 CONFIG_NAME = "ppo_trainer"
@@ -161,7 +162,7 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
                       "algorithm.rollout_correction.rollout_is=token",
                       "algorithm.rollout_correction.rollout_is_threshold=2.0",
                       "algorithm.rollout_correction.bypass_mode=False"]
-        if manifest.assignment.router == "profiles":  # the judges' profiles, as a file
+        if routes(manifest):  # the profiles router: the judges' profiles, as a file
             from hscale.train.profile_router import PROFILES, PROFILES_ENV
 
             overrides.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.{PROFILES_ENV}="

@@ -67,17 +67,12 @@ def _space_of(manifest: Any) -> dict[str, Any]:
 
 def check_rescue(manifests: Sequence[Any]) -> None:
     """A rescue group replaces the failed one session for session: on veRL both have
-    ``rollouts`` members."""
+    ``rollouts`` members; a profiles router has its judges."""
+    from hscale.train.profile_router import require_judges
+
+    require_judges(manifests, " where veRL's rollout workers run")
     for m in manifests:
         a = m.assignment
-        if a.mode == "rescue" and a.router == "profiles":
-            from hscale.train.profile_router import judges
-
-            if not judges():
-                raise HscaleError(f"arm {m.arm}: router profiles needs judges, and none is "
-                                  "configured", "set HSCALE_JUDGE_URL and HSCALE_JUDGE_MODEL "
-                                  "(HSCALE_ROUTER_JUDGES=a,b,c for several voters) where "
-                                  "veRL's rollout workers run")
         if a.mode == "rescue" and a.group != m.budget.rollouts_per_task:
             raise HscaleError(f"arm {m.arm}: a rescue group of {a.group} cannot replace a group "
                               f"of {m.budget.rollouts_per_task} rollouts on veRL",
