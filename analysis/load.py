@@ -159,21 +159,24 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
         train = None
     problems.extend(here)
     meta = _meta(path, manifest, episodes, state)
+    began, ended = _span(status)
     meta.update(backend=(status.backend if status is not None else "") or
-                str((manifest or {}).get("backend") or ""), seconds=_seconds(status))
+                str((manifest or {}).get("backend") or ""),
+                seconds=(ended - began).total_seconds() if began and ended else float("nan"),
+                started=began, ended=ended)
     return _Run(path, meta, episodes, train)
 
 
-def _seconds(status: Any) -> float:
-    """How long a run's last start took to its end (NaN where status.json does not say)."""
+def _span(status: Any) -> tuple[Any, Any]:
+    """When a run's last start began and when it ended (None where status.json does not
+    say): its seconds, and with the other runs' the wall time of the experiment."""
     from datetime import datetime
 
     try:
-        began = datetime.fromisoformat(status.started_at)
-        return (datetime.fromisoformat(status.completed_at or status.updated_at)
-                - began).total_seconds()
+        return (datetime.fromisoformat(status.started_at),
+                datetime.fromisoformat(status.completed_at or status.updated_at))
     except (AttributeError, TypeError, ValueError):
-        return float("nan")
+        return None, None
 
 
 def _check_identity(episodes: pd.DataFrame | None, manifest: dict | None, name: str,

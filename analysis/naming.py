@@ -17,7 +17,7 @@ ARM_ORDER = ("base model", "single-harness", "first-order-3", "structured-18", "
              "rescue-random", "rescue-4x2", "rescue-rule", "harness-s", "harness-s-rank1")
 REFERENCE = "structured-18"  # the main method of Harness Scaling
 BASELINE = "single-harness"
-SETTING_LABELS = {"base": "base", "in_space": "in-space", "out_of_space": "out-of-space",
+SETTING_LABELS = {"base": "base harness", "in_space": "in-space", "out_of_space": "out-of-space",
                   "overall": "overall"}
 SETTING_ORDER = ("in_space", "out_of_space", "base", "overall")
 SOURCE_ORDER = ("measured", "external", "reported")

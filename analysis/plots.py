@@ -15,7 +15,7 @@ import pandas as pd
 from hscale.analysis.load import RUN_GROUP, Results
 from hscale.analysis.naming import default_reference, is_base_model, order_methods, setting_label
 from hscale.analysis.passk import final_step, run_scores, summarize
-from hscale.analysis.stats import CLUSTER, GROUP, bootstrap_ci, paired_differences
+from hscale.analysis.stats import CLUSTER, GROUP, arm_intervals, paired_differences
 from hscale.registry import Registry
 
 
@@ -127,12 +127,12 @@ def plot_curves(data: pd.DataFrame):
 
 # --- ablation bars ------------------------------------------------------------------------
 def ablation_data(results: Results, options: Options | None = None) -> pd.DataFrame:
-    """Pass@1 with cluster-bootstrap intervals per arm, in- and out-of-space."""
-    options = options or Options()
+    """Pass@1 per arm, in- and out-of-space, with 95% intervals over training runs and tasks
+    (hscale.analysis.stats.arm_intervals: the comparisons' model)."""
     ep = final_step(results.episodes)
     ep = ep[ep["setting"].isin(["in_space", "out_of_space"])]
     _need(ep, "no in-space or out-of-space episodes")
-    return bootstrap_ci(ep, ["method", "setting"], n_boot=options.n_boot, seed=options.seed)
+    return arm_intervals(ep, ["method", "setting"])
 
 
 def plot_ablation(data: pd.DataFrame):
@@ -148,7 +148,8 @@ def plot_ablation(data: pd.DataFrame):
         ax.bar(x + (i - (len(settings) - 1) / 2) * width, part["mean"], width,
                yerr=np.nan_to_num(err), capsize=3, label=setting_label(setting))
     ax.set_xticks(x, methods, rotation=30, ha="right")
-    ax.set(ylabel="Pass@1 (%)", title="Ablation: Pass@1 with 95% intervals over tasks")
+    ax.set(ylabel="Pass@1 (%)",
+           title="Ablation: Pass@1 with 95% intervals over training runs and tasks")
     ax.legend(fontsize=8)
     return fig
 

@@ -24,6 +24,7 @@ from hscale.analysis.effect_tables import (
     tests_table,
 )
 from hscale.analysis.headline import (
+    answer,
     forest_frame,
     headline,
     plot_forest,
@@ -34,12 +35,13 @@ from hscale.analysis.load import Results, load_results
 from hscale.analysis.naming import setting_label
 from hscale.analysis.plots import FIGURES, NoData, Options, pdf_bytes, png_bytes
 from hscale.analysis.pool_report import pool_tables, routing_table
-from hscale.analysis.render import fmt, fmt_p, to_latex, to_markdown
+from hscale.analysis.render import fmt, to_latex, to_markdown
 from hscale.analysis.report_data import Report
 from hscale.analysis.report_html import report_html, report_markdown
 from hscale.analysis.scaling import scaling_table
 from hscale.analysis.stats import GROUP
 from hscale.analysis.tables import all_tables, measured_ordering
+from hscale.analysis.verdicts import ALPHA
 from hscale.analysis.weight_estimates import add_weights
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text, refuse_foreign_folder
@@ -47,8 +49,9 @@ from hscale.train.checker_health import checker_health_of
 
 REPORT_HEAD = "# hscale report"  # report.md's first line: how a report folder is known
 
-def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
-    """The arm ordering measured by in-space Pass@1, and which gaps the paired tests support."""
+def ordering_statements(ordering: pd.DataFrame) -> list[str]:
+    """The arm ordering measured by in-space Pass@1 (descriptive: which of its gaps hold is
+    the headline's answer, read off the simultaneous intervals)."""
     lines = []
     for key, part in ordering.groupby(list(GROUP), sort=False):
         chain = part.iloc[0]["method"] + f" {part.iloc[0]['mean']:.2f}"
@@ -58,13 +61,12 @@ def ordering_statements(ordering: pd.DataFrame, comparisons: pd.DataFrame) -> li
         runs = int(part["n"].max())
         lines.append(f"Ordering measured ({key[0]} {key[1]}, {key[2]}, {key[3]}; in-space "
                      f"Pass@1 %, mean over {runs} runs): {chain}.")
-        lines.append(_tested(comparisons, key))
     return lines
 
 
 def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     """What RL added over the base model: the reference arm's gain per setting with its
-    interval, and how many arms gain significantly in each setting."""
+    simultaneous interval, and how many arms' gains are resolved in each setting."""
     lines = []
     for key, part in gains.groupby(list(GROUP), sort=False):
         ref = _of_group(comparisons, key)
@@ -74,10 +76,11 @@ def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]
             f"{setting_label(r.setting)} {fmt(r.diff, signed=True)} pp [{r.lo:+.2f}, "
             f"{r.hi:+.2f}]" for r in own.itertuples())
         counts = "; ".join(
-            f"{setting_label(str(s))} {int((block['p_holm'] < 0.05).sum())} of {len(block)}"
+            f"{setting_label(str(s))} {int((block['p_adj'] < ALPHA).sum())} of {len(block)}"
             for s, block in part.groupby("setting", sort=False))
-        lines.append(f"RL gain over the base model (no RL) ({key[1]}): {arm} {settings}. "
-                     f"Arms whose gain is significant after Holm adjustment: {counts}.")
+        lines.append(f"RL gain over the base model (no RL) ({key[1]}): {arm} {settings} "
+                     f"(simultaneous 95% over {len(part)}). Arms whose gain is resolved: "
+                     f"{counts}.")
     return lines
 
 
@@ -89,20 +92,23 @@ def _of_group(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
     return frame
 
 
-def _tested(comparisons: pd.DataFrame, key: tuple) -> str:
-    sel = _of_group(comparisons, key)
-    sel = sel[sel["setting"] == "in_space"]
-    if sel.empty:
-        return "No paired comparison was possible (one arm, or no shared tasks)."
-    ref = sel["reference"].iloc[0]
-    sig = sel[sel["p_holm"] < 0.05]
-    if sig.empty:
-        return (f"Against {ref}, no arm differs at the 5% level after Holm adjustment "
-                f"({len(sel)} paired in-space comparisons over {int(sel['tasks'].max())} tasks).")
-    parts = [f"{r.method} {fmt(r.diff, signed=True)} pp (Holm p {fmt_p(r.p_holm)})"
-             for r in sig.itertuples()]
-    return (f"Against {ref}, differences significant after Holm adjustment: "
-            + "; ".join(parts) + ".")
+# library warnings that say something about the data, in the reader's words
+EXPLAINED = {
+    "PerfectSeparationWarning": "{count} logistic fits of the component tests met perfect "
+                                "separation (a level whose every episode succeeded, or every "
+                                "one failed): their Wald tests say nothing at this size",
+}
+
+
+def warning_notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    """One line a kind of warning, however often it was raised: what it means where hscale
+    knows, else its count and first message."""
+    counts = Counter(w.category.__name__ for w in caught)
+    first: dict[str, str] = {}
+    for w in caught:
+        first.setdefault(w.category.__name__, str(w.message).strip().splitlines()[0][:160])
+    return [EXPLAINED[name].format(count=count) if name in EXPLAINED
+            else f"{name} x{count} (first: {first[name]})" for name, count in counts.items()]
 
 
 def draw_figures(results: Results, options: Options, report: Report) -> None:
@@ -136,6 +142,7 @@ def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFra
     summary; a figure that fails is named like any other, the rest go on."""
     report.summary = run_summary(results)
     report.verdicts = headline(comparisons, gains, reported)
+    report.answer = answer(report.verdicts)
     frame = forest_frame(report.verdicts)
     forest = _attempt(report, "headline", lambda: png_bytes(plot_forest(frame)))
     if forest is not None:
@@ -147,7 +154,7 @@ def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFra
 
 
 def build_report(results: Results, out: Path, reference: str | None = None,
-                 test: str = "permutation", n_boot: int = 2000, seed: int = 0) -> Report:
+                 n_boot: int = 2000, seed: int = 0) -> Report:
     """Compute every table and figure of ``results`` (nothing written yet). Warnings the
     statistics raise (e.g. statsmodels' perfect separation, once per fit) are counted into
     ``notes``, one line per kind, instead of hundreds of lines on the terminal."""
@@ -162,7 +169,7 @@ def build_report(results: Results, out: Path, reference: str | None = None,
         return report
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables, cells, comparisons = all_tables(results, reference, test, n_boot, seed)
+        tables, cells, comparisons = all_tables(results, reference)
         tables += [effects_table(results, n_boot, seed), tests_table(results),
                    distance_table(results, n_boot, seed),
                    sensitivity_table(results, n_boot, seed),
@@ -170,17 +177,13 @@ def build_report(results: Results, out: Path, reference: str | None = None,
                    behaviour_table(results, n_boot, seed), *pool_tables(results),
                    *routing_table(results)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
-        report.ordering = ordering_statements(measured_ordering(cells), comparisons)
+        report.ordering = ordering_statements(measured_ordering(cells))
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)
         if gains is not None:
             report.ordering += gain_statements(gains, comparisons)
         draw_headline(results, comparisons, gains, cells.reported, report)
         draw_figures(results, Options(reference, n_boot, seed), report)
-    counts = Counter(w.category.__name__ for w in caught)
-    first = {}
-    for w in caught:
-        first.setdefault(w.category.__name__, str(w.message).strip().splitlines()[0][:160])
-    report.notes = [f"{name} x{count} (first: {first[name]})" for name, count in counts.items()]
+    report.notes = warning_notes(caught)
     report.checker_warning = checker_health_of(results.episodes, results.train).line()
     return report
 
@@ -223,7 +226,7 @@ def _is_report(folder: Path) -> bool:
 def write_report(run_dir: str | Path, out: str | Path | None = None,
                  reference: str | None = None, external: Sequence[str | Path] = (),
                  reported: bool | str | Path = True, strict: bool = False,
-                 test: str = "permutation", n_boot: int = 2000, seed: int = 0) -> Report:
+                 n_boot: int = 2000, seed: int = 0) -> Report:
     """Load ``run_dir``, compute everything, write it under ``out`` (default RUN_DIR/report)."""
     run_dir = Path(run_dir)
     results = load_results(run_dir, external=external, reported=reported)
@@ -239,7 +242,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None,
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir()
                                                 else run_dir.parent) / "report"
     check_report_target(target)
-    report = build_report(results, target, reference, test, n_boot, seed)
+    report = build_report(results, target, reference, n_boot, seed)
     add_weights(results, report)  # components' weights from main effects, weights.yaml
     save_report(results, report)
     return report

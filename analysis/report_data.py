@@ -27,4 +27,5 @@ class Report:
     checker_warning: str | None = None  # how often the runs' checkers failed (None: never)
     summary: RunSummary | None = None  # what was run: the first line of the report
     verdicts: list[Verdict] = field(default_factory=list)  # one a headline comparison
+    answer: list[str] = field(default_factory=list)  # the first screen's sentences
     pages: dict[str, bytes] = field(default_factory=dict)  # summary.png, summary.pdf

@@ -24,11 +24,22 @@ from hscale.analysis.report_data import Report
 MIN_TASKS = 20  # distinct evaluated tasks below which the diagnostics below are not shown
 DIAGNOSTICS = ("component_tests", "scaling")
 FIRST = "headline"  # the forest plot: the first screen's figure
+METHODS = ("How these numbers are made: each training run (arm x seed) is one replicate, and "
+           "tasks (and in-space harnesses) are draws from their populations, so an interval "
+           "holds for another set of seeds and tasks; the differences are paired on the same "
+           "task, harness and evaluation run; the intervals are simultaneous 95% over each "
+           "family of comparisons (Bonferroni), and a comparison is resolved when its interval "
+           "leaves out 0; MDE is the smallest difference the same test detects with 80% power "
+           "(hscale power gives the same). The model is written out under comparisons.csv's "
+           "table and in hscale.analysis.components; its calibration (coverage, type-I error, "
+           "power) is checked on planted studies by hscale.analysis.calibration.")
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1280px;color:#222;
 padding:0 2em}h1{margin:.2em 0}
 .summary{display:flex;flex-wrap:wrap;gap:.3em 1.6em;font-size:14px;margin:.4em 0 .6em;
 padding:0;list-style:none}.summary b{color:#555;font-weight:600}
+.answer{font-size:15px;line-height:1.4;margin:.3em 0 .4em;max-width:1180px}
+.answer p{margin:.2em 0}.methods{font-size:12px;color:#555;margin:.2em 0 1em}
 .headline img{max-height:52vh;border:none}.verdicts{font-size:14px;margin:.3em 0 1em}
 .verdicts li{margin:.15em 0}.w-reproduces{color:#1a7f37}.w-opposite{color:#c0392b}
 .w-not{color:#666}
@@ -114,6 +125,9 @@ def report_html(results: Results, report: Report) -> str:
         parts += [f"<li><b>{esc(k)}</b> {esc(v)}</li>" for k, v in report.summary.lines()]
     parts += [f"<li><b>written</b> {datetime.now(UTC).isoformat(timespec='seconds')}</li>",
               "</ul>"]
+    if report.answer:
+        parts.append("<div class='answer' id='answer'>"
+                     + "".join(f"<p>{esc(s)}</p>" for s in report.answer) + "</div>")
     if FIRST in report.figures:
         parts.append(f"<div class='headline'>{_img(FIRST, report.figures[FIRST], FIRST)}</div>")
     parts.append("<ul class='verdicts' id='verdicts'>")
@@ -121,6 +135,8 @@ def report_html(results: Results, report: Report) -> str:
               for v in report.verdicts] or ["<li>No paired comparison was possible (one arm, "
                                             "or no shared tasks).</li>"]
     parts.append("</ul>")
+    if report.verdicts:
+        parts.append(f"<p class='methods' id='methods'>{esc(METHODS)}</p>")
     parts += _warnings_html(results, report)
     parts += ["<h2>Figures</h2>"] if any(name != FIRST for name in report.figures) else []
     for name, png in report.figures.items():
@@ -134,7 +150,9 @@ def report_html(results: Results, report: Report) -> str:
     reported = [_folded(p, "reported") for _, p in shown if p is not None]
     parts += ["<h2>Reported in the papers</h2>", *reported] if reported else []
     if report.ordering:
-        parts += ["<h2>Ordering measured</h2>"] + [f"<p>{esc(s)}</p>" for s in report.ordering]
+        parts += ["<h2>Ordering measured</h2><p class='note'>Descriptive: which of these gaps "
+                  "hold is the answer at the top, read off the simultaneous intervals.</p>"]
+        parts += [f"<p>{esc(s)}</p>" for s in report.ordering]
     return "\n".join(parts + ["</body></html>"])
 
 
@@ -187,9 +205,11 @@ def report_markdown(results: Results, report: Report, head: str) -> str:
     lines = [head, ""]
     if report.summary is not None:
         lines += [f"**{k}** {v}  " for k, v in report.summary.lines()] + [""]
+    lines += [" ".join(report.answer), ""] if report.answer else []
     if FIRST in report.figures:
         lines += [f"![{FIRST}]({FIRST}.png)", ""]
     lines += [f"- {v.sentence}" for v in report.verdicts] + [""]
+    lines += [METHODS, ""] if report.verdicts else []
     notes = [report.checker_warning and f"**{report.checker_warning}**",
              error_note(results.episodes), greedy_note(results)]
     lines += [f"{n}  " for n in notes if n] + [""]

@@ -1,25 +1,33 @@
 """Intervals and tests that respect how the numbers were produced.
 
-Episodes of one task are correlated (an easy task is easy under every harness and run), so
-intervals resample whole tasks (a cluster bootstrap) and paired tests treat the task as the
-unit: differences between two arms are formed on the same task x harness x seed x run, then
-averaged within each task before a sign-flip permutation test or a Wilcoxon signed-rank test.
-Several comparisons are adjusted together with Holm's step-down method.
+Arms are compared as training runs are: hscale.analysis.components models a paired
+difference with training seeds, tasks, harnesses and evaluation runs as sources of variance,
+and :func:`compare` reads each comparison's interval, t test and minimum detectable effect off
+that one model. A family of comparisons (every arm against the reference; every arm against
+the base model) is judged together with simultaneous intervals, so a verdict and the interval
+drawn beside it never disagree.
+
+Descriptive intervals of one arm's success (:func:`bootstrap_ci`) resample whole tasks (a
+cluster bootstrap): an easy task is easy under every harness and run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from hscale.analysis.components import COMPONENTS
 from hscale.analysis.naming import default_reference, is_base_model, order_methods
 from hscale.analysis.passk import final_step
 
 CLUSTER = ("benchmark", "task_id")
 PAIR = ("benchmark", "setting", "harness", "task_id", "seed", "run")
 GROUP = ("source", "experiment", "model", "algorithm")
+# settings whose harnesses are a sample of a space (their interaction with the arm is an
+# error term); the others name their harnesses (the base harness, out-of-space ones)
+SAMPLED = ("in_space",)
 
 
 def _resample_counts(clusters: int, n_boot: int, rng) -> np.ndarray:
@@ -76,7 +84,7 @@ def bootstrap_ci(episodes: pd.DataFrame, by: Sequence[str], value: str = "succes
     agg = episodes.groupby([*by, *cluster], observed=True, sort=False)[value].agg(["sum", "count"])
     if agg.empty:
         return pd.DataFrame(columns=columns)
-    sums = agg["sum"].unstack(list(by), fill_value=0.0)
+    sums = agg["sum"].astype(np.float64).unstack(list(by), fill_value=0.0)
     counts = agg["count"].unstack(list(by), fill_value=0)
     present = counts.to_numpy() > 0
     est, lo, hi = (np.full(sums.shape[1], np.nan) for _ in range(3))
@@ -153,52 +161,6 @@ def _take(uniques: pd.Index, codes: np.ndarray):
     return uniques.to_numpy()[codes]
 
 
-def sign_flip_tests(x: np.ndarray, n_resamples: int = 9999, seed: int = 0) -> np.ndarray:
-    """Two-sided p-values of paired sign-flip permutation tests of mean = 0, one per column.
-
-    Exact (all 2^n sign patterns) when that is no more than ``n_resamples``, else Monte Carlo
-    with the (1 + hits) / (1 + resamples) correction, as scipy.stats.permutation_test does.
-    Columns share the sign patterns, so many tests cost one matrix product.
-    """
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64).T).T
-    n = x.shape[0]
-    observed = np.abs(x.mean(axis=0))
-    tol = 1e-12 * np.maximum(1.0, observed)
-    if 2**n <= n_resamples:
-        signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
-        return np.mean(np.abs(signs @ x) / n >= observed - tol, axis=0)
-    gen = np.random.default_rng(seed)
-    hits = np.zeros(x.shape[1])
-    total = x.sum(axis=0)
-    for start in range(0, n_resamples, 4000):  # batches keep memory at 4000 x n
-        size = min(4000, n_resamples - start)
-        raw = gen.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(raw, axis=1, count=n).astype(np.float64)  # fair coin flips
-        flipped = 2.0 * (bits @ x) - total  # sums of +-x, one BLAS call
-        hits += np.sum(np.abs(flipped) / n >= observed - tol, axis=0)
-    return (hits + 1) / (n_resamples + 1)
-
-
-def sign_flip_test(x: np.ndarray, n_resamples: int = 9999, seed: int = 0) -> float:
-    """One paired sign-flip test (see :func:`sign_flip_tests`)."""
-    return float(sign_flip_tests(np.asarray(x, dtype=np.float64)[:, None], n_resamples, seed)[0])
-
-
-def paired_test(cluster_means: np.ndarray, test: str = "permutation", n_resamples: int = 9999,
-                seed: int = 0) -> float:
-    """Two-sided p-value that the mean per-task difference is zero."""
-    x = np.asarray(cluster_means, dtype=np.float64)
-    if len(x) < 2 or np.allclose(x, 0):
-        return 1.0 if len(x) else float("nan")
-    if test == "wilcoxon":
-        from scipy.stats import wilcoxon
-
-        return float(wilcoxon(x, zero_method="wilcox").pvalue)
-    if test != "permutation":
-        raise ValueError(f"test must be 'permutation' or 'wilcoxon', not {test!r}")
-    return sign_flip_test(x, n_resamples, seed)
-
-
 Pick = Callable[[list[str]], tuple[str | None, list[str]]]
 
 
@@ -230,72 +192,139 @@ def pairing(reference: str | None) -> Pick:
     return against_arm(reference)
 
 
-def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
-                 settings: Sequence[str] = ("in_space",), test: str = "permutation",
-                 value: str = "success", n_boot: int = 2000, n_resamples: int = 9999,
-                 seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Every arm against the reference, per experiment group and setting, Holm-adjusted.
 
-    ``diff`` is the mean paired difference in percentage points with a cluster-bootstrap
-    interval over tasks; ``p`` comes from the per-task differences; ``p_holm`` adjusts all
-    rows of the returned table together. The base model (no RL) is not an arm: see
-    :func:`rl_gains`.
-    """
-    return _compare(episodes, against_arm(reference), settings, test, value, n_boot,
-                    n_resamples, seed, level)
-
-
-def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_space",
-                                                                 "out_of_space"),
-             test: str = "permutation", value: str = "success", n_boot: int = 2000,
-             n_resamples: int = 9999, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """What RL added: every arm against its group's base model (the starting model evaluated
-    on the same episodes at step 0), per setting, with the same intervals, tests and Holm
-    adjustment as :func:`compare_arms`. Empty when no base-model run was evaluated."""
-    return _compare(episodes, against_base_model, settings, test, value, n_boot, n_resamples,
-                    seed, level)
-
-
-def _compare(episodes: pd.DataFrame, pick: Pick, settings: Sequence[str], test: str, value: str,
-             n_boot: int, n_resamples: int, seed: int, level: float) -> pd.DataFrame:
-    """Paired comparisons per group x setting; ``pick(methods)`` -> (reference, compared)."""
+def comparison_blocks(episodes: pd.DataFrame, pick: Pick, settings: Sequence[str],
+                      value: str = "success") -> Iterator[tuple[dict, pd.DataFrame]]:
+    """(identity, paired differences) of every comparison ``pick`` makes, per experiment
+    group and setting, at each run's final step."""
     episodes = final_step(episodes)
     episodes = episodes[episodes["setting"].isin(list(settings))]
-    rows = []
-    for g, (key, part) in enumerate(episodes.groupby(list(GROUP), observed=True, sort=False)):
+    for key, part in episodes.groupby(list(GROUP), observed=True, sort=False):
         ref, methods = pick(order_methods(part["method"].unique()))
         if ref is None or len(methods) < 2:
             continue
         diffs = paired_differences(part, ref, methods, value)
-        per_task = diffs.groupby(["setting", "method", *CLUSTER], observed=True)["diff"].agg(
-            ["sum", "count"])
         ident = {**dict(zip(GROUP, map(str, key), strict=True)), "reference": ref}
-        for setting, block in per_task.groupby(level="setting", observed=True, sort=False):
-            found = _compare_block(block.droplevel("setting"), test, n_boot, n_resamples,
-                                   level, [seed, g])
-            rows += [{**ident, "setting": str(setting), **row} for row in found]
-    out = pd.DataFrame(rows, columns=[*GROUP, "setting", "method", "reference", "pairs",
-                                      "tasks", "diff", "lo", "hi", "p"])
-    out["p_holm"] = holm(out["p"].to_numpy()) if len(out) else []
-    out["test"] = test
-    return out
+        for (setting, method), block in diffs.groupby(["setting", "method"], observed=True,
+                                                      sort=False):
+            yield {**ident, "setting": str(setting), "method": str(method)}, block
 
 
-def _compare_block(block: pd.DataFrame, test: str, n_boot: int, n_resamples: int,
-                   level: float, rng: list[int]) -> list[dict]:
-    """All arms of one group x setting: per-task sums and counts, clusters as rows."""
-    sums = block["sum"].unstack("method", fill_value=0.0)
-    counts = block["count"].unstack("method", fill_value=0)
-    est, lo, hi = cluster_bootstrap_many(sums.to_numpy(), counts.to_numpy(), n_boot, level, rng)
-    means = (sums / counts.where(counts > 0)).to_numpy()
-    complete = ~np.isnan(means).any(axis=0)
-    p = np.full(means.shape[1], np.nan)
-    if test == "permutation" and complete.any():
-        batch = means[:, complete]
-        zero = np.all(np.isclose(batch, 0), axis=0)
-        p[complete] = np.where(zero, 1.0, sign_flip_tests(batch, n_resamples, rng[0]))
-    for j in np.flatnonzero(np.isnan(p)):
-        p[j] = paired_test(means[~np.isnan(means[:, j]), j], test, n_resamples, rng[0])
-    return [{"method": str(name), "pairs": int(counts[name].sum()),
-             "tasks": int((counts[name] > 0).sum()), "diff": est[j] * 100, "lo": lo[j] * 100,
-             "hi": hi[j] * 100, "p": p[j]} for j, name in enumerate(sums.columns)]
+def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",),
+                  reference: str | None = None) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """(identity, paired differences) of every arm against ``reference`` (the base model's
+    pairing when it is the base model), per experiment group and setting."""
+    yield from comparison_blocks(episodes, pairing(reference), settings)
+
+
+COLUMNS = [*GROUP, "setting", "method", "reference", "seeds", "tasks", "pairs", "diff", "se",
+           "df", "df_spread", "p", "m", "p_adj", "lo", "hi", "lo_each", "hi_each", "mde",
+           "note"]
+VARIANCES = [f"var_{name}" for name in COMPONENTS]  # the model's parts, for hscale power
+
+
+def compare(episodes: pd.DataFrame, pick: Pick, settings: Sequence[str],
+            value: str = "success", level: float = 0.95, power: float = 0.8) -> pd.DataFrame:
+    """One family of paired comparisons (hscale.analysis.components' model): every
+    comparison's mean difference (pp), its SE and Satterthwaite degrees of freedom, the t
+    test's p, and the family's simultaneous intervals.
+
+    The m comparisons are judged together by Bonferroni's single step: ``p_adj`` = min(1,
+    m p), ``lo``/``hi`` = diff -+ t_{df, 1-(1-level)/(2m)} SE, so an interval leaves out 0
+    exactly when ``p_adj`` < 1 - level, and the interval drawn is the one the verdict uses
+    (cut to [-100, +100] pp, where a difference of success rates lies).
+    ``lo_each``/``hi_each`` are each comparison's own interval at ``level``; ``mde`` the
+    smallest difference the family's test detects with ``power`` (``df_spread``: the
+    statistic's Satterthwaite degrees of freedom, which power reads); ``var_*`` the variance
+    components behind the SE (proportion scale; the seed part from the training runs).
+    """
+    from hscale.analysis.components import contrasts
+    from hscale.analysis.power import crit, mde
+
+    family: dict[tuple, dict[str, pd.DataFrame]] = {}
+    for ident, block in comparison_blocks(episodes, pick, settings, value):
+        family.setdefault(tuple(v for k, v in ident.items() if k != "method"), {})[
+            ident["method"]] = block
+    rows = []
+    for key, blocks in family.items():
+        ident = dict(zip([*GROUP, "reference", "setting"], key, strict=True))
+        crossed = ("task", "harness") if ident["setting"] in SAMPLED else ("task",)
+        for method, found in contrasts(blocks, crossed).items():
+            block = blocks[method]
+            rows.append({**ident, "method": method, "seeds": found.seeds, "pairs": len(block),
+                         "tasks": int(block[list(CLUSTER)].drop_duplicates().shape[0]),
+                         "diff": 100 * found.diff, "se": 100 * found.se, "df": found.df,
+                         "df_spread": found.spread_df,
+                         "p": _t_p(found.diff, found.se, found.df),
+                         "note": "; ".join(found.notes),
+                         **{f"var_{k}": v for k, v in found.components.values.items()}})
+    out = pd.DataFrame(rows, columns=[c for c in [*COLUMNS, *VARIANCES] if c not in (
+        "m", "p_adj", "lo", "hi", "lo_each", "hi_each", "mde")])
+    m = max(len(out), 1)
+    alpha = 1.0 - level
+    out["m"] = len(out)
+    out["p_adj"] = np.minimum(1.0, out["p"].to_numpy(dtype=np.float64) * m)
+    for suffix, family in (("", m), ("_each", 1)):
+        half = np.array([crit(family, alpha, df) * se if np.isfinite(se) else np.nan
+                         for se, df in zip(out["se"], out["df"], strict=True)])
+        # a difference of success rates lies in [-100, +100] pp: so does its interval
+        out["lo" + suffix] = (out["diff"] - half).clip(lower=-100.0)
+        out["hi" + suffix] = (out["diff"] + half).clip(upper=100.0)
+    out["mde"] = [mde(se, m, alpha, power, df, spread) for se, df, spread in
+                  zip(out["se"], out["df"], out["df_spread"], strict=True)]
+    return out[[*COLUMNS, *VARIANCES]]
+
+
+def _t_p(mean: float, se: float, df: float) -> float:
+    """Two-sided p of t = mean / se with ``df`` degrees of freedom (normal when infinite)."""
+    from scipy.stats import norm, t
+
+    if not np.isfinite(se) or np.isnan(df):
+        return float("nan")
+    if se == 0:
+        return 1.0 if mean == 0 else 0.0
+    stat = abs(mean) / se
+    return float(2 * (norm.sf(stat) if not np.isfinite(df) else t.sf(stat, df)))
+
+
+def arm_intervals(episodes: pd.DataFrame, by: Sequence[str] = ("method", "setting"),
+                  value: str = "success", level: float = 0.95) -> pd.DataFrame:
+    """Per ``by`` group at the final step: mean of ``value`` (pp) with an interval from the
+    comparisons' model (each arm's level, its runs' variance pooled over the arms of its
+    setting): over training runs and tasks (and in-space harnesses), not tasks alone."""
+    from hscale.analysis.components import contrasts
+    from hscale.analysis.power import crit
+
+    episodes = final_step(episodes).assign(diff=lambda e: e[value].astype(np.float64))
+    outer = [c for c in by if c != "method"]
+    rows = []
+    for key, part in (episodes.groupby(outer, observed=True, sort=False) if outer
+                      else [((), episodes)]):
+        ident = dict(zip(outer, map(str, key if isinstance(key, tuple) else (key,)),
+                         strict=True))
+        blocks = {str(m): b for m, b in part.groupby("method", observed=True, sort=False)}
+        crossed = ("task", "harness") if ident.get("setting") in SAMPLED else ("task",)
+        for method, found in contrasts(blocks, crossed, levels=True).items():
+            half = crit(1, 1 - level, found.df) * found.se
+            rows.append({**ident, "method": method, "mean": 100 * found.diff,
+                         "lo": 100 * (found.diff - half), "hi": 100 * (found.diff + half),
+                         "seeds": found.seeds})
+    return pd.DataFrame(rows, columns=[*by, "mean", "lo", "hi", "seeds"])
+
+
+def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
+                 settings: Sequence[str] = ("in_space",), value: str = "success",
+                 level: float = 0.95, power: float = 0.8) -> pd.DataFrame:
+    """Every arm against the reference, per experiment group and setting: one family
+    (:func:`compare`). The base model (no RL) is not an arm: see :func:`rl_gains`."""
+    return compare(episodes, against_arm(reference), settings, value, level, power)
+
+
+def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_space",
+                                                                 "out_of_space"),
+             value: str = "success", level: float = 0.95, power: float = 0.8
+             ) -> pd.DataFrame:
+    """What RL added: every arm against its group's base model (the starting model evaluated
+    on the same episodes at step 0), per setting, as one family (:func:`compare`). Empty when
+    no base-model run was evaluated."""
+    return compare(episodes, against_base_model, settings, value, level, power)

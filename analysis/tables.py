@@ -209,32 +209,57 @@ def base_harness_table(cells: Cells) -> Table:
                   _drop_single_averages(rows), [PASS1_NOTE])
 
 
+METHODS_NOTE = (
+    "How to read: Δ is the paired difference in Pass@1 (pp) on the same task x harness x "
+    "seed label x evaluation run. Each training run (arm x seed) is one replicate: its mean "
+    "difference varies with training randomness and evaluation noise, pooled over the arms of "
+    "the family (k (S - 1) degrees of freedom); the arm's interactions with tasks (and with "
+    "in-space harnesses, a sample of the space) are added as crossed variance components "
+    "(hscale.analysis.components). p is the t test's, with the degrees of freedom shown. "
+    "Intervals are simultaneous 95% over the m comparisons of the table (Bonferroni), so an "
+    "interval leaves out 0 exactly when p adjusted < 0.05, and the verdict reads that interval; "
+    "'95% each' is one comparison's own interval. MDE: the smallest true difference the "
+    "adjusted test detects with 80% power, from the same standard error (hscale power gives "
+    "the same number). paper: the papers' reported difference and whether it lies inside the "
+    "interval.")
+
+
 def comparisons_table(comparisons: pd.DataFrame, name: str = "comparisons",
                       title: str = "Paired comparisons against the reference arm",
                       delta: str = "Δ (pp)") -> Table:
-    """Paired tests of every arm against the reference, Holm-adjusted."""
+    """Every arm against the reference, judged as one family (hscale.analysis.stats)."""
+    get = comparisons.get
+    blank = pd.Series("", comparisons.index)
     frame = pd.DataFrame({
         "source": comparisons["source"], "model": comparisons["model"],
         "algorithm": comparisons["algorithm"], "method": comparisons["method"],
         "reference": comparisons["reference"],
         "setting": comparisons["setting"].map(setting_label),
         delta: [fmt(d, signed=True) for d in comparisons["diff"]],
-        "95% CI": [f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in
-                   zip(comparisons["lo"], comparisons["hi"], strict=True)],
-        "MDE (pp)": [fmt(v) for v in comparisons.get("mde", pd.Series(np.nan,
-                                                                      comparisons.index))],
-        "tasks": comparisons["tasks"], "pairs": comparisons["pairs"],
+        "simultaneous 95% CI": _intervals(comparisons["lo"], comparisons["hi"]),
+        "verdict": get("verdict", blank),
+        "paper (pp)": [fmt(v, signed=True) for v in get("paper_pp", pd.Series(
+            np.nan, comparisons.index))],
+        "paper inside?": get("paper_check", blank).replace(
+            {"consistent": "yes", "above": "no, above", "below": "no, below",
+             "mixed": "partly"}),
+        "MDE (pp)": [fmt(v) for v in get("mde", pd.Series(np.nan, comparisons.index))],
+        "95% each": _intervals(comparisons["lo_each"], comparisons["hi_each"]),
+        "SE (pp)": [fmt(v) for v in comparisons["se"]],
+        "df": [fmt(v, digits=0) if np.isfinite(v) else "∞" if v == np.inf else "—"
+               for v in comparisons["df"]],
+        "seeds": comparisons["seeds"], "tasks": comparisons["tasks"],
+        "pairs": comparisons["pairs"],
         "p": [fmt_p(p) for p in comparisons["p"]],
-        "p (Holm)": [fmt_p(p) for p in comparisons["p_holm"]]})
-    test = comparisons["test"].iloc[0] if len(comparisons) else "permutation"
-    note = (f"Differences paired on task x harness x seed x run, averaged per task; p from a "
-            f"{'sign-flip permutation' if test == 'permutation' else 'Wilcoxon signed-rank'} "
-            "test over tasks; intervals from a cluster bootstrap over tasks; Holm adjusts "
-            "all rows together. MDE: the smallest true difference detected with 80% power "
-            f"at two-sided alpha 0.05/{max(len(comparisons), 1)} (Holm's first step), from "
-            "the comparison's own variance components (seed, task, harness, seed x task, run, "
-            "residual; hscale.analysis.power); — where the pilot cannot estimate them.")
-    return Table(name, title, frame, comparisons.reset_index(drop=True), [note])
+        "p adjusted": [fmt_p(p) for p in comparisons["p_adj"]]})
+    notes = [METHODS_NOTE + f" m = {len(comparisons)} here."]
+    notes += sorted({str(n) for n in comparisons["note"] if str(n)})
+    return Table(name, title, frame, comparisons.reset_index(drop=True), notes)
+
+
+def _intervals(lo: pd.Series, hi: pd.Series) -> list[str]:
+    return [f"[{a:+.2f}, {b:+.2f}]" if np.isfinite(a) and np.isfinite(b) else "—"
+            for a, b in zip(lo, hi, strict=True)]
 
 
 def rl_gain_table(gains: pd.DataFrame) -> Table:
@@ -260,10 +285,10 @@ def ablation_table(cells: Cells, comparisons: pd.DataFrame) -> Table:
         extra = pd.DataFrame({
             "source": part["source"], "model": part["model"], "algorithm": part["algorithm"],
             "method": part["method"],
-            f"Δ {label} vs {part['reference'].iloc[0]} [95% CI]": [
+            f"Δ {label} vs {part['reference'].iloc[0]} [simultaneous 95% CI]": [
                 f"{fmt(d, signed=True)} [{lo:+.2f}, {hi:+.2f}]"
                 for d, lo, hi in zip(part["diff"], part["lo"], part["hi"], strict=True)],
-            f"p Holm ({label})": [fmt_p(p) for p in part["p_holm"]]})
+            f"p adjusted ({label})": [fmt_p(p) for p in part["p_adj"]]})
         extra["model"] = extra["model"].replace("", "—")
         table.frame = table.frame.merge(extra, on=list(ROW), how="left").fillna("—")
     return table
@@ -332,30 +357,21 @@ def measured_ordering(cells: Cells) -> pd.DataFrame:
                 "rank"]].reset_index(drop=True)
 
 
-def all_tables(results: Results, reference: str | None = None, test: str = "permutation",
-               n_boot: int = 2000, seed: int = 0) -> tuple[list[Table], Cells, pd.DataFrame]:
-    """Every table of the report, the shared cells, and the paired comparisons."""
+def all_tables(results: Results, reference: str | None = None
+               ) -> tuple[list[Table], Cells, pd.DataFrame]:
+    """Every table of the report, the shared cells, and the paired comparisons (with their
+    verdicts and the papers' check: hscale.analysis.verdicts)."""
+    from hscale.analysis.verdicts import with_verdicts
+
     cells = compute_cells(results)
     methods = results.episodes["method"].astype(str).unique()
     reference = reference or default_reference(methods)
-    comparisons = compare_arms(results.episodes, reference, ("in_space", "out_of_space"),
-                               test=test, n_boot=n_boot, seed=seed)
-    comparisons["mde"] = _mde(results.episodes, comparisons)
-    gains = rl_gains(results.episodes, test=test, n_boot=n_boot, seed=seed)
-    gains["mde"] = _mde(results.episodes, gains)
+    comparisons = with_verdicts(compare_arms(results.episodes, reference,
+                                             ("in_space", "out_of_space")), cells.reported)
+    gains = with_verdicts(rl_gains(results.episodes), cells.reported)
     tables = [settings_table(cells), out_of_space_table(cells),
               ablation_table(cells, comparisons), base_harness_table(cells),
               harness_s_table(cells), comparisons_table(comparisons)]
     if len(gains):
         tables.append(rl_gain_table(gains))
     return tables, cells, comparisons
-
-
-def _mde(episodes: pd.DataFrame, comparisons: pd.DataFrame) -> np.ndarray:
-    """Each comparison's minimum detectable effect (pp); NaN where it cannot be had."""
-    from hscale.analysis.power import comparison_mde
-
-    try:
-        return comparison_mde(episodes, comparisons)
-    except Exception:  # a courtesy column: it must never cost the report
-        return np.full(len(comparisons), np.nan)

@@ -1,6 +1,6 @@
 """Analysis at scale: 1,000,000 evaluated episodes (9 arms x 3 seeds x 3 runs x 3 benchmarks x
 21 harnesses x 196 tasks) written as run folders, loaded, and turned into every table of the
-report (Tables 1, 2, 4, the ablation with paired tests and bootstrap intervals, Harness-S).
+report (Tables 1, 2, 4, the ablation with its paired comparisons, Harness-S).
 Target: files to all tables in under 5 s. Also times the extra report tables (component effects and
 tests, distance) and, for scale, a bare pandas group-by of the same Pass@1 means.
 

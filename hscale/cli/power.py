@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,8 @@ console = Console(highlight=False, soft_wrap=True)
 ALIASES = {"seed×task": "seed_task", "seed:task": "seed_task", "seed*task": "seed_task",
            "seedxtask": "seed_task", "seed-task": "seed_task", "resid": "residual"}
 DEFAULT_TRAIN = 1024.0  # rollouts of one training run when the runs do not say (the demo's)
+# the settings the report compares arms in: one family (hscale.analysis.tables.all_tables)
+REPORTED_SETTINGS = ("in_space", "out_of_space")
 
 
 def parse_components(text: str) -> dict[str, float]:
@@ -55,11 +58,6 @@ def parse_components(text: str) -> dict[str, float]:
         out[key] = number
     if not out:
         raise HscaleError("no components given", "e.g. --components seed=0.002,residual=0.42")
-    if not any(out.values()):  # no noise: any difference is detected by one run, a false plan
-        raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in out.items())}: all "
-                          "zero, so no study size follows from them",
-                          "give the variances measured on a pilot (hscale power RUNS "
-                          "estimates them)")
     return out
 
 
@@ -71,9 +69,12 @@ def _train_rollouts(runs) -> float | None:
 
 
 def from_results(path: Path, reference: str | None, stated: dict | None) -> dict:
-    """Components pooled over the pilot's in-space comparisons, its design, each comparison."""
+    """The pilot's comparisons exactly as its report makes them (the same family, so each
+    comparison's MDE is the report's), components pooled over the in-space ones, its design."""
+    from hscale.analysis.components import COMPONENTS, Components, pooled
     from hscale.analysis.load import load_results
-    from hscale.analysis.power import estimate, paired_blocks, pilot_design, pooled
+    from hscale.analysis.power import pilot_design
+    from hscale.analysis.stats import compare_arms, paired_blocks
     from hscale.errors import HscaleError
 
     results = load_results(path, reported=False)
@@ -86,23 +87,28 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
         raise HscaleError(f"no paired in-space comparison under {path}: it needs two arms "
                           "evaluated on the same seeds, tasks, harnesses and runs",
                           "or plan from a spec: hscale power SPEC --components ...")
-    parts, rows = [], []
-    for ident, diffs in blocks:
-        comp = estimate(diffs)
-        parts.append(comp)
-        rows.append({"method": ident["method"], "diff_pp": 100 * float(diffs["diff"].mean()),
-                     "cells": comp.cells, "variance": comp.variance(), **comp.values})
+    family = compare_arms(results.episodes, reference, REPORTED_SETTINGS)
+    in_space = family[family["setting"] == "in_space"]
+    parts = [Components({k: float(row[f"var_{k}"]) for k in COMPONENTS})
+             for _, row in in_space.iterrows()]
     pool = pooled(parts)
+    notes = sorted({n for note in in_space["note"] for n in str(note).split("; ") if n})
     values = {**pool.values, **(stated or {})}
     train = _train_rollouts(results.runs)
+    rows = [{"method": r.method, "setting": r.setting, "diff_pp": r.diff, "se_pp": r.se,
+             "df": r.df, "df_spread": r.df_spread, "mde_pp": r.mde, "cells": r.pairs,
+             **{k: getattr(r, f"var_{k}") for k in COMPONENTS}}
+            for r in family.itertuples()]
+    arms = int(in_space["method"].nunique()) + 1
     return {"kind": "results", "reference": blocks[0][0]["reference"],
-            "arms": sorted(methods), "planned": len(blocks), "design": pilot_design(blocks[0][1]),
+            "arms": sorted(methods), "planned": len(family),
+            "design": replace(pilot_design(blocks[0][1]), arms=arms),
             "components": values, "train_rollouts": train or DEFAULT_TRAIN,
             "settings": int(results.episodes["setting"].nunique()),
             "greedy": bool(len(results.greedy)),
-            "notes": pool.notes + ([] if train else [f"training cost unknown: {DEFAULT_TRAIN:g} "
-                                                      "rollouts a run assumed"]),
-            "source": (f"pilot, mean of {len(parts)} comparisons"
+            "notes": notes + ([] if train else [f"training cost unknown: {DEFAULT_TRAIN:g} "
+                                                "rollouts a run assumed"]),
+            "source": (f"pilot, mean of {len(parts)} in-space comparisons"
                        + (" (stated values override)" if stated else "")),
             "per_comparison": rows}
 
@@ -119,6 +125,11 @@ def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
         raise HscaleError(f"{path} states the design but not the variance components",
                           "add --components seed=..,task=..,residual=.. (or a file), or run "
                           "hscale power on pilot results")
+    if not any(stated.values()):  # no noise: any difference is detected by one run
+        raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in stated.items())}: "
+                          "all zero, so no study size follows from them",
+                          "give the variances measured on a pilot (hscale power RUNS "
+                          "estimates them)")
     if "residual" not in stated:
         raise HscaleError("the components need residual= (the binary outcome's share)",
                           "about 2 p (1 - p) for Pass@1 p: 0.42 at 30%")
@@ -127,8 +138,10 @@ def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
                           f"choose one of {', '.join(arms)}")
     ev = spec.evaluation
     settings = int(ev.base) + int(ev.in_space > 0) + int(bool(ev.out_of_space))
+    compared = int(ev.in_space > 0) + int(bool(ev.out_of_space))  # the report's family
     return {"kind": "spec", "reference": reference or default_reference(arms), "arms": arms,
-            "planned": max(len(arms) - 1, 1), "design": design, "components": dict(stated),
+            "planned": max((len(arms) - 1) * max(compared, 1), 1),
+            "design": replace(design, arms=max(len(arms), 2)), "components": dict(stated),
             "train_rollouts": train, "settings": max(settings, 1),
             "greedy": True,  # both backends add a greedy pass to every evaluation
             "notes": [], "source": "stated", "per_comparison": []}
@@ -140,7 +153,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     """Everything ``hscale power`` prints, as plain data."""
     from dataclasses import asdict
 
-    from hscale.analysis.power import COMPONENTS, Costs, mde, options, variance
+    from hscale.analysis.power import COMPONENTS, Costs, design_se, mde, options
     from hscale.errors import HscaleError
 
     if not effect > 0:
@@ -162,19 +175,25 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     m = comparisons or out["planned"]
     values = {k: out["components"].get(k, 0.0) for k in COMPONENTS}
     unknown = [k for k, v in values.items() if math.isnan(v)]
+    if not any(v for v in values.values() if not math.isnan(v)):  # one run detects anything
+        raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in values.items())}: "
+                          "all zero, so no study size follows from them",
+                          "give the variances measured on a pilot (hscale power RUNS "
+                          "estimates them)")
     if unknown:
         raise HscaleError(f"the pilot cannot estimate {', '.join(unknown)} (e.g. one seed per "
                           "arm)", f"state it: --components {unknown[0]}=VALUE")
     design = out["design"]
-    se = math.sqrt(variance(values, design.counts()))
-    for row in out["per_comparison"]:
-        row["se_pp"] = 100 * math.sqrt(row.pop("variance"))
-        row["mde_pp"] = 100 * mde(row["se_pp"] / 100, m, alpha, power)
+    se, df, spread = design_se(values, design)
     costs = Costs(out["train_rollouts"], out["settings"], out["greedy"])
     table = options(values, design, effect, m, alpha, power, costs)
+    for row in out["per_comparison"]:  # the report's numbers at its defaults
+        row["mde_pp"] = 100 * mde(row["se_pp"] / 100, m, alpha, power, row["df"],
+                                  row["df_spread"])
     return {**out, "input": str(source), "design": asdict(design), "components": values,
             "comparisons": m, "alpha": alpha, "alpha_first": alpha / m, "power": power,
-            "effect_pp": effect, "se_pp": 100 * se, "mde_pp": 100 * mde(se, m, alpha, power),
+            "effect_pp": effect, "se_pp": 100 * se, "df": df, "df_spread": spread,
+            "mde_pp": 100 * mde(se, m, alpha, power, df, spread),
             "options": table.to_dict("records")}
 
 
@@ -199,18 +218,20 @@ def _show(result: dict) -> None:
     console.print(comp)
     for note in result["notes"]:
         console.print(f"note: {escape(note)}")
-    console.print(f"SE of a difference {result['se_pp']:.2f} pp; MDE {result['mde_pp']:.2f} pp "
-                  f"at {result['power']:.0%} power, two-sided alpha = {result['alpha']:g}/"
-                  f"{result['comparisons']} = {result['alpha_first']:.4g} (Holm's first step)")
+    console.print(f"SE of a difference {result['se_pp']:.2f} pp ({_num(result['df'], 0)} "
+                  f"degrees of freedom); MDE {_num(result['mde_pp'])} pp at "
+                  f"{result['power']:.0%} power, two-sided alpha = {result['alpha']:g}/"
+                  f"{result['comparisons']} = {result['alpha_first']:.4g} (Bonferroni over the "
+                  "family, as the report's simultaneous intervals)")
     if result["per_comparison"]:
         rows = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
-                     title=f"Each comparison against {escape(result['reference'])}, at its "
-                           "own components")
-        for col in ("arm", "Δ (pp)", "SE (pp)", "MDE (pp)"):
-            rows.add_column(col, justify="left" if col == "arm" else "right")
+                     title=f"Each comparison against {escape(result['reference'])} as the "
+                           "report makes it (its SE, degrees of freedom and MDE)")
+        for col in ("arm", "setting", "Δ (pp)", "SE (pp)", "df", "MDE (pp)"):
+            rows.add_column(col, justify="left" if col in ("arm", "setting") else "right")
         for r in result["per_comparison"]:
-            rows.add_row(escape(r["method"]), f"{r['diff_pp']:+.2f}", _num(r["se_pp"]),
-                         _num(r["mde_pp"]))
+            rows.add_row(escape(r["method"]), escape(r["setting"]), f"{r['diff_pp']:+.2f}",
+                         _num(r["se_pp"]), _num(r["df"], 0), _num(r["mde_pp"]))
         console.print(rows)
     _show_options(result)
 
@@ -249,8 +270,10 @@ def _counts(design: dict) -> list[float]:
     return list(StudySize(**design).counts().values())
 
 
-def _num(value: float) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:.2f}"
+def _num(value: float, digits: int = 2) -> str:
+    if value is None or math.isnan(value):
+        return "—"
+    return "∞" if math.isinf(value) else f"{value:.{digits}f}"
 
 
 def power_cmd(

@@ -23,10 +23,9 @@ def report_cmd(
                            "(repeatable; RUN_DIR/external/*.csv is read too).")] = None,
     reported: Annotated[bool, typer.Option("--reported/--no-reported", help="Show the "
                                            "papers' reported numbers beside yours.")] = True,
-    test: Annotated[str, typer.Option(help="Paired test: permutation or wilcoxon.")
-                    ] = "permutation",
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for "
-                                                         "intervals.")] = 2000,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the "
+                                                         "descriptive intervals (effects, "
+                                                         "behaviour).")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
     strict: Annotated[bool, typer.Option("--strict", help="Fail when any run file is "
                                                           "missing or corrupt.")] = False,
@@ -36,14 +35,11 @@ def report_cmd(
     from hscale.analysis.report import write_report
     from hscale.errors import HscaleError
 
-    if test not in ("permutation", "wilcoxon"):
-        raise HscaleError(f"unknown test {test!r}", "use --test permutation or --test wilcoxon")
     if n_boot < 100:
         raise HscaleError(f"--n-boot {n_boot} is too few resamples for a 95% interval",
                           "use at least 100 (default 2000)")
     report = write_report(run_dir, out, reference=reference, external=external or (),
-                          reported=reported, strict=strict, test=test, n_boot=n_boot,
-                          seed=seed)
+                          reported=reported, strict=strict, n_boot=n_boot, seed=seed)
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     for name, why in report.failed.items():
@@ -52,12 +48,12 @@ def report_cmd(
         print(f"note: {note}", file=sys.stderr)
     if report.checker_warning:
         print(report.checker_warning, file=sys.stderr)
+    for line in report.answer:
+        print(line)
     if report.verdicts:
         words = Counter(v.word for v in report.verdicts)
         print(f"{len(report.verdicts)} headline comparisons: "
               + ", ".join(f"{n} {w}" for w, n in words.most_common()) + " (one sentence "
               "each at the top of report.html)")
-    for line in report.ordering:
-        print(line)
     print(f"wrote {len(report.tables)} tables and {len(report.figures)} figures to "
           f"{report.out} (open {report.out / 'report.html'})")

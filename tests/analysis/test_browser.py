@@ -72,6 +72,7 @@ PROBE = """<script>window.addEventListener('load', () => {
   const screen = window.innerHeight;
   const summary = document.getElementById('run-summary');
   const figure = document.getElementById('fig-headline');
+  const answer = document.getElementById('answer');
   const tables = [...document.querySelectorAll('table')].map(box)
       .filter(b => b[2] > 0 && b[0] < screen);
   const measured = [...document.querySelectorAll('details.measured table')].map(t => {
@@ -83,15 +84,17 @@ PROBE = """<script>window.addEventListener('load', () => {
   const out = document.createElement('pre');
   out.id = 'probe';
   out.textContent = JSON.stringify({screen, summary: summary && box(summary),
-    figure: figure && box(figure), tables, measured});
+    figure: figure && box(figure), answer: answer && box(answer),
+    sentences: answer ? [...answer.querySelectorAll('p')].map(p => p.textContent) : [],
+    tables, measured});
   document.body.appendChild(out);
 });</script>"""
 
 
 def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(page, tmp_path):
-    """Opened as a new user opens it: at 1280 x 800 the run summary and the headline forest
-    plot are on the first screen, whole, and no table is; no measured table has a column
-    that is empty for every row."""
+    """Opened as a new user opens it: at 1280 x 800 the run summary, the answer's sentences
+    and the headline forest plot are on the first screen, whole, and no table is; no
+    measured table has a column that is empty for every row."""
     probe = page.with_name("probe.html")
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     done = chromium(probe, tmp_path, "1280,800", "--virtual-time-budget=5000", "--dump-dom")
@@ -100,6 +103,10 @@ def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(pag
     layout = json.loads(html.unescape(found.group(1)))
     screen = layout["screen"]
     assert layout["summary"] and layout["summary"][1] <= screen
+    assert layout["answer"] and layout["answer"][1] <= screen  # the answer, whole
+    assert 2 <= len(layout["sentences"]) <= 4
+    assert layout["sentences"][0].startswith("Against structured-18")
+    assert layout["answer"][1] <= layout["figure"][0]  # the answer, then the plot
     top, bottom, height = layout["figure"]
     assert height > 200 and bottom <= screen, layout["figure"]  # the whole forest plot
     assert layout["tables"] == []  # no table on the first screen

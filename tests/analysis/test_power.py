@@ -1,5 +1,6 @@
-"""Power: components recovered from data with known parts, the SE formula against simulation,
-the command on a runs folder and on a spec, and the report's MDE column."""
+"""Power: components recovered from data with known parts, the SE formula against planted
+studies, the command on a runs folder and on a spec, and the report's MDE, which is the
+command's for the same comparison."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import pandas as pd
 import pytest
 
 from hscale.analysis import power
-from hscale.analysis.power import COMPONENTS, StudySize, estimate, mde, simulate, variance
+from hscale.analysis.calibration import base_rate, calibrate
+from hscale.analysis.power import (
+    COMPONENTS,
+    StudySize,
+    design_se,
+    estimate,
+    mde,
+    variance,
+)
+from hscale.analysis.report import write_report
 from hscale.analysis.stats import compare_arms, paired_differences
 from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes, write_runs
 from hscale.analysis.tables import comparisons_table
@@ -79,29 +89,39 @@ def test_one_run_folds_into_seed_and_one_seed_is_unknown():
     assert math.isnan(comp.values["seed"]) and math.isnan(comp.variance())
 
 
-SIM = {**TRUE, "residual": 0.42}
+SIM = {**TRUE, "residual": 0.36}
 SMALL = {"seed": 0.0008, "task": 0.004, "harness": 0.0005, "seed_task": 0.004, "run": 0.0002,
          "residual": 0.42}
 
 
 @pytest.mark.parametrize("design", [StudySize(3, 30, 6, 2), StudySize(4, 36, 18, 3, episodes=36)])
-def test_predicted_se_matches_simulation(design):
-    sim = simulate(SIM, design, n_sims=300, seed=1)
-    assert sim["se_pred"] == pytest.approx(sim["se_sim"], rel=0.2)
-    assert sim["se_hat"] == pytest.approx(sim["se_sim"], rel=0.2)  # the estimator, end to end
-    effect = mde(sim["se_pred"], m=4)
-    sim = simulate(SIM, design, effect=effect, n_sims=300, seed=2, m=4)
-    assert sim["power_pred"] == pytest.approx(0.8, abs=0.01)
-    assert 0.65 <= sim["power_sim"] <= 0.95, sim
+def test_predicted_se_matches_planted_studies(design):
+    """The SE hscale power predicts is the spread of the report's differences over planted
+    studies, and the report's own SE estimates it (calibration of power: test_calibration)."""
+    found = calibrate(SIM, design, effects=(0.0,), n=60, seed=1).iloc[0]
+    assert found["se_pred_pp"] == pytest.approx(found["se_sim_pp"], rel=0.25)
+    assert found["se_hat_pp"] == pytest.approx(found["se_sim_pp"], rel=0.25)
 
 
-def test_simulate_refuses_a_residual_no_binary_outcome_has():
+def test_planted_studies_refuse_a_residual_no_binary_outcome_has():
     with pytest.raises(ValueError, match="residual"):
-        simulate({"residual": 0.6}, StudySize(2, 5, 2, 1), n_sims=2)
+        base_rate({"residual": 0.6})
+
+
+def test_more_seeds_buy_degrees_of_freedom_as_well_as_variance():
+    """Three seeds per arm leave two degrees of freedom to a two-arm comparison; the MDE
+    of a family of arms pools them, and power follows the noncentral t."""
+    values = {**SMALL, "seed": 0.01}
+    se3, df3, _ = design_se(values, StudySize(3, 30, 6, 2))
+    se5, df5, _ = design_se(values, StudySize(5, 30, 6, 2))
+    assert (df3, df5) == (2, 4) and se5 < se3
+    assert design_se(values, StudySize(3, 30, 6, 2, arms=9))[1] == 16
+    assert mde(se3, df=df3) > mde(se3, df=df5) > mde(se3)
+    assert power.power_at(mde(se3, df=df3), se3, df=df3) == pytest.approx(0.8, abs=0.01)
 
 
 def test_options_reach_the_power_and_the_cheapest_come_first():
-    current = StudySize(3, 30, 6, 2)
+    current = StudySize(3, 30, 18, 2)
     table = power.options(SMALL, current, effect_pp=4, m=3, train=1000)
     assert table["change"].iloc[0] == "current"
     rest = table.iloc[1:]
@@ -117,8 +137,8 @@ def test_costs_count_every_setting_and_the_greedy_pass():
     assert power.cost(design, power.Costs(1000, settings=3, greedy=True)) == \
         2 * (1000 + 4 * 36 * 3)
     # expensive evaluation moves the cheapest design from more runs toward more seeds
-    plain = power.options(SMALL, StudySize(3, 30, 6, 2), 4, m=3, train=1000)
-    real = power.options(SMALL, StudySize(3, 30, 6, 2), 4, m=3,
+    plain = power.options(SMALL, StudySize(3, 30, 18, 2), 4, m=3, train=1000)
+    real = power.options(SMALL, StudySize(3, 30, 18, 2), 4, m=3,
                          train=power.Costs(1000, settings=3, greedy=True))
     first = [t[t["change"] == "cheapest"].iloc[0] for t in (plain, real)]
     assert first[1]["runs"] <= first[0]["runs"]
@@ -150,10 +170,10 @@ def test_cli_on_a_runs_folder_prints_mde_and_designs(pilot, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["comparisons"] == 2 and result["alpha_first"] == pytest.approx(0.025)
     assert result["design"] == {"seeds": 3, "tasks": 10, "harnesses": 6, "runs": 2,
-                                "episodes": None}
+                                "episodes": None, "arms": 3}
     assert {r["method"] for r in result["per_comparison"]} == {"B", "C"}
-    assert result["mde_pp"] == pytest.approx(
-        mde(result["se_pp"], 2, 0.05, 0.8))
+    assert result["mde_pp"] == pytest.approx(mde(
+        result["se_pp"], 2, 0.05, 0.8, result["df"], result["df_spread"]))
     assert result["options"][0]["change"] == "current"
 
 
@@ -163,13 +183,16 @@ def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
               "seed=0.002,task=0.01,harness=0.003,seed×task=0.01,run=0.001,residual=0.42"])
     assert done.value.code == 0
     result = json.loads(capsys.readouterr().out)
-    design = StudySize(3, 36, 18, 3, episodes=36)
+    design = StudySize(3, 36, 18, 3, episodes=36, arms=9)
     assert result["design"] == design.__dict__
-    assert result["comparisons"] == 8 and result["reference"] == "structured-18"
+    # the report's family: 8 arms against structured-18, in-space and out-of-space
+    assert result["comparisons"] == 16 and result["reference"] == "structured-18"
     stated = {"seed": 0.002, "task": 0.01, "harness": 0.003, "seed_task": 0.01, "run": 0.001,
               "residual": 0.42}
-    se = math.sqrt(variance(stated, design.counts()))
-    assert result["mde_pp"] == pytest.approx(100 * mde(se, 8))
+    se, df, spread = design_se(stated, design)
+    assert se == pytest.approx(math.sqrt(variance(stated, design.counts())))
+    assert df == 16  # (9 arms - 1) x (3 seeds - 1)
+    assert result["mde_pp"] == pytest.approx(100 * mde(se, 16, df=df, spread_df=spread))
     saved = tmp_path / "components.json"
     saved.write_text(json.dumps(result))  # the --json output is a components file
     with pytest.raises(SystemExit) as done:
@@ -202,12 +225,32 @@ def test_bad_reference_on_results(pilot, capsys):
 
 def test_report_comparisons_carry_an_mde_column():
     episodes, _ = known_parts(seeds=3, tasks=10, runs=2)
-    comparisons = compare_arms(episodes, "A", n_boot=100)
-    comparisons["mde"] = power.comparison_mde(episodes, comparisons)
+    comparisons = compare_arms(episodes, "A")
     assert comparisons["mde"].notna().all() and (comparisons["mde"] > 0).all()
+    row = comparisons.iloc[0]
+    assert row["mde"] == pytest.approx(mde(row["se"], int(row["m"]), df=row["df"],
+                                           spread_df=row["df_spread"]))
     frame = comparisons_table(comparisons).frame
-    assert list(frame.columns).index("MDE (pp)") == list(frame.columns).index("95% CI") + 1
+    assert frame["MDE (pp)"].tolist() == [f"{v:.2f}" for v in comparisons["mde"]]
     one = episodes[episodes["seed"] == 0]
-    single = compare_arms(one, "A", n_boot=100)
-    single["mde"] = power.comparison_mde(one, single)
-    assert comparisons_table(single).frame["MDE (pp)"].tolist() == ["—"]
+    single = compare_arms(one, "A")
+    assert single["note"].str.contains("training randomness is not covered").all()
+    assert single["mde"].notna().all()  # an MDE over tasks and evaluation noise only
+
+
+def test_the_reports_mde_is_hscale_powers_for_the_same_comparison(pilot, tmp_path, capsys):
+    """One model: the MDE a report prints beside a comparison is the one `hscale power`
+    prints for it, and so are its SE and degrees of freedom."""
+    report = write_report(pilot, tmp_path / "report", reported=False, n_boot=100)
+    table = pd.read_csv(report.out / "comparisons.csv")
+    with pytest.raises(SystemExit) as done:
+        main(["power", str(pilot), "--reference", "A", "--json"])
+    assert done.value.code == 0
+    said = json.loads(capsys.readouterr().out)["per_comparison"]
+    assert len(said) == len(table) == 2
+    for row in said:
+        mine = table[(table["method"] == row["method"]) & (table["setting"] == row["setting"])]
+        assert len(mine) == 1
+        for ours, theirs in (("mde", "mde_pp"), ("se", "se_pp"), ("df", "df"),
+                             ("diff", "diff_pp")):
+            assert mine[ours].iloc[0] == pytest.approx(row[theirs]), ours

@@ -67,8 +67,8 @@ def test_reported_rows_are_the_papers_numbers_unchanged(hand):
 def test_harness_s_reported_row_keeps_its_spread(hand):
     t = harness_s_table(compute_cells(hand))
     paper = row(t, "harness-s", "reported", "Qwen3.5-4B")
-    assert paper["Pass@3 (base)"] == "67.56 ± 1.87"
-    assert paper["Avg@3 (base)"] == "56.87 ± 1.47"
+    assert paper["Pass@3 (base harness)"] == "67.56 ± 1.87"
+    assert paper["Avg@3 (base harness)"] == "56.87 ± 1.47"
     assert paper["extra rollouts (%)"] == "18.44"
 
 
@@ -92,7 +92,8 @@ def test_base_harness_table_shows_single_and_reference_with_their_difference(dem
     t = base_harness_table(compute_cells(demo))
     measured = set(t.frame.loc[t.frame["source"] == "measured", "method"])
     assert measured == {"single-harness", "structured-18", "Δ structured-18 − single-harness"}
-    assert {"base builtin", "in-space builtin", "out-of-space builtin"} <= set(t.frame.columns)
+    assert {"base harness builtin", "in-space builtin",
+            "out-of-space builtin"} <= set(t.frame.columns)
 
 
 def test_harness_s_table_measures_groups_and_rollouts(demo):
@@ -107,7 +108,7 @@ def test_harness_s_table_measures_groups_and_rollouts(demo):
 
 
 def test_all_tables_and_ordering(demo):
-    tables, cells, comparisons = all_tables(demo, n_boot=200)
+    tables, cells, comparisons = all_tables(demo)
     assert [t.name for t in tables] == ["settings", "out_of_space", "ablation", "base_harness",
                                         "harness_s", "comparisons"]
     assert [t.title.split(":")[0] for t in tables[:4]] == ["Table 1", "Table 2", "Ablation",
@@ -116,7 +117,7 @@ def test_all_tables_and_ordering(demo):
     assert list(order["mean"]) == sorted(order["mean"], reverse=True)
     assert set(order["method"]) == set(demo.episodes["method"].astype(str))
     ablation = tables[2].frame
-    assert "Δ in-space vs structured-18 [95% CI]" in ablation.columns
+    assert "Δ in-space vs structured-18 [simultaneous 95% CI]" in ablation.columns
     assert set(comparisons["method"]) == set(order["method"]) - {"structured-18"}
 
 
