@@ -1,5 +1,6 @@
-"""Results analysis: load run folders, Pass@k tables in the papers' layouts, statistics that
-respect task clustering, plots, and the ``hscale report`` HTML report (see DESIGN.md).
+"""Results analysis: load run folders, Pass@k tables in the papers' layouts, statistics with
+training runs and tasks as sources of variance (one model for intervals, tests, MDEs and
+power, checked on planted studies), plots, and the ``hscale report`` HTML report.
 
 Names are imported on first use, so ``import analysis`` does not pull in matplotlib, scipy
 or statsmodels.
@@ -35,7 +36,12 @@ _EXPORTS = {
     "compare_arms": "hscale.analysis.stats",
     "holm": "hscale.analysis.stats",
     "paired_differences": "hscale.analysis.stats",
-    "sign_flip_test": "hscale.analysis.stats",
+    "rl_gains": "hscale.analysis.stats",
+    "arm_intervals": "hscale.analysis.stats",
+    "contrasts": "hscale.analysis.components",
+    "StudySize": "hscale.analysis.components",
+    "calibrate": "hscale.analysis.calibration",
+    "planted": "hscale.analysis.calibration",
     "main_effects": "hscale.analysis.effects",
     "logit_effects": "hscale.analysis.effects",
     "distance_to_training": "hscale.analysis.effects",

@@ -360,12 +360,12 @@ def contrasts(blocks: Mapping[str, pd.DataFrame], crossed: Sequence[str] = ("tas
 
 def _runs_anova(runs: pd.DataFrame, reference: bool = True
                 ) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """Least squares on the seed labels x arms table of run means, with arm and seed-label
-    effects: each arm's estimate and its variance, the residual degrees of freedom and mean
-    square (one run's variance, pooled over the arms). ``reference``: the columns are
-    differences from a reference arm, which enters as a row of zeros (its run means shift
-    each seed label's column, which the seed effects absorb), and the estimates are the
-    contrasts; else each arm's mean level over its seeds."""
+    """Least squares on the seed labels x arms table of run means: each arm's estimate and
+    its variance, the residual degrees of freedom and mean square (one run's variance,
+    pooled over the arms). ``reference``: the columns are differences from a reference arm,
+    which enters as a row of zeros (its run means shift each seed label's column, which
+    seed-label effects absorb), and the estimates are the contrasts; else each arm's mean
+    level over its seeds (arm effects alone: one-way)."""
     values = runs.to_numpy(dtype=np.float64)
     seeds = np.flatnonzero(~np.isnan(values).all(axis=1))
     k = values.shape[1] + int(reference)
@@ -376,12 +376,13 @@ def _runs_anova(runs: pd.DataFrame, reference: bool = True
         for j in np.flatnonzero(~np.isnan(values[s])):
             y.append(values[s, j]), arm.append(j + int(reference)), seed.append(i)
     n, y = len(y), np.asarray(y)
-    x = np.zeros((n, k + max(len(seeds) - 1, 0)))
+    # a level has no reference to pair with: its runs' spread, seed labels and all
+    x = np.zeros((n, k + (max(len(seeds) - 1, 0) if reference else 0)))
     x[:, 0] = 1.0
     for row, (a, s) in enumerate(zip(arm, seed, strict=True)):
         if a:
             x[row, a] = 1.0
-        if s:
+        if s and reference:
             x[row, k - 1 + s] = 1.0
     fit, *_ = np.linalg.lstsq(x, y, rcond=None)
     # what each estimate is: the arm's effect (a contrast), or the arm's fitted level
