@@ -102,14 +102,17 @@ def bootstrap_ci(episodes: pd.DataFrame, by: Sequence[str], value: str = "succes
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm step-down adjusted p-values (NaNs stay NaN and do not count as tests)."""
-    from statsmodels.stats.multitest import multipletests
-
+    """Holm step-down adjusted p-values (NaNs stay NaN and do not count as tests): sorted
+    ascending, the i-th (from 0) times m - i, made monotone, capped at 1. Written out
+    because statsmodels' ``multipletests(method="holm")`` runs ``gc.collect()`` on every
+    call (a sixth of a second each with a report's objects alive)."""
     p = np.asarray(pvalues, dtype=np.float64)
     out = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
+    ok = np.flatnonzero(~np.isnan(p))
+    if len(ok):
+        order = ok[np.argsort(p[ok], kind="stable")]
+        scaled = p[order] * (len(ok) - np.arange(len(ok)))
+        out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
     return out
 
 

@@ -31,6 +31,14 @@ def test_holm_against_a_worked_example():
     assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([0.02, 0.02])
 
 
+@settings(deadline=None, max_examples=30)  # statsmodels collects garbage each call
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
+def test_holm_is_statsmodels_holm(p):
+    from statsmodels.stats.multitest import multipletests
+
+    assert holm(p) == pytest.approx(multipletests(p, method="holm")[1])
+
+
 def coverage(sims: int, tasks: int, per_task: int, naive: bool, seed: int) -> float:
     """Share of 95% intervals holding the true mean 0.4 of Beta(2, 3) task success rates."""
     rng = np.random.default_rng(seed)
