@@ -209,13 +209,30 @@ def vote(voters: Sequence[tuple[str, Ask]], query: str, category: str,
 def require_judges(manifests: Sequence[Any], where: str = "") -> None:
     """A profiles router's arm stops before anything is written when no judge is configured
     (``where``: where the judges must be reachable, said in the hint)."""
-    from hscale.train.workload import routes
+    from hscale.train.workload import RunPlan
 
-    judged = [m for m in manifests if routes(m)]
+    judged = [m for m in manifests if RunPlan(m).profiles]
     if judged and not judges():
         raise HscaleError(f"arm {judged[0].arm}: router profiles needs judges, and none is "
                           "configured", "set HSCALE_JUDGE_URL and HSCALE_JUDGE_MODEL "
                           f"(HSCALE_ROUTER_JUDGES=a,b,c for several voters){where}")
+
+
+def re_anchor(router: Any, tasks: Sequence[Any], episodes: Sequence[Any], step: int,
+              record: str | Path | None = None) -> None:
+    """The router's profiles written again from a checkpoint's paired validation trajectories
+    (``episodes``: each of ``router.measured()``, the pool then the base harness, on
+    ``tasks`` in order; each with ``success`` and ``messages``) by its first judge, and
+    recorded at ``step`` in ``record`` (router_profiles.jsonl) when given."""
+    labels = router.measured()
+    by_label = {label: {t.task_id: ep for t, ep in zip(tasks, episodes[i * len(tasks):],
+                                                         strict=False)}
+                for i, label in enumerate(labels)}
+    router.profiles = write_profiles(router.voters[0][1], by_label[labels[-1]],
+                                     {s: by_label[s] for s in labels[:-1]},
+                                     {t.task_id: t.user_query for t in tasks})
+    if record:
+        record_profiles(record, router.profiles, step)
 
 
 def profiles_record(profiles: Mapping[str, Sequence[Entry]], step: int) -> list[dict[str, Any]]:

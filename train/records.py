@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
@@ -163,15 +163,17 @@ class BenchmarkRecord(_Trimmed):
 
 class EvaluationRecord(_Trimmed):
     """``benchmarks``: those evaluated on (the training benchmark's eval split when unset,
-    ``tasks`` of them)."""
+    ``tasks`` of them); ``decodings``: the passes each evaluation plays, recorded only when
+    not both (``hscale evaluate --decoding``)."""
 
-    LATER: ClassVar[tuple[str, ...]] = ("benchmarks",)
+    LATER: ClassVar[tuple[str, ...]] = ("benchmarks", "decodings")
 
     runs: int
     every: int | None = None
     tasks: int
     episodes: int | None = None
     benchmarks: tuple[BenchmarkRecord, ...] | None = None
+    decodings: tuple[Literal["greedy", "sampled"], ...] | None = None
 
     def sources(self, trained: BenchmarkRecord) -> tuple[BenchmarkRecord, ...]:
         """The benchmarks evaluated on, each with the number of eval tasks to use."""

@@ -38,11 +38,15 @@ if TYPE_CHECKING:
 class RouterKind:
     """``order(router, task, keys)`` ranks the pool for a task (``keys``: one uniform draw per
     sibling, for random tie-breaks); None re-samples the base harness. ``measure`` says when
-    the router needs success scores: never, once, or at every checkpoint."""
+    the router needs success scores: never, once, or at every checkpoint. ``profiles``: it
+    measures trajectories too, and judges write behaviour profiles from them; ``routes``:
+    evaluation plays Rank-1 routing (each held-out task under the sibling picked first).
+    Only :class:`Router` reads a kind: drivers call its methods."""
 
     order: Callable[[Router, Task, np.ndarray], np.ndarray] | None
     measure: Literal["never", "once", "checkpoints"] = "never"
-    profiles: bool = False  # measures trajectories too: judges write behaviour profiles
+    profiles: bool = False
+    routes: bool = False
 
 
 def _by_score(router: Router, task: Task, keys: np.ndarray) -> np.ndarray:
@@ -67,7 +71,8 @@ def _by_votes(router: Router, task: Task, keys: np.ndarray) -> np.ndarray:
     return np.lexsort((keys, -points))
 
 
-ROUTERS.register("profiles", RouterKind(_by_votes, measure="checkpoints", profiles=True))
+ROUTERS.register("profiles", RouterKind(_by_votes, measure="checkpoints", profiles=True,
+                                        routes=True))
 
 
 def pool_distance(base: str, pool: Sequence[str], space: FactorSpace,
@@ -129,13 +134,73 @@ class Router:
             picks.append(picks[len(picks) % max(n, 1)])
         return picks
 
+    @property
+    def measures(self) -> bool:
+        """Whether rescues wait for a measurement of the siblings on validation tasks."""
+        return self.kind.measure != "never"
+
     def needs_scores(self, checkpoint: bool) -> bool:
         """Whether to measure sibling success now (at a checkpoint, or before a step)."""
         if self.kind.measure == "never":
             return False
         return not self.score or (checkpoint and self.kind.measure == "checkpoints")
 
+    @property
+    def reads_trajectories(self) -> bool:
+        """Whether a measurement needs the episodes' messages (judges read them), not only
+        their success."""
+        return self.kind.profiles
+
+    def measured(self) -> list[str]:
+        """The harnesses a measurement plays greedily on the validation tasks: the pool, and
+        the base harness last when judges write profiles from the paired trajectories."""
+        return [*self.pool, self.base] if self.kind.profiles else list(self.pool)
+
+    def measurement(self, checkpoint: bool) -> list[str]:
+        """What to measure now (:meth:`measured`), or nothing when no measurement is due
+        (at an evaluation checkpoint, or before a training step)."""
+        return self.measured() if self.needs_scores(checkpoint) else []
+
+    def epoch(self, step: int, every: int) -> int:
+        """Which measurement the rescues of ``step`` use: one for the run (measured once), or
+        the last evaluation checkpoint's (re-measured every ``every`` steps)."""
+        return 0 if self.kind.measure == "once" else step // max(every, 1)
+
+    def absorb(self, tasks: Sequence[Task], episodes: Sequence[Any], step: int,
+               record: Any = None) -> None:
+        """Take a measurement: ``episodes`` played :meth:`measured`'s harnesses on ``tasks``
+        (each harness's tasks in order). Sibling success ranks the pool; when judges write
+        profiles, the first writes them from the paired trajectories, recorded at checkpoint
+        ``step`` in ``record`` (a path) when given."""
+        n = len(tasks)
+        success = np.array([e.success for e in episodes[:len(self.pool) * n]],
+                           dtype=float).reshape(len(self.pool), n)
+        self.set_scores(success, [t.category for t in tasks])
+        if self.kind.profiles:
+            from hscale.train.profile_router import re_anchor
+
+            re_anchor(self, tasks, episodes, step, record)
+
     def set_scores(self, success: np.ndarray, categories: Sequence[str]) -> None:
         """``success[i, j]``: pool harness i on validation task j (of category j)."""
         labels = np.asarray(categories)
         self.score = {c: success[:, labels == c].mean(axis=1) for c in set(categories)}
+
+    def route(self, jobs: Sequence[Any]) -> list[Any]:
+        """Rank-1 routing: each routed evaluation job (hscale.train.workload.EvalJob) under
+        the sibling picked first for its task, one pick a task shared by its runs; other
+        jobs as they are."""
+        picked: dict[str, str] = {}
+        out = []
+        for job in jobs:
+            if job.routed:
+                if job.task.task_id not in picked:
+                    picked[job.task.task_id] = self.pick(job.task, 1)[0]
+                job = job._replace(harness=picked[job.task.task_id])
+            out.append(job)
+        return out
+
+    def metrics(self) -> dict[str, float]:
+        """What its judges did so far (votes cast and lost), for train.parquet; {} for
+        routers without judges."""
+        return self.tally.as_dict() if self.tally else {}

@@ -1,19 +1,33 @@
-"""What a planned run works through, from its manifest alone: the tasks it trains on, every
-episode one evaluation plays (the same on every backend), the tasks its Harness-S router
-measures siblings on, and every harness it uses. Trainers, evaluators and backends read
-these here; planning (hscale.train.manifest) writes the manifest they come from.
+"""What a planned run plays, from its manifest alone: one typed plan (:class:`RunPlan`) that
+every driver consumes (the embedded trainer, the scripted backend, veRL's inputs and dump
+import, ``hscale evaluate``): the tasks it trains on, every episode one evaluation plays in
+the one order every driver keeps (:class:`EvalJob`: setting, harness, task, run, decoding,
+Rank-1 routing), the tasks its Harness-S router measures siblings on, and the router itself
+(hscale.train.routers), whose kind no driver tests. A driver writes each played episode's
+row through :meth:`RunPlan.row` (the contract's constructor). Planning
+(hscale.train.manifest) writes the manifest all this comes from.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hscale.train.contracts import POOL_SETTING, ROUTED_SETTING, BenchmarkRecord, Manifest
+from hscale.train.contracts import (
+    POOL_SETTING,
+    ROUTED_SETTING,
+    BenchmarkRecord,
+    Manifest,
+    episode_row,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from hscale.harness.tasks import Task
+    from hscale.train.routers import Router
 
 
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
@@ -71,27 +85,43 @@ def eval_pairs(labels: Sequence[str], tasks: Sequence[Task], episodes: int | Non
             for j, label in enumerate(labels) for i in range(per)]
 
 
+DECODINGS = ("greedy", "sampled")  # a greedy pass over run 0's episodes, then sampled runs
+
+
 class EvalJob(NamedTuple):
-    """One evaluated episode: sampled run ``run`` of ``harness`` on ``task`` in ``setting``
-    of ``benchmark`` (its column name)."""
+    """One evaluated episode: run ``run`` of ``harness`` on ``task`` in ``setting`` of
+    ``benchmark`` (its column name), decoded ``decoding``; ``routed``: a Rank-1 routing
+    episode, under the base harness until the run's router picks its sibling."""
 
     run: int
     setting: str
     harness: str
     task: Task
     benchmark: str
+    decoding: str = "sampled"
+    routed: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        return self.decoding == "greedy"
+
+    @property
+    def key(self) -> tuple[str, int, str, str, str, str]:
+        """What tells it from every other episode of one evaluation (its row's identity)."""
+        return (self.decoding, self.run, self.benchmark, self.setting, self.harness,
+                self.task.task_id)
 
 
 def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = None,
-              runs: Iterable[int] | None = None) -> list[EvalJob]:
-    """Every episode one evaluation of the run executes, the same for every backend: run
-    ``r`` (of ``evaluation.runs``, or of ``runs``) plays each benchmark's settings' pairs at
-    rotation ``seed * runs + r``, so seeds and runs move harnesses across tasks. ``tasks``:
+              runs: Iterable[int] | None = None, decoding: str = "sampled") -> list[EvalJob]:
+    """One decoding's episodes of an evaluation, the same for every backend: run ``r`` (of
+    ``evaluation.runs``, or of ``runs``) plays each benchmark's settings' pairs at rotation
+    ``seed * runs + r``, so seeds and runs move harnesses across tasks. ``tasks``:
     :func:`eval_tasks`, when the caller has them already."""
     ev = manifest.evaluation
     tasks = eval_tasks(manifest) if tasks is None else tasks
     chosen = list(range(ev.runs) if runs is None else runs)
-    jobs = [EvalJob(run, setting, label, task, bench)
+    jobs = [EvalJob(run, setting, label, task, bench, decoding)
             for run in chosen
             for bench, pool in tasks.items()
             for setting, labels in manifest.eval_sets.items() if setting != POOL_SETTING
@@ -100,28 +130,101 @@ def eval_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = N
     siblings = manifest.eval_sets.get(POOL_SETTING)
     if siblings:  # every sibling on every validation task: the pool properties pair them
         column = manifest.benchmark.column
-        jobs += [EvalJob(run, POOL_SETTING, label, task, column) for run in chosen
+        jobs += [EvalJob(run, POOL_SETTING, label, task, column, decoding) for run in chosen
                  for label in siblings for task in router_tasks(manifest)]
     return jobs
 
 
 def routes(manifest: Manifest) -> bool:
-    """Whether the run evaluates with Rank-1 routing (a rescue arm of the profiles router)."""
+    """Whether the run evaluates with Rank-1 routing: a rescue arm whose router routes
+    evaluation (hscale.train.routers, the profiles router)."""
+    from hscale.train.routers import ROUTERS
+
     a = manifest.assignment
-    return a.mode == "rescue" and a.router == "profiles"
+    return a.mode == "rescue" and ROUTERS.get(a.router or "original").routes
 
 
-def routed_jobs(manifest: Manifest) -> list[tuple[str, EvalJob]]:
-    """Rank-1 routing's episodes, the same on both drivers: every held-out task once
+def routed_jobs(manifest: Manifest, tasks: Mapping[str, Sequence[Task]] | None = None,
+                decodings: Sequence[str] = DECODINGS) -> list[EvalJob]:
+    """Rank-1 routing's episodes, the same on every driver: every held-out task once
     greedily (run 0) and once a sampled run, each under the sibling its router puts first
     for it (``harness`` here is the base harness, until the router picks)."""
     if not routes(manifest):
         return []
     base = manifest.train_harnesses[0]
-    pairs = [(column, task) for column, tasks in eval_tasks(manifest).items() for task in tasks]
-    jobs = [("greedy", EvalJob(0, ROUTED_SETTING, base, task, column)) for column, task in pairs]
-    return jobs + [("sampled", EvalJob(run, ROUTED_SETTING, base, task, column))
-                   for run in range(manifest.evaluation.runs) for column, task in pairs]
+    tasks = eval_tasks(manifest) if tasks is None else tasks
+    pairs = [(column, task) for column, pool in tasks.items() for task in pool]
+    runs = {"greedy": [0], "sampled": range(manifest.evaluation.runs)}
+    return [EvalJob(run, ROUTED_SETTING, base, task, column, decoding, routed=True)
+            for decoding in decodings for run in runs[decoding] for column, task in pairs]
+
+
+class RunPlan:
+    """What one planned run plays, built once from its manifest, the same for every driver:
+    ``decodings`` of each evaluation (both unless the manifest records others: ``hscale
+    evaluate --decoding``), read from the manifest so a driver never chooses them."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.decodings = tuple(manifest.evaluation.decodings or DECODINGS)
+
+    @cached_property
+    def eval_tasks(self) -> dict[str, list[Task]]:
+        return eval_tasks(self.manifest)
+
+    @cached_property
+    def train_tasks(self) -> dict[str, Task]:
+        return train_tasks(self.manifest)
+
+    @cached_property
+    def router_tasks(self) -> list[Task]:
+        return router_tasks(self.manifest)
+
+    @property
+    def rescues(self) -> bool:
+        """Whether zero-signal groups are rescued under routed siblings (Harness-S)."""
+        return self.manifest.assignment.mode == "rescue"
+
+    @property
+    def profiles(self) -> bool:
+        """Whether the run's router has judges write the siblings' behaviour profiles
+        (router_profiles.jsonl)."""
+        from hscale.train.routers import ROUTERS
+
+        return self.rescues and ROUTERS.get(self.manifest.assignment.router or "original").profiles
+
+    @property
+    def eval_steps(self) -> list[int]:
+        """The checkpoints evaluated: every ``evaluation.every`` steps, and the last."""
+        steps, every = self.manifest.budget.steps, self.manifest.evaluation.every
+        points = set(range(0, steps, every)) if every else set()
+        return sorted(points | {steps})
+
+    def evaluation(self) -> list[EvalJob]:
+        """Every episode one evaluation plays, in the one order: the greedy pass over run
+        0's episodes, the sampled runs, then Rank-1 routing's (greedy, then each sampled
+        run) when the run's router routes evaluation."""
+        jobs = []
+        for decoding in self.decodings:
+            runs = [0] if decoding == "greedy" else None
+            jobs += eval_jobs(self.manifest, self.eval_tasks, runs, decoding)
+        return jobs + routed_jobs(self.manifest, self.eval_tasks, self.decodings)
+
+    def router(self, rng: np.random.Generator | None = None) -> Router:
+        """The run's router (hscale.train.routers): rescue picks, sibling measurement,
+        Rank-1 routing; ``rng`` (default: the manifest's ``router`` draws) for its choices."""
+        from hscale.train.routers import Router
+
+        a = self.manifest.assignment
+        return Router(a.router or "original", a.pool or [],
+                      self.manifest.train_harnesses[0] if self.rescues else "",
+                      self.manifest.factor_space(),
+                      self.manifest.rng("router") if rng is None else rng,
+                      self.manifest.harness_space())
+
+    def row(self, job: EvalJob, episode: Any, step: int) -> dict[str, Any]:
+        """The eval.parquet row of ``job`` played as ``episode`` at checkpoint ``step``."""
+        return episode_row(self.manifest, job, episode, step=step, decoding=job.decoding)
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

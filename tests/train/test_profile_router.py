@@ -222,7 +222,7 @@ def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick
     info = [json.loads(x) if isinstance(x, str) else dict(x) for x in val.extra_info]
     routed = [i for i, x in enumerate(info) if x.get("route")]
     assert [(info[i]["decoding"], info[i]["run"], info[i]["task_id"]) for i in routed] == [
-        (d, j.run, j.task.task_id) for d, j in routed_jobs(manifest)]
+        (j.decoding, j.run, j.task.task_id) for j in routed_jobs(manifest)]
     assert all(x.get("routing") for x in info)  # every row says its pick (-1: none)
     dumps = item.path / "verl" / "validation"
     dumps.mkdir(parents=True)

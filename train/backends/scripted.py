@@ -29,14 +29,13 @@ from hscale.train.contracts import (
     EVAL,
     TRAIN,
     Manifest,
-    episode_row,
     eval_frame,
     result_problems,
     train_frame,
 )
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
-from hscale.train.workload import eval_jobs, train_tasks
+from hscale.train.workload import RunPlan
 
 RECORD = "scripted.json"
 
@@ -54,7 +53,8 @@ class ScriptedBackend(Backend):
         run_dir = Path(run_dir)
         self._own(run_dir, manifest)
         schedule = Schedule.read(run_dir)
-        tasks = train_tasks(manifest)
+        plan = RunPlan(manifest)
+        tasks = plan.train_tasks
         done = _read(run_dir / TRAIN)
         steps = manifest.budget.steps
         sft = is_blackbox_sft(manifest)
@@ -87,7 +87,7 @@ class ScriptedBackend(Backend):
         if not (run_dir / TRAIN).is_file():  # a run of 0 steps (the base model's)
             write_parquet(run_dir / TRAIN, train_frame([]))
         if result_problems(run_dir, manifest, train=False):  # none yet, or damaged
-            write_parquet(run_dir / EVAL, self._evaluate(manifest))
+            write_parquet(run_dir / EVAL, self._evaluate(plan))
         if progress is not None:
             progress(steps, steps)
 
@@ -123,28 +123,33 @@ class ScriptedBackend(Backend):
         policy = NoisyOracle(task, harness, self.error_rate, seed=int(rng.integers(2**31)))
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 
-    def _evaluate(self, manifest: Manifest) -> pd.DataFrame:
-        """Each eval run executes every (harness, task) pair of each setting once; a
-        black-box harness's pairs through the real CLI (:meth:`_blackbox`)."""
+    def _evaluate(self, plan: RunPlan) -> pd.DataFrame:
+        """The plan's evaluation (:meth:`RunPlan.evaluation`) at the last step, each episode
+        drawn from its pass's and run's generator; Rank-1 routing's under the siblings the
+        router picks; a black-box harness's through the real CLI (:meth:`_blackbox`)."""
+        manifest = plan.manifest
+        jobs = plan.evaluation()
+        if any(job.routed for job in jobs):
+            jobs = plan.router().route(jobs)
         rows, rngs, outside = [], {}, []
-        for job in eval_jobs(manifest):
+        for job in jobs:
             if is_blackbox(job.harness):
                 outside.append(job)
                 continue
-            rng = rngs.setdefault(job.run, manifest.rng(f"eval-{job.run}"))
+            rng = rngs.setdefault(job.key[:2], manifest.rng(_draws("eval", job)))
             episode = self._episode(manifest, job.task, job.harness, rng)
-            rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
-        for run in sorted({job.run for job in outside}):
-            jobs = [job for job in outside if job.run == run]
-            for job, episode in zip(jobs, self._blackbox(manifest, run, jobs), strict=True):
-                rows.append(episode_row(manifest, job, episode, step=manifest.budget.steps))
+            rows.append(plan.row(job, episode, manifest.budget.steps))
+        for key in dict.fromkeys(job.key[:2] for job in outside):
+            mine = [job for job in outside if job.key[:2] == key]
+            for job, episode in zip(mine, self._blackbox(manifest, mine), strict=True):
+                rows.append(plan.row(job, episode, manifest.budget.steps))
         return eval_frame(rows)
 
-    def _blackbox(self, manifest: Manifest, run: int, jobs: list) -> list:
-        """One run's black-box episodes (:meth:`_blackbox_jobs`), drawn from the run's own
-        generator."""
+    def _blackbox(self, manifest: Manifest, jobs: list) -> list:
+        """One pass and run's black-box episodes (:meth:`_blackbox_jobs`), drawn from their
+        own generator."""
         return self._blackbox_jobs([(job.task, job.harness) for job in jobs],
-                                   manifest.rng(f"eval-blackbox-{run}"))
+                                   manifest.rng(_draws("eval-blackbox", jobs[0])))
 
     def _blackbox_jobs(self, pairs: list, rng: np.random.Generator) -> list:
         """(task, black-box harness) pairs played through the CLIs by the scripted chat
@@ -157,6 +162,12 @@ class ScriptedBackend(Backend):
         model = ScriptedChat({task.user_query: solution_commands(task) for task, _ in pairs
                               if right[task.task_id]}, default=())
         return played(model, [(label, task) for task, label in pairs])
+
+
+def _draws(kind: str, job) -> str:
+    """The generator an evaluation episode draws from: its pass's and run's (a sampled
+    run's named as it always was, so its rows do not change)."""
+    return f"{kind}-{job.run}" if not job.greedy else f"{kind}-greedy-{job.run}"
 
 
 def _read(path: Path) -> pd.DataFrame:

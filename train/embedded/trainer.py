@@ -30,13 +30,13 @@ from hscale.harness.engine import Episode
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.backends.base import StepProgress
 from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
-from hscale.train.embedded.checkpoint_eval import evaluate, re_anchor, routed_eval
+from hscale.train.embedded.checkpoint_eval import evaluate
 from hscale.train.embedded.rl import Hyper, update
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.embedded.warmstart import base_model
-from hscale.train.routers import Router
+from hscale.train.profile_router import PROFILES
 from hscale.train.schedule import Schedule
-from hscale.train.workload import router_tasks, train_tasks
+from hscale.train.workload import RunPlan
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",
@@ -64,18 +64,13 @@ def tracker(manifest: Manifest, run_dir: Path):
                     default_backend=list(manifest.tracking))
 
 
-def eval_steps(manifest: Manifest) -> list[int]:
-    steps, every = manifest.budget.steps, manifest.evaluation.every
-    points = set(range(0, steps, every)) if every else set()
-    return sorted(points | {steps})
-
-
 class Trainer:
     def __init__(self, run_dir: str | Path, manifest: Manifest, threads: int | None = 1
                  ) -> None:
         if threads:
             torch.set_num_threads(threads)
         self.dir, self.manifest = Path(run_dir), manifest
+        self.plan = RunPlan(manifest)
         self.tok = tokenizer()
         self.hyper = hyper(manifest)
         self.ref = base_model(manifest.model)
@@ -88,7 +83,7 @@ class Trainer:
         self.step = 0
         self.train_rows = _read(self.dir / TRAIN)
         self.eval_rows = _read(self.dir / EVAL)
-        self.router = self._router()
+        self.router = self.plan.router()
         self.tracker = tracker(manifest, self.dir)
         self._resume()
 
@@ -159,40 +154,25 @@ class Trainer:
                     "router_score": json.dumps(score)}, buffer)
         atomic_write_bytes(self.dir / CHECKPOINT, buffer.getvalue())
 
-    def _router(self) -> Router:
-        a = self.manifest.assignment
-        base = self.manifest.train_harnesses[0] if a.mode == "rescue" else ""
-        return Router(a.router or "original", a.pool or [], base,
-                      self.manifest.factor_space(), self.manifest.rng("router"),
-                      self.manifest.harness_space())
-
     # --- the run ---------------------------------------------------------------------
     def run(self, progress: StepProgress | None = None) -> None:
         schedule = Schedule.read(self.dir).frame
-        tasks = train_tasks(self.manifest)
-        validation = router_tasks(self.manifest)
         total = self.manifest.budget.steps
-        checkpoints = eval_steps(self.manifest)
+        checkpoints = self.plan.eval_steps
         evaluated = int(self.eval_rows.step.max()) if len(self.eval_rows) else -1
         by_step = dict(tuple(schedule.groupby("step", sort=True)))
         while True:
             if self.step in checkpoints and self.step > evaluated:
-                if self.router.needs_scores(checkpoint=True):
-                    self._measure_siblings(validation)
-                frame = evaluate(self.sampler, self.manifest, self.step)
-                if self.router.kind.profiles:  # Rank-1 routing: one sibling a task
-                    frame = pd.concat([frame, routed_eval(self.sampler, self.manifest,
-                                                          self.router, self.step)],
-                                      ignore_index=True)
+                self._measure_siblings(self.router.measurement(checkpoint=True))
+                frame = evaluate(self.sampler, self.plan, self.router, self.step)
                 self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
                 evaluated = self.step
                 self._save(evaluated)
             if self.step >= total:
                 break
-            if self.router.needs_scores(checkpoint=False):
-                self._measure_siblings(validation)
+            self._measure_siblings(self.router.measurement(checkpoint=False))
             rows = by_step.get(self.step)
-            metrics = self.train_step(rows, tasks) if rows is not None else {}
+            metrics = self.train_step(rows, self.plan.train_tasks) if rows is not None else {}
             self.train_rows = pd.concat(
                 [self.train_rows, pd.DataFrame([{"step": self.step, **metrics}])],
                 ignore_index=True)
@@ -214,7 +194,7 @@ class Trainer:
         entropy_before = self.sampler.stats.entropy
         episodes = self.sampler.run(jobs, generator=self.generator)
         metrics = _group_metrics(episodes, groups)
-        if self.manifest.assignment.mode == "rescue":
+        if self.plan.rescues:
             episodes, groups, rescue = self._rescue(episodes, groups, rows, tasks)
             metrics.update(rescue)
         rollout_s = time.perf_counter() - began
@@ -230,25 +210,21 @@ class Trainer:
                         / max(rollout_s + update_s, 1e-9)})
         return metrics
 
-    def _measure_siblings(self, tasks: list) -> None:
-        """Greedy success of every pool harness on every validation task, for the router;
-        for the profiles router the base harness's too, and the judge's profiles of them."""
-        pool = self.router.pool
-        labels = [*pool, self.router.base] if self.router.kind.profiles else pool
+    def _measure_siblings(self, labels: list[str]) -> None:
+        """Greedy episodes of the harnesses the router measures (``labels``; none: nothing
+        is due) on its validation tasks, absorbed by the router."""
+        if not labels:
+            return
+        tasks = self.plan.router_tasks
         jobs = [(self.manifest.harness(label), task) for label in labels for task in tasks]
         episodes = self.sampler.run(jobs, greedy=True, generator=self.generator)
-        success = np.array([e.success for e in episodes[:len(pool) * len(tasks)]],
-                           dtype=float).reshape(len(pool), len(tasks))
-        self.router.set_scores(success, [t.category for t in tasks])
-        if self.router.kind.profiles:
-            re_anchor(self.router, labels, tasks, episodes, self.step, self.dir)
+        self.router.absorb(tasks, episodes, self.step, self.dir / PROFILES)
 
     def _rescue(self, episodes: list[Episode], groups: list[int], rows: pd.DataFrame,
                 tasks: dict) -> tuple[list[Episode], list[int], dict[str, float]]:
         """Replace every all-failed group by a routed rescue group (one rollout per sibling)."""
         k = self.manifest.assignment.group
-        tally = self.router.tally.as_dict if self.router.tally else dict
-        before = tally()
+        before = self.router.metrics()
         failed = [g for g in sorted(set(groups))
                   if not any(e.success for e, gg in zip(episodes, groups, strict=True)
                              if gg == g)]
@@ -263,7 +239,7 @@ class Trainer:
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]
         keep += list(zip(rescued, owners, strict=True))
         rescued_groups = {g for e, g in zip(rescued, owners, strict=True) if e.success}
-        out = {**{k: v - before.get(k, 0) for k, v in tally().items()},  # this step's
+        out = {**{k: v - before.get(k, 0) for k, v in self.router.metrics().items()},  # step's
                "zero_signal_share": len(failed) / max(len(set(groups)), 1),
                "rescue_groups": len(failed),
                "rescue_success": len(rescued_groups) / len(failed) if failed else float("nan"),

@@ -28,7 +28,6 @@ from hscale.train.contracts import (
     TRAIN,
     Manifest,
     RunState,
-    episode_row,
     eval_frame,
     read_status,
     result_problems,
@@ -221,7 +220,8 @@ def plan_evaluation(request: Request) -> Manifest:
         budget={"steps": 0, "tasks_per_step": 0, "rollouts_per_task": 0},
         benchmark=record, model=request.model,
         evaluation={"runs": 1 if request.decoding == "greedy" else request.runs,
-                    "tasks": tasks, "episodes": None},
+                    "tasks": tasks, "episodes": None,
+                    "decodings": None if request.decoding == "both" else [request.decoding]},
         backend="evaluate")
 
 
@@ -229,12 +229,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
              progress: Callable[[int, int], None] | None = None) -> Path:
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
-    from hscale.harness.blackbox import is_blackbox
-    from hscale.train.lm import is_endpoint, open_chat_model
-    from hscale.train.lm.blackbox_eval import play
-    from hscale.train.lm.blackbox_ray import play_on_ray
-    from hscale.train.lm.drive import drive
-    from hscale.train.workload import eval_jobs
+    from hscale.train.lm import open_chat_model
+    from hscale.train.workload import RunPlan
 
     manifest = plan_evaluation(request)
     run_dir = Path(out) / manifest.experiment / manifest.arm / "0"
@@ -242,54 +238,76 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
         return run_dir
     model = open_chat_model(request.model, request.served_name)  # before anything is written
     _own(run_dir, manifest, force)
-    jobs = []
-    if request.decoding in ("greedy", "both"):
-        jobs += [("greedy", job) for job in eval_jobs(manifest, runs=[0])]
-    if request.decoding in ("sampled", "both"):
-        jobs += [("sampled", job) for job in eval_jobs(manifest)]
+    plan = RunPlan(manifest)
+    jobs = plan.evaluation()
     rows = _saved(run_dir)
     finished = {tuple(r[k] for k in _KEY) for r in rows}
-    todo = [(d, j) for d, j in jobs if (d, j.run, j.benchmark, j.setting, j.harness,
-                                        j.task.task_id) not in finished]
+    todo = [j for j in jobs if j.key not in finished]
     write_status(run_dir, RunState.RUNNING, manifest.hash)
     if progress is not None:
         progress(len(jobs) - len(todo), len(jobs))
     if todo:
         journal = Journal(run_dir / PARTIAL)
 
-        def done_of(part: list) -> Callable[[int, Any], None]:
-            def done(index: int, episode: Any) -> None:
-                decoding, job = part[index]
-                rows.append(episode_row(manifest, job, episode, step=0, decoding=decoding))
-                journal.append(rows[-1])  # on disk before the next episode: kill -9 loses none
-                if progress is not None:
-                    progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
-            return done
+        def done(row: dict[str, Any]) -> None:
+            rows.append(row)
+            journal.append(row)  # on disk before the next episode: kill -9 loses none
+            if progress is not None:
+                progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
 
-        base = int(manifest.rng("evaluate").integers(2**31))
-        inside = [(d, j) for d, j in todo if not is_blackbox(j.harness)]
-        outside = [(d, j) for d, j in todo if is_blackbox(j.harness)]
         with journal:
-            drive(model, [(manifest.harness(j.harness), j.task, d == "greedy")
-                          for d, j in inside],
-                  max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
-                  seeds=[mix(base, d, j.run, j.benchmark, j.setting, j.harness,
-                             j.task.task_id) for d, j in inside], done=done_of(inside))
-            clis = [(j.harness, j.task) for _, j in outside]
-            options = {"greedy": [d == "greedy" for d, _ in outside],
-                       "served_name": request.served_name, "max_batch": request.max_batch,
-                       "max_new_tokens": request.max_new_tokens}
-            if request.ray_address is not None:  # the model opened again on each node
-                play_on_ray(request.ray_address, request.model, clis, done_of(outside),
-                            **options)
-            else:  # an endpoint is fronted in proxy mode (its own tool calling)
-                play(request.model if is_endpoint(request.model) else model, clis,
-                     done_of(outside), **options)
+            play(plan, model, 0, todo, request, done)
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)
     write_status(run_dir, RunState.COMPLETED, manifest.hash)
     return run_dir
+
+
+def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
+         request: Request | None = None,
+         done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Play ``jobs`` (default: the plan's whole evaluation, hscale.train.workload.RunPlan)
+    with a chat model: hscale's harnesses through the turn engine (hscale.train.lm.drive),
+    black-box CLIs through the real programs; each episode samples from a seed of its own
+    (its identity mixed with the manifest's draws). Returns the rows at checkpoint ``step``
+    in the jobs' order; ``done(row)`` hears each as it ends."""
+    from hscale.harness.blackbox import is_blackbox
+    from hscale.train.lm import drive as driving
+    from hscale.train.lm import is_endpoint
+    from hscale.train.lm.blackbox_eval import play as play_clis
+    from hscale.train.lm.blackbox_ray import play_on_ray
+
+    request = request or Request(model="")
+    manifest = plan.manifest
+    jobs = plan.evaluation() if jobs is None else jobs
+    rows: dict[int, dict[str, Any]] = {}
+
+    def done_of(part: list[int]) -> Callable[[int, Any], None]:
+        def finished(index: int, episode: Any) -> None:
+            rows[part[index]] = plan.row(jobs[part[index]], episode, step)
+            if done is not None:
+                done(rows[part[index]])
+        return finished
+
+    base = int(manifest.rng("evaluate").integers(2**31))
+    inside = [i for i, j in enumerate(jobs) if not is_blackbox(j.harness)]
+    outside = [i for i, j in enumerate(jobs) if is_blackbox(j.harness)]
+    driving.drive(model, [(manifest.harness(jobs[i].harness), jobs[i].task, jobs[i].greedy)
+                          for i in inside],
+                  max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
+                  seeds=[mix(base, *jobs[i].key) for i in inside], done=done_of(inside))
+    if outside:
+        clis = [(jobs[i].harness, jobs[i].task) for i in outside]
+        options = {"greedy": [jobs[i].greedy for i in outside],
+                   "served_name": request.served_name, "max_batch": request.max_batch,
+                   "max_new_tokens": request.max_new_tokens}
+        if request.ray_address is not None:  # the model opened again on each node
+            play_on_ray(request.ray_address, request.model, clis, done_of(outside), **options)
+        else:  # an endpoint is fronted in proxy mode (its own tool calling)
+            play_clis(request.model if is_endpoint(request.model) else model, clis,
+                      done_of(outside), **options)
+    return [rows[i] for i in sorted(rows)]
 
 
 def _saved(run_dir: Path) -> list[dict[str, Any]]:
@@ -329,4 +347,4 @@ def _own(run_dir: Path, manifest: Manifest, force: bool) -> None:
     manifest.write(run_dir)
 
 
-__all__ = ["Request", "evaluate", "harness_sets", "label_of", "plan_evaluation"]
+__all__ = ["Request", "evaluate", "harness_sets", "label_of", "plan_evaluation", "play"]

@@ -3,10 +3,11 @@
 - ``train.parquet``: one veRL row per schedule row (step, task), in schedule order, with that
   step's harness label in ``extra_info``; with ``data.shuffle=False`` and
   ``data.train_batch_size=tasks_per_step`` each batch is exactly one scheduled step.
-- ``val.parquet``: one row per episode the embedded evaluator plays: a greedy pass over run
-  0's episodes, then every sampled run (:func:`hscale.train.workload.eval_jobs`: run, setting,
-  harness, task), each row once (``val_kwargs.n=1``; the agent loop samples rows flagged
-  greedy at temperature 0), so both backends evaluate the same episodes. The
+- ``val.parquet``: one row per episode of the run's plan (every driver's:
+  :meth:`hscale.train.workload.RunPlan.evaluation`): a greedy pass over run 0's episodes,
+  then every sampled run (run, setting, harness, task), each row once (``val_kwargs.n=1``;
+  the agent loop samples rows flagged greedy at temperature 0), so every backend evaluates
+  the same episodes. The
   ``data_source`` is ``hscale/<setting>`` (``/greedy`` for the greedy pass) so veRL's
   validation metrics split by setting. veRL's validation dump
   keeps no ``extra_info``, only ``reward_model.ground_truth`` (as ``gts``), so a val row's
@@ -49,7 +50,7 @@ from hscale.train.contracts import REPLAN, Manifest
 from hscale.train.lm.sft import RESULT
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
-from hscale.train.workload import eval_jobs, eval_tasks, routed_jobs, train_tasks
+from hscale.train.workload import RunPlan
 
 MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"
@@ -78,11 +79,12 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
     if validate:
         validate_overrides(overrides)
 
-    tasks = train_tasks(manifest)
+    plan = RunPlan(manifest)
+    tasks = plan.train_tasks
     missing = sorted(set(schedule.task_id) - set(tasks))
     if missing:
         raise HscaleError(f"{run_dir}: schedule names unknown tasks {missing[:3]}", REPLAN)
-    rescue = _rescue_info(manifest)
+    rescue = _rescue_info(plan)
     if schedule.empty:  # the base model's run (val_only): veRL still wants one batch
         schedule = _placeholder_batch(manifest, list(tasks))
     train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
@@ -90,21 +92,18 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
                   [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor),
                     **rescue} for r in schedule.itertuples(index=False)],
                   manifest.harness_space())
-    tasks = eval_tasks(manifest)
-    jobs = [("greedy", job) for job in eval_jobs(manifest, tasks, runs=[0])]
-    jobs += [("sampled", job) for job in eval_jobs(manifest, tasks)]
-    routed = routed_jobs(manifest)  # Rank-1 routing: the worker picks each row's sibling
+    jobs = plan.evaluation()  # Rank-1 routing's rows: the worker picks each one's sibling
+    routing = any(job.routed for job in jobs)
+    route = _route_info(manifest) if routing else {}
     # every row of a routing run says its pick (-1: none); the routed rows carry the router
-    extras = [{"routing": True} if routed else {}] * len(jobs) + \
-        ([_route_info(manifest)] * len(routed) if routed else [])
-    jobs += routed
-    val = _rows([(job.task, job.harness) for _, job in jobs], "val",
-                [{"setting": job.setting, "run": job.run, "decoding": decoding,
-                  "category": job.task.category, "benchmark": job.benchmark, **extra}
-                 for (decoding, job), extra in zip(jobs, extras, strict=True)],
+    val = _rows([(job.task, job.harness) for job in jobs], "val",
+                [{"setting": job.setting, "run": job.run, "decoding": job.decoding,
+                  "category": job.task.category, "benchmark": job.benchmark,
+                  **({"routing": True} if routing else {}), **(route if job.routed else {})}
+                 for job in jobs],
                 manifest.harness_space())
-    val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if decoding == "greedy" else "")
-                          for decoding, job in jobs]
+    val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if job.greedy else "")
+                          for job in jobs]
     val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
                            for i, r in enumerate(val.reward_model)]
 
@@ -140,14 +139,13 @@ def _route_info(manifest: Manifest) -> dict[str, Any]:
     return {ROUTE: rescue_info(manifest), "routing": True}
 
 
-def _rescue_info(manifest: Manifest) -> dict[str, Any]:
+def _rescue_info(plan: RunPlan) -> dict[str, Any]:
     """A rescue arm's rows say how to rescue their group (hscale.train.backends.verl.rescue)."""
-    a = manifest.assignment
-    if a.mode != "rescue":
+    if not plan.rescues:
         return {}
     from hscale.train.backends.verl.rescue import RESCUE, rescue_info
 
-    return {RESCUE: rescue_info(manifest)}
+    return {RESCUE: rescue_info(plan.manifest)}
 
 
 def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],

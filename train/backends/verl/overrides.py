@@ -18,7 +18,7 @@ from hscale.train.blackbox_sft import MODEL, SFT_DIR
 from hscale.train.contracts import Manifest
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.models import resolve_model
-from hscale.train.workload import routes
+from hscale.train.workload import RunPlan
 
 VERL_DIR = "verl"
 CONFIG_NAME = "ppo_trainer"
@@ -155,14 +155,15 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
         overrides.append("trainer.val_only=True")
     if name == "ppo":
         overrides.append("trainer.max_critic_ckpt_to_keep=1")
-    if manifest.assignment.mode == "rescue":  # Harness-S: rescue groups, correct with w <= 2
+    plan = RunPlan(manifest)
+    if plan.rescues:  # Harness-S: rescue groups, correct with w <= 2
         from hscale.train.backends.verl.rescue import MANAGER_PATH
 
         overrides += [f"+actor_rollout_ref.rollout.agent.agent_loop_manager_class={MANAGER_PATH}",
                       "algorithm.rollout_correction.rollout_is=token",
                       "algorithm.rollout_correction.rollout_is_threshold=2.0",
                       "algorithm.rollout_correction.bypass_mode=False"]
-        if routes(manifest):  # the profiles router: the judges' profiles, as a file
+        if plan.profiles:  # the judges' profiles of the siblings, as a file
             from hscale.train.profile_router import PROFILES, PROFILES_ENV
 
             overrides.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.{PROFILES_ENV}="

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from hscale.errors import HscaleError
+from hscale.train.profile_router import PROFILES_ENV
 
 RESCUE = "rescue"  # extra_info key of a rescue arm's rows
 ROUTE = "route"  # extra_info key of a Rank-1 routing validation row (the profiles router)
@@ -168,7 +170,7 @@ class _RescueWorker:
         sessions = sorted(group["done"].items())
         info = _info(sessions[0][1][1])
         router = router_for(info[RESCUE], int(info.get("index", 0)))
-        if router.kind.measure != "never":
+        if router.measures:
             router.score, router.profiles = await self._scores(info[RESCUE], trajectory,
                                                                agent_name, router)
         task = row_task(info)
@@ -215,20 +217,18 @@ class _RescueWorker:
         once; profile: again after every evaluation checkpoint), measured once per worker;
         for the profiles router the base harness's trajectories too, and the profiles its
         first judge writes from them (hscale.train.profile_router): (scores, profiles)."""
-        import numpy as np
-
         from hscale.harness.verl_agent_loop import TRANSCRIPT, row_space, to_verl_rows
 
         step = int(trajectory.get("step") or 0)
-        epoch = 0 if router.kind.measure == "once" else step // max(int(info["every"]), 1)
+        every = max(int(info["every"]), 1)
+        epoch = router.epoch(step, every)
         key = (info["router"], tuple(info["pool"]), epoch)
         cache = self.__dict__.setdefault("_hscale_scores", {})
         lock = self.__dict__.setdefault("_hscale_lock", asyncio.Lock())
         async with lock:
             if key not in cache:
                 tasks = measure_tasks(info)
-                profiles = router.kind.profiles
-                labels = [*info["pool"], info["base"]] if profiles else list(info["pool"])
+                labels = router.measured()
                 rows = [{k: v for k, v in row.items() if k != "agent_name"} for row in
                         to_verl_rows(tasks, labels, "router",
                                      space=row_space(info)).to_dict("records")]
@@ -236,48 +236,31 @@ class _RescueWorker:
                 outputs = await asyncio.gather(*[
                     super(_RescueWorker, self)._run_agent_loop(
                         greedy, trajectory, agent_name=agent_name, trace=False, **row,
-                        **{RESCUING: True, TRANSCRIPT: profiles})
+                        **{RESCUING: True, TRANSCRIPT: router.reads_trajectories})
                     for row in rows])
                 by_row = {(r["extra_info"]["harness"], r["extra_info"]["task_id"]): o
                           for r, o in zip(rows, outputs, strict=True)}
-                matrix = np.array([[_final_reward(by_row[(label, t.task_id)]) >= 1.0
-                                    for t in tasks] for label in info["pool"]], dtype=float)
-                router.set_scores(matrix, [t.category for t in tasks])
-                if profiles:
-                    await asyncio.to_thread(_write_profiles, router, by_row, info, tasks,
-                                            epoch * max(int(info["every"]), 1))
+                episodes = [_episode(by_row[(label, t.task_id)]) for label in labels
+                            for t in tasks]
+                # the judges are asked over the network: off the event loop
+                await asyncio.to_thread(router.absorb, tasks, episodes, epoch * every,
+                                        os.environ.get(PROFILES_ENV))
                 cache[key] = (router.score, router.profiles)
         return cache[key]
 
 
-def _write_profiles(router: Any, by_row: Mapping[tuple[str, str], Any],
-                    info: Mapping[str, Any], tasks: Sequence[Any], step: int) -> None:
-    """The profiles router's judge writes the pool's profiles from the measured outputs'
-    trajectories (the embedded trainer's re_anchor, from veRL's outputs), recorded at
-    checkpoint ``step`` where the backend names the file (imported into the run folder)."""
-    import os
+def _episode(output: Any) -> Any:
+    """A measured rollout as the router reads an episode: its success and, when the agent
+    loop handed them back, its messages."""
     from types import SimpleNamespace
 
     from hscale.harness.types import Message
     from hscale.harness.verl_agent_loop import TRANSCRIPT
-    from hscale.train.profile_router import PROFILES_ENV, record_profiles, write_profiles
 
-    def episodes(label: str) -> dict[str, Any]:
-        out = {}
-        for task in tasks:
-            output = by_row[(label, task.task_id)]
-            final = output[-1] if isinstance(output, list) else output
-            turns = final.extra_fields.get(TRANSCRIPT) or []
-            out[task.task_id] = SimpleNamespace(
-                success=_final_reward(output) >= 1.0,
-                messages=[Message(role, content) for role, content in turns])
-        return out
-
-    router.profiles = write_profiles(router.voters[0][1], episodes(info["base"]),
-                                     {s: episodes(s) for s in info["pool"]},
-                                     {t.task_id: t.user_query for t in tasks})
-    if os.environ.get(PROFILES_ENV):
-        record_profiles(os.environ[PROFILES_ENV], router.profiles, step)
+    final = output[-1] if isinstance(output, list) else output
+    turns = final.extra_fields.get(TRANSCRIPT) or []
+    return SimpleNamespace(success=_final_reward(output) >= 1.0,
+                           messages=[Message(role, content) for role, content in turns])
 
 
 @cache

@@ -1,0 +1,134 @@
+"""One plan, every driver: the same planned run's evaluation played by the embedded trainer's
+evaluator, the scripted backend, `hscale evaluate`'s loop and veRL (its val.parquet rows and
+its dump import), each with the same scripted policy (the oracle), gives identical rows.
+
+Each driver keeps its own way of playing an episode (the embedded sampler, run_episode,
+the chat-model driver, veRL's agent loop); the test replaces only that step by the oracle
+played through the one turn engine, so what it checks is everything around it: which
+episodes the plan holds, in which order, with which decoding and run, and how each driver
+writes the row."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from hscale.harness.engine import EPISODE_TURNS
+from hscale.harness.loop import run_episode
+from hscale.harness.policies import Oracle
+from hscale.harness.verl_agent_loop import episode_fields, row_task
+from hscale.train.contracts import Manifest, eval_frame
+from hscale.train.plan import plan, write_plan
+from hscale.train.workload import RunPlan
+
+STEP = 2
+IDENTITY = ["run", "benchmark", "setting", "harness", "task_id", "decoding", "category"]
+OUTCOME = ["reward", "success", "turns"]
+
+
+def oracle(harness, task):
+    return run_episode(Oracle(task, harness), harness, task, max_turns=EPISODE_TURNS)
+
+
+class OracleSampler:
+    """The embedded sampler's interface, every episode the oracle's."""
+
+    model = tok = None
+    max_new = 0
+
+    def run(self, jobs, greedy=False, generator=None):
+        return [oracle(harness, task) for harness, task in jobs]
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    root = tmp_path_factory.mktemp("parity")
+    spec = root / "parity.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "parity", "model": "Qwen/Qwen3-4B-Instruct-2507", "backend": "verl",
+        "benchmark": {"name": "builtin", "tasks": 24, "seed": 0},
+        "algorithm": {"name": "grpo", "tasks_per_step": 3, "rollouts": 2, "lr": 1e-3},
+        "steps": STEP, "seeds": [1],
+        "evaluation": {"in_space": 18, "out_of_space": ["oos/shell", "oos/actions"],
+                       "runs": 2, "tasks": 6, "episodes": 9, "base_model": False},
+        "arms": {"structured-18": {}}}))
+    (item,) = plan(spec, root / "runs")
+    write_plan([item])
+    return item.path, Manifest.read(item.path)
+
+
+def _rows(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.assign(step=STEP)[["step", *IDENTITY, *OUTCOME]]
+    return frame.sort_values(IDENTITY).reset_index(drop=True)
+
+
+def embedded(path, manifest) -> pd.DataFrame:
+    from hscale.train.embedded.checkpoint_eval import evaluate
+
+    runplan = RunPlan(manifest)
+    return evaluate(OracleSampler(), runplan, runplan.router(), STEP)
+
+
+def scripted(path, manifest) -> pd.DataFrame:
+    from hscale.train.backends.scripted import ScriptedBackend
+
+    return ScriptedBackend(error_rate=0.0)._evaluate(RunPlan(manifest))
+
+
+def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
+    """`hscale evaluate`'s loop (hscale.train.lm.model_eval) on the planned run's manifest:
+    its model driver replaced by the oracle."""
+    from hscale.train.lm import model_eval
+
+    def drive(model, jobs, *, done=None, **options):
+        episodes = [oracle(harness, task) for harness, task, _ in jobs]
+        for i, ep in enumerate(episodes):
+            done(i, ep)
+        return episodes
+
+    monkeypatch.setattr("hscale.train.lm.drive.drive", drive)
+    return eval_frame(model_eval.play(RunPlan(manifest), model=None, step=STEP))
+
+
+def verl(path, manifest) -> pd.DataFrame:
+    """veRL's side: val.parquet's rows, each played by the oracle as the agent loop reports
+    an episode (its reward extras), dumped as veRL dumps them, read back by the import."""
+    pytest.importorskip("verl")
+    from hscale.train.backends.verl.dumps import import_validation
+    from hscale.train.backends.verl.inputs import prepare_verl_run
+
+    prepared = prepare_verl_run(path, manifest, validate=False)
+    val = pd.read_parquet(prepared["val"])
+    lines = []
+    for info, truth in zip(val.extra_info, val.reward_model, strict=True):
+        info = json.loads(info) if isinstance(info, str) else dict(info)
+        episode = oracle(manifest.harness(info["harness"]), row_task(info))
+        extras = episode_fields(episode, info["harness"], 1,
+                                episode.checker_failed)["reward_extra_info"]
+        lines.append({"input": "", "output": "", "score": episode.reward, "step": STEP,
+                      "gts": truth["ground_truth"], **extras})
+    dumps = path / "verl" / "validation"
+    dumps.mkdir(parents=True, exist_ok=True)
+    (dumps / f"{STEP}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return import_validation(path, manifest)
+
+
+def test_every_driver_plays_the_same_plan_and_writes_the_same_rows(planned, monkeypatch):
+    path, manifest = planned
+    runplan = RunPlan(manifest)
+    jobs = runplan.evaluation()
+    assert {j.decoding for j in jobs} == {"greedy", "sampled"}
+    assert len(jobs) == (1 + 2) * len({(j.setting, j.harness, j.task.task_id, j.run)
+                                       for j in jobs if j.decoding == "sampled"}) // 2
+    frames = {"embedded": embedded(path, manifest), "scripted": scripted(path, manifest),
+              "evaluate": evaluate_loop(path, manifest, monkeypatch),
+              "verl": verl(path, manifest)}
+    want = _rows(frames.pop("embedded"))
+    assert len(want) == len(jobs) and want["success"].all()  # the oracle solves them
+    for name, frame in frames.items():
+        got = _rows(frame)
+        assert got[IDENTITY].equals(want[IDENTITY]), name
+        assert got[OUTCOME].astype(float).equals(want[OUTCOME].astype(float)), name
