@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hscale.train.contracts import as_bool, check_eval
+from hscale.contracts import as_bool, check_eval
 
 SUMMARY_COLUMNS = ("source", "paper", "table", "model", "algorithm", "method", "baseline",
                    "benchmark", "setting", "harness", "metric", "value", "std", "note")

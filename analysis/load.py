@@ -18,8 +18,7 @@ import pandas as pd
 
 from hscale.analysis.external import empty_summary, read_csv_results, read_reported
 from hscale.analysis.naming import BASE_MODEL, BASE_MODEL_ARM
-from hscale.errors import HscaleError
-from hscale.train.contracts import (
+from hscale.contracts import (
     EVAL,
     EVAL_COLUMNS,
     EVAL_OPTIONAL,
@@ -34,6 +33,7 @@ from hscale.train.contracts import (
     check_eval,
     inspect_status,
 )
+from hscale.errors import HscaleError
 
 RUN_FILES = (MANIFEST, EVAL, TRAIN, STATUS, SCHEDULE)
 # Columns kept as categoricals: group-bys over a million rows stay fast and small.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hscale.train.contracts import BASE_MODEL_ARM  # noqa: F401  (re-exported beside its label)
+from hscale.contracts import BASE_MODEL_ARM  # noqa: F401  (re-exported beside its label)
 
 # the name of the starting model's reference run (arm BASE_MODEL_ARM) in tables and plots
 BASE_MODEL = "base model (no RL)"

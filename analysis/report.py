@@ -184,7 +184,9 @@ def build_report(results: Results, out: Path, reference: str | None = None,
         draw_headline(results, comparisons, gains, cells.reported, report)
         draw_figures(results, Options(reference, n_boot, seed), report)
     report.notes = warning_notes(caught)
-    report.checker_warning = checker_health_of(results.episodes, results.train).line()
+    evaluated = pd.concat([results.episodes, results.greedy], ignore_index=True) \
+        if len(results.greedy) else results.episodes  # every evaluated episode, as run says
+    report.checker_warning = checker_health_of(evaluated, results.train).line()
     return report
 
 

@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hscale.files import write_parquet
-from hscale.harness.space import OUT_OF_SPACE
-from hscale.train.contracts import (
+from hscale.contracts import (
     EVAL,
     EVAL_COLUMNS,
     TRAIN,
@@ -26,6 +24,8 @@ from hscale.train.contracts import (
     train_frame,
     write_status,
 )
+from hscale.files import write_parquet
+from hscale.harness.space import OUT_OF_SPACE
 
 Prob = Callable[[pd.DataFrame], np.ndarray] | Mapping[str, float] | float
 

@@ -28,6 +28,7 @@ from hscale.analysis.naming import (
 from hscale.analysis.passk import pass1, passk
 from hscale.analysis.render import Table, fmt, fmt_p
 from hscale.analysis.stats import compare_arms, rl_gains
+from hscale.contracts import blackbox_name
 
 ROW = ("source", "model", "algorithm", "method")
 CELL_COLUMNS = ("source", "experiment", "model", "algorithm", "method", "baseline", "benchmark",
@@ -190,7 +191,7 @@ def out_of_space_table(cells: Cells) -> Table:
     rows = pd.concat([cells.by_harness, own, theirs], ignore_index=True)
 
     def column(row: pd.Series) -> str:  # a real CLI's rows sit under the papers' name
-        return str(row["harness"]).removeprefix("bb/") or "all out-of-space"
+        return blackbox_name(row["harness"]) or "all out-of-space"
 
     return _table("out_of_space", "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
                   rows, [PASS1_NOTE], column)

@@ -18,12 +18,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hscale.harness.capabilities import COLUMNS, judged
+from hscale.contracts import BEHAVIOUR, BEHAVIOUR_COUNTS, unobserved  # noqa: F401 (the columns)
+from hscale.harness.capabilities import judged
 
 LOOKUPS = ("list", "read", "search")
-COUNTS = ("tool_calls", "tool_errors", "recovered", "repeats", "looked_first")
-# the counts, then the six judged capabilities (hscale.harness.capabilities; NaN unless asked)
-BEHAVIOUR = (*COUNTS, *COLUMNS)
+COUNTS = BEHAVIOUR_COUNTS  # the counts, then the judged capabilities: the contract's columns
 
 
 def behaviour(episode: Any) -> dict[str, float]:
@@ -40,7 +39,3 @@ def behaviour(episode: Any) -> dict[str, float]:
             "looked_first": float(calls[0][0].name in LOOKUPS) if calls else math.nan,
             **judged(episode)}
 
-
-def unobserved() -> dict[str, float]:
-    """An episode whose tool calls hscale did not see (a black-box CLI runs its own)."""
-    return dict.fromkeys(BEHAVIOUR, math.nan)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hscale.contracts import is_blackbox  # noqa: F401 (where the prefix is spelled)
 from hscale.errors import HscaleError
 from hscale.files import cache_dir
 from hscale.registry import Registry
@@ -79,10 +80,6 @@ def node24() -> Path:
     """The Node 24 binary the npm package brings (installed with OpenClaw)."""
     return (harness_root() / f"node-{NODE_VERSION}" / "node_modules" / NODE_PACKAGE / "bin"
             / "node")
-
-
-def is_blackbox(name: str) -> bool:
-    return name.startswith("bb/")
 
 
 def get(name: str) -> BlackBox:

@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-CAPABILITIES = ("instruction_following", "interface_handling", "observation_reading",
-                "state_tracking", "workflow_compliance", "error_recovery")
-COLUMNS = tuple(f"judged_{c}" for c in CAPABILITIES)
+from hscale.contracts import CAPABILITIES  # noqa: F401 (the eval.parquet columns' names)
+from hscale.contracts import JUDGED as COLUMNS
+
 MAX_TRANSCRIPT_CHARS = 24_000
 SWITCH = "HSCALE_JUDGE_CAPABILITIES"
 

@@ -43,16 +43,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
-import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
+from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping, reward_extras
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness.behaviour import behaviour, unobserved
@@ -77,8 +76,6 @@ CLASS_PATH = f"{__name__}.HscaleAgentLoop"
 # veRL's ``rollout.agent.agent_loop_config_path`` format: hydra targets by agent name.
 AGENT_LOOP_CONFIG = ({"name": AGENT_NAME, "_target_": CLASS_PATH},)
 SEGMENT_MODES = ("auto", "segments", "last_segment", "full_history")
-ROW_HINT = ("build rows with hscale.harness.verl_agent_loop.to_verl_rows: extra_info needs "
-            "'harness' (a label) and 'task' (a task row, as JSON or a dict)")
 
 
 # ------------------------------------------------------------------------------- training rows
@@ -154,11 +151,9 @@ class _HarnessLoop:
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         """One rollout; an AgentLoopOutput, or a list of them in ``segments`` mode."""
-        info = _extra_info(kwargs.get("extra_info"))
-        task, label = row_task(info), str(info.get("harness") or "")
-        if not label:
-            raise HscaleError("the row's extra_info has no 'harness' label", ROW_HINT)
-        if label.startswith("bb/"):  # a real CLI: played by the configured function
+        info = RowInfo.read(kwargs.get(EXTRA_INFO))
+        task, label = row_task(info), info.harness
+        if info.blackbox:  # a real CLI: played by the configured function
             if not self.blackbox:
                 raise HscaleError(f"row of {label}: this agent loop has no black-box player",
                                   "write agent_loop.yaml with write_agent_loop_config("
@@ -169,10 +164,10 @@ class _HarnessLoop:
                               global_steps=kwargs.get("global_steps"))
         limit = int(self.rollout_config.response_length)
         mode = self._mode()
-        if info.get("decoding") == "greedy":  # a validation row of the greedy pass
+        if info.greedy:  # a validation row of the greedy pass
             sampling_params = {**sampling_params, "temperature": 0.0, "top_p": 1.0, "top_k": -1}
-        engine = TurnEngine(harness_named(label, row_space(info)), task, self._max_turns(info),
-                            self.workspace_root)
+        engine = TurnEngine(harness_named(label, row_space(info.space)), task,
+                            self._max_turns(info), self.workspace_root)
         segments: list[_Stream] = []  # one per context segment, in order
         whole: _Stream | None = None  # the full history (full_history mode)
         tally = _Tally()
@@ -230,10 +225,7 @@ class _HarnessLoop:
         else:
             trained_streams = [s for s in segments if s.turns] or segments[-1:]
         extra = {**tally.server_fields,
-                 **episode_fields(episode, label, len(segments),
-                                  bool(engine.env.checker_error))}
-        if info.get("routing"):  # every validation row of a Rank-1 routing run says its pick
-            extra["reward_extra_info"]["routed_to"] = float(info.get("routed_to", -1))
+                 **episode_fields(episode, info, len(segments), bool(engine.env.checker_error))}
         if kwargs.get(TRANSCRIPT):  # a profiles router's measurement reads the trajectory
             extra[TRANSCRIPT] = [[m.role, m.content] for m in episode.messages]
         outputs = [self._output(s, reward, _num_turns(episode.messages),
@@ -250,10 +242,9 @@ class _HarnessLoop:
         queue = self.config.get("transfer_queue") or {}
         return "segments" if queue.get("enable") else "last_segment"
 
-    def _max_turns(self, info: Mapping[str, Any]) -> int:
+    def _max_turns(self, info: RowInfo) -> int:
         multi_turn = self.rollout_config.get("multi_turn") or {}
-        value = info.get("max_turns") or multi_turn.get("max_assistant_turns") \
-            or DEFAULT_MAX_TURNS
+        value = info.max_turns or multi_turn.get("max_assistant_turns") or DEFAULT_MAX_TURNS
         if int(value) < 1:
             raise HscaleError(f"max_turns must be at least 1, got {value}", ROW_HINT)
         return int(value)
@@ -336,34 +327,30 @@ class _HarnessLoop:
 TRANSCRIPT = "hscale_transcript"  # keyword (and output field) of a measured trajectory
 
 
-def episode_fields(episode: Any, label: str, segments: int, checker_failed: bool
+def episode_fields(episode: Any, info: RowInfo, segments: int, checker_failed: bool
                    ) -> dict[str, Any]:
     """The extra fields of a rollout's outputs: what veRL averages and dumps (its
-    ``reward_extra_info``) and what hscale reads back from them."""
-    success = float(episode.reward >= 1.0)
-    return {"turn_scores": [], "tool_rewards": [],
-            # acc: veRL's main validation metric, counting failed sessions as 0; numbers only
-            # (veRL averages them): checker_error 1 = the checker failed
-            "reward_extra_info": {"success": success, "acc": success,
-                                  "turns": float(episode.turns),
-                                  "checker_error": float(checker_failed),
-                                  **wire_behaviour(episode, label)},
-            "hscale_harness": label, "hscale_task_id": episode.task_id,
+    ``reward_extra_info``: hscale.contracts.reward_extras, which hscale reads back) and
+    hscale's own (never dumped)."""
+    extras = reward_extras(episode.reward >= 1.0, episode.turns, checker_failed,
+                           wire_behaviour(episode, info.harness), info.routed_to,
+                           info.routing)
+    return {"turn_scores": [], "tool_rewards": [], "reward_extra_info": extras,
+            "hscale_harness": info.harness, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,
             "hscale_turns": episode.turns, "hscale_parse_errors": episode.parse_errors}
 
 
 def wire_behaviour(episode: Any, label: str) -> dict[str, float]:
-    """The behaviour counts (hscale.harness.behaviour) as veRL's reward extras, which it
-    averages and so must be numbers in every row: "not observed" or "nothing to recover
-    from" travels as -1 (the dump import reads it back as NaN); the judged capabilities only
-    when a judge is asked for them (the same in every row of a process)."""
+    """The behaviour counts (hscale.harness.behaviour) of a rollout: the judged capabilities
+    only when a judge is asked for them (veRL averages every extra, so each row of a process
+    carries the same keys, and its metrics get no judged_* column of nothing)."""
     from hscale.harness.capabilities import COLUMNS, enabled
 
     counts = unobserved() if is_blackbox(label) else behaviour(episode)
-    if not enabled():  # no judge asked: veRL's metrics get no judged_* column of -1s
+    if not enabled():
         counts = {k: v for k, v in counts.items() if k not in COLUMNS}
-    return {k: (-1.0 if math.isnan(v) else v) for k, v in counts.items()}
+    return counts
 
 
 def _num_turns(history: Sequence[Message]) -> int:
@@ -379,43 +366,22 @@ def _check_mode(mode: str) -> str:
     return mode
 
 
-def _extra_info(raw: object) -> Mapping[str, Any]:
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
-            raise HscaleError("the row's extra_info is not valid JSON", ROW_HINT) from None
-    if not isinstance(raw, Mapping):
-        raise HscaleError("the row has no extra_info mapping", ROW_HINT)
-    return raw
-
-
-def row_space(info: Mapping[str, Any]) -> HarnessSpace | None:
-    """The harness space a row's labels belong to (None: the papers')."""
-    raw = info.get("space")
+def row_space(raw: Any) -> HarnessSpace | None:
+    """The harness space a row's labels belong to, from its ``space`` (None: the papers')."""
     if not raw:
         return None
     from hscale.harness.spaces import from_record
 
     try:
-        return from_record(json.loads(raw) if isinstance(raw, str) else dict(raw))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        return from_record(mapping(raw, "space"))
+    except (KeyError, TypeError) as exc:
         raise HscaleError(f"the row's extra_info.space is not a space record ({exc})",
                           ROW_HINT) from None
 
 
-def row_task(info: Mapping[str, Any]) -> Task:
-    """The task a row's extra_info carries (its JSON or mapping), checked."""
-    raw = info.get("task")
-    where = f"extra_info.task of row {info.get('index', '?')}"
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
-            raise HscaleError(f"{where}: not valid JSON", ROW_HINT) from None
-    if not isinstance(raw, Mapping):
-        raise HscaleError(f"{where}: missing", ROW_HINT)
-    return task_from_row(dict(raw), where)
+def row_task(info: RowInfo) -> Task:
+    """The task a row's extra_info carries, checked."""
+    return task_from_row(info.task_row(), f"extra_info.task of row {info.index}")
 
 
 @cache

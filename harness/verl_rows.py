@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hscale.contracts import EXTRA_INFO, RowInfo, is_blackbox
 from hscale.errors import HscaleError
 from hscale.harness.engine import DEFAULT_MAX_TURNS
 from hscale.harness.harness import harness_named
@@ -44,8 +45,8 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                           f"write [{harness_labels!r}]")
     rows: list[dict[str, Any]] = []
     fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
-    carried = ({"space": space.to_json()} if space is not None
-               and (space.described or space.outside) else {})
+    carried = (space.to_json() if space is not None and (space.described or space.outside)
+               else None)
     for task in tasks:
         labels = (harness_labels.get(task.task_id) if isinstance(harness_labels, Mapping)
                   else harness_labels)
@@ -54,7 +55,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                               "map every task id to at least one harness label")
         task_json = json.dumps(task_to_row(task), sort_keys=True)
         for label in labels:
-            if label.startswith("bb/"):  # a real CLI renders its own prompt: the query
+            if is_blackbox(label):  # a real CLI renders its own prompt: the query
                 prompt = [{"role": "user", "content": task.user_query}]
             else:
                 h = fresh.get(label) or fresh.setdefault(label,
@@ -67,12 +68,12 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                 "reward_model": {"style": "rule",
                                  "ground_truth": json.dumps(task.checker, sort_keys=True)},
                 "agent_name": AGENT_NAME,
-                "extra_info": {"index": len(rows), "split": split, "harness": label,
-                               "task_id": task.task_id, "task": task_json,
-                               "max_turns": int(max_turns), **carried},
+                EXTRA_INFO: RowInfo(index=len(rows), split=split, harness=label,
+                                    task_id=task.task_id, task=task_json,
+                                    max_turns=int(max_turns), space=carried).write(),
             })
     return pd.DataFrame(rows, columns=["data_source", "prompt", "ability", "reward_model",
-                                       "agent_name", "extra_info"])
+                                       "agent_name", EXTRA_INFO])
 
 
 def dicts_of(messages: Sequence[Message]) -> list[dict[str, str]]:

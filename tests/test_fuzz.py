@@ -246,6 +246,6 @@ def test_damaged_run_folders_are_reported_or_redone_never_a_traceback(finished_r
                         str(root / "out"), "--workers", "1")
         assert_clean(code, err)
         if code == 0:  # whatever was damaged was redone: the files hold the run again
-            from hscale.train.contracts import Manifest, result_problems
+            from hscale.contracts import Manifest, result_problems
 
             assert result_problems(run_dir, Manifest.read(run_dir)) == []

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"hscale": "hscale", "hscale.design": "design", "hscale.harness": "harness",
             "hscale.train": "train", "hscale.analysis": "analysis"}
 MAX_LINES = 460
-CORE = "hscale"  # errors, files, lazy, registry, yamlio: what every package shares
+CORE = "hscale"  # errors, files, lazy, registry, yamlio, the file contracts: what all share
 # What each layer may import (besides itself). Analysis reads training results only through
 # the file contracts; the command line sits on top of everything.
 ALLOWED = {
@@ -28,8 +28,8 @@ ALLOWED = {
     "hscale.design": {CORE},
     "hscale.harness": {CORE, "hscale.design"},
     "hscale.train": {CORE, "hscale.design", "hscale.harness"},
-    "hscale.analysis": {CORE, "hscale.design", "hscale.harness.space", "hscale.train.contracts",
-                        "hscale.train.records", "hscale.train.checker_health"},
+    "hscale.analysis": {CORE, "hscale.design", "hscale.harness.space",
+                        "hscale.train.checker_health"},
     "hscale.cli": {CORE, "hscale.design", "hscale.harness", "hscale.train", "hscale.analysis"},
 }
 
@@ -87,13 +87,13 @@ def import_graph() -> nx.DiGraph:
 
 def test_no_module_imports_itself_through_others():
     graph = import_graph()
-    assert graph.has_edge("hscale.train.runner", "hscale.train.contracts")  # sees real imports
+    assert graph.has_edge("hscale.train.runner", "hscale.contracts")  # sees real imports
     assert list(nx.simple_cycles(graph)) == []
 
 
 def _allowed(mine: str, target: str) -> bool:
     """Whether a module of layer ``mine`` may import ``target``: its own layer, a layer it
-    sits on, or one module it is allowed (``hscale.train.contracts`` for analysis)."""
+    sits on, or one module it is allowed (``hscale.contracts`` for analysis)."""
     theirs = layer(target)
     if theirs == mine or theirs in ALLOWED[mine]:
         return True
@@ -104,7 +104,7 @@ def _allowed(mine: str, target: str) -> bool:
 def test_the_layer_rule_tells_a_reach_up_from_a_reach_down():
     assert _allowed("hscale.harness", "hscale.design.space")
     assert not _allowed("hscale.design", "hscale.harness.space")
-    assert _allowed("hscale.analysis", "hscale.train.contracts")
+    assert _allowed("hscale.analysis", "hscale.contracts")
     assert not _allowed("hscale.analysis", "hscale.train.runner")
     assert not _allowed(CORE, "hscale.design.space") and _allowed(CORE, "hscale.errors")
 
@@ -138,7 +138,7 @@ def test_the_project_imports_only_through_its_namespace():
 
 
 def test_the_contracts_and_the_cli_root_stay_light():
-    code = ("import sys, hscale.train.contracts, hscale.cli, hscale.analysis.load; "
+    code = ("import sys, hscale.contracts, hscale.cli, hscale.analysis.load; "
             "print([m for m in ('torch', 'verl', 'ray', 'transformers') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT)

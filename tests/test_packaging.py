@@ -81,7 +81,7 @@ def test_an_installed_wheel_puts_only_hscale_in_site_packages(wheel, tmp_path):
     added = {n for n in set(os.listdir(site)) - before if n != "__pycache__"}
     assert {n for n in added if not n.endswith(".dist-info")} == {"hscale"}, added
     user = _user_folder(tmp_path / "project")
-    code = ("import hscale.train, hscale.train.contracts, hscale.design, hscale.harness, "
+    code = ("import hscale.train, hscale.contracts, hscale.design, hscale.harness, "
             "hscale.analysis, pathlib, sys; "
             "print(pathlib.Path(hscale.train.__file__).parent.parent.parent == "
             f"pathlib.Path({str(site)!r}))")
@@ -111,7 +111,7 @@ def test_the_installed_package_is_not_shadowed_by_a_users_modules(tmp_path):
     """This environment's hscale (editable or not), from a folder holding train.py,
     design.py and harness/: the imports and the command line reach hscale's own."""
     user = _user_folder(tmp_path / "project")
-    code = ("import hscale.train, hscale.train.contracts, hscale.design.space, "
+    code = ("import hscale.train, hscale.contracts, hscale.design.space, "
             "hscale.harness.harness; print('ok')")
     run = subprocess.run([sys.executable, "-c", code], cwd=user, capture_output=True,
                          text=True, env=_clean_env())

@@ -1,7 +1,7 @@
 """Running experiments: specs into manifests and schedules, manifests into results.
 
 ``ExperimentSpec`` (validated YAML) -> ``Manifest`` (resolved, hashed; the file contracts live
-in :mod:`hscale.train.contracts`) + ``Schedule`` (step -> [(task, harness)]) -> a ``Backend`` (local
+in :mod:`hscale.contracts`) + ``Schedule`` (step -> [(task, harness)]) -> a ``Backend`` (local
 embedded trainer, veRL, scripted) driven by the runner. Names are imported on first use, so
 reading a manifest never imports torch.
 """
@@ -13,14 +13,14 @@ from hscale.lazy import lazy_exports
 _EXPORTS = {
     "ExperimentSpec": "hscale.train.spec",
     "load_spec": "hscale.train.spec",
-    "Manifest": "hscale.train.contracts",
-    "RunState": "hscale.train.contracts",
-    "Status": "hscale.train.contracts",
-    "SCHEMA_VERSION": "hscale.train.contracts",
-    "read_status": "hscale.train.contracts",
-    "eval_frame": "hscale.train.contracts",
-    "train_frame": "hscale.train.contracts",
-    "check_eval": "hscale.train.contracts",
+    "Manifest": "hscale.contracts",
+    "RunState": "hscale.contracts",
+    "Status": "hscale.contracts",
+    "SCHEMA_VERSION": "hscale.contracts",
+    "read_status": "hscale.contracts",
+    "eval_frame": "hscale.contracts",
+    "train_frame": "hscale.contracts",
+    "check_eval": "hscale.contracts",
     "Schedule": "hscale.train.schedule",
     "ASSIGNMENTS": "hscale.train.schedule",
     "ROUTERS": "hscale.train.routers",

@@ -12,9 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.contracts import Manifest
-from hscale.train.manifest import blackbox_of
 
 SFT_DIR = "sft"
 MODEL = "model"  # sft/model: the fine-tuned weights (with sft.json once complete)
@@ -27,7 +26,7 @@ def teacher_tasks(manifest: Manifest) -> list:
 
     pool = list(train_tasks(manifest).values())
     order = manifest.rng("sft-tasks").permutation(len(pool))
-    return [pool[i] for i in order[:blackbox_of(manifest)["episodes"]]]
+    return [pool[i] for i in order[:manifest.blackbox.episodes]]
 
 
 def collect_teacher(run_dir: Path, manifest: Manifest,
@@ -36,10 +35,10 @@ def collect_teacher(run_dir: Path, manifest: Manifest,
     folder."""
     from hscale.train.lm.collect import Collection, collect
 
-    bb = blackbox_of(manifest)
+    bb = manifest.blackbox
     tasks = teacher_tasks(manifest)
     bench = manifest.benchmark
-    asked = Collection(bb["teacher"], bb["harness"], bench.name, None, "train", len(tasks),
+    asked = Collection(bb.teacher, bb.harness, bench.name, None, "train", len(tasks),
                        manifest.seed)
     return collect(asked, Path(run_dir) / SFT_DIR / "collection", progress, tasks=tasks)
 
@@ -69,13 +68,13 @@ def fine_tuned(run_dir: Path, manifest: Manifest, base: str,
         return out, json.loads((out / RESULT).read_text())
     record = collect_teacher(run_dir, manifest)
     calls, tally = teacher_samples(record)
-    bb = blackbox_of(manifest)
-    settings = SFTSettings(steps=manifest.budget.steps, batch=bb["batch"], lr=bb["lr"],
-                           lora_rank=bb["lora_rank"], seed=manifest.seed, keep=bb["keep"])
+    bb = manifest.blackbox
+    settings = SFTSettings(steps=manifest.budget.steps, batch=bb.batch, lr=bb.lr,
+                           lora_rank=bb.lora_rank, seed=manifest.seed, keep=bb.keep)
     try:  # sft.json, written last and once, holds the tally too
         return out, fine_tune(base, calls, out, settings, progress, extra=tally)
     except HscaleError as exc:
-        raise HscaleError(f"arm {manifest.arm}: black-box SFT through {bb['harness']}: "
+        raise HscaleError(f"arm {manifest.arm}: black-box SFT through {bb.harness}: "
                           f"{exc.message}", exc.hint) from None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hscale.train.contracts import EVAL, TRAIN
+from hscale.contracts import EVAL, TRAIN
 
 
 @dataclass(frozen=True)

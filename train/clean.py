@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hscale.train.contracts import MANIFEST, Manifest, RunState, read_status
+from hscale.contracts import MANIFEST, Manifest, RunState, read_status
 
 CHECKPOINTS = ("checkpoint.pt", "verl/checkpoints")  # the embedded trainer's, veRL's
 

@@ -1,5 +1,5 @@
 """Manifests from a spec: resolve an arm's harness sets, assignment and budget into one
-:class:`hscale.train.contracts.Manifest` per (experiment, arm, seed).
+:class:`hscale.contracts.Manifest` per (experiment, arm, seed).
 """
 
 from __future__ import annotations
@@ -9,15 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hscale.contracts import BASE_MODEL_ARM, POOL_SETTING, Manifest, rng_for
 from hscale.design.recipes import RECIPES, eval_set, first_order, structured
 from hscale.design.space import FactorSpace
 from hscale.design.weights import by_name
 from hscale.errors import HscaleError
 from hscale.harness.spaces import HarnessSpace
-from hscale.train.contracts import BASE_MODEL_ARM, POOL_SETTING, Manifest, rng_for
 from hscale.train.spec import Arm, ExperimentSpec
 from hscale.train.spec_space import resolve_space
 from hscale.train.spec_weights import spec_weights
+from hscale.train.workload import harness_space
 
 if TYPE_CHECKING:
     from hscale.train.sources import Sources
@@ -200,15 +201,9 @@ def _blackbox_manifest(planned: Manifest, arm: Arm) -> Manifest:
                              "blackbox": arm.blackbox.record()})
 
 
-def blackbox_of(manifest: Manifest) -> dict[str, Any] | None:
-    """The run's ``blackbox`` record (hscale.train.spec_blackbox), or None: an arm trained
-    under hscale's own harnesses."""
-    return manifest.extension("blackbox")
-
-
 def is_blackbox_sft(manifest: Manifest) -> bool:
     """A black-box SFT run: a teacher's episodes and a fine-tune, then an evaluation."""
-    return (blackbox_of(manifest) or {}).get("method") == "sft"
+    return manifest.blackbox is not None and manifest.blackbox.method == "sft"
 
 
 # the base model's reference run: no training, one evaluation at step 0
@@ -248,9 +243,9 @@ def with_verl(spec: ExperimentSpec, manifests: list[Manifest]) -> tuple[list[Man
     resolve_model(spec.model)
     record, notes = verl_record(spec.verl or VerlSettings(), spec.model,
                                 harness_labels(manifests), manifests[0].benchmark,
-                                manifests[0].harness_space())
+                                harness_space(manifests[0]))
     notes += blackbox_notes(manifests, record["prompt_length"])
-    if any(blackbox_of(m) for m in manifests):  # a CLI's model calls, each a segment
+    if any(m.blackbox for m in manifests):  # a CLI's model calls, each a segment
         from hscale.harness.engine import EPISODE_TURNS
 
         record["max_segments"] = max(record["max_segments"], EPISODE_TURNS)

@@ -12,8 +12,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from hscale.contracts import MANIFEST, Manifest
 from hscale.errors import HscaleError, HscaleWarning
-from hscale.train.contracts import MANIFEST, Manifest
 from hscale.train.manifest import (
     base_model_manifest,
     build_manifest,
@@ -25,6 +25,7 @@ from hscale.train.quick import quick as quick_spec
 from hscale.train.schedule import Schedule
 from hscale.train.sources import resolve_sources
 from hscale.train.spec import load_spec
+from hscale.train.workload import harness_of
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def _fit_notes(spec, manifest: Manifest) -> list[str]:
             continue
         seen.add((record.path, split))
         tasks = benchmark_of(record).tasks(record.tasks, record.seed, split)
-        fit = context_fit(spec.model, tasks, manifest.harness(manifest.train_harnesses[0]))
+        fit = context_fit(spec.model, tasks, harness_of(manifest, manifest.train_harnesses[0]))
         notes += fit.notes(f"{what} ({split})") if fit else []
     return notes
 

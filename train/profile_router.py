@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 
 PROFILES = "router_profiles.jsonl"  # a run's profiles, one line an entry and checkpoint
@@ -204,18 +203,6 @@ def vote(voters: Sequence[tuple[str, Ask]], query: str, category: str,
         else:
             tally.lost += 1
     return borda(rankings, names, k)
-
-
-def require_judges(manifests: Sequence[Any], where: str = "") -> None:
-    """A profiles router's arm stops before anything is written when no judge is configured
-    (``where``: where the judges must be reachable, said in the hint)."""
-    from hscale.train.workload import RunPlan
-
-    judged = [m for m in manifests if RunPlan(m).profiles]
-    if judged and not judges():
-        raise HscaleError(f"arm {judged[0].arm}: router profiles needs judges, and none is "
-                          "configured", "set HSCALE_JUDGE_URL and HSCALE_JUDGE_MODEL "
-                          f"(HSCALE_ROUTER_JUDGES=a,b,c for several voters){where}")
 
 
 def re_anchor(router: Any, tasks: Sequence[Any], episodes: Sequence[Any], step: int,

@@ -204,3 +204,17 @@ class Router:
         """What its judges did so far (votes cast and lost), for train.parquet; {} for
         routers without judges."""
         return self.tally.as_dict() if self.tally else {}
+
+
+def require_judges(manifests: Sequence[Any], where: str = "") -> None:
+    """An arm whose router has judges stops before anything is written when no judge is
+    configured (``where``: where the judges must be reachable, said in the hint)."""
+    from hscale.train.profile_router import judges
+
+    judged = [m for m in manifests if m.assignment.mode == "rescue"
+              and ROUTERS.get(m.assignment.router or "original").profiles]
+    if judged and not judges():
+        raise HscaleError(f"arm {judged[0].arm}: router {judged[0].assignment.router} needs "
+                          "judges, and none is configured", "set HSCALE_JUDGE_URL and "
+                          "HSCALE_JUDGE_MODEL (HSCALE_ROUTER_JUDGES=a,b,c for several "
+                          f"voters){where}")

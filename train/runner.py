@@ -25,11 +25,11 @@ from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from pathlib import Path
 
+from hscale.contracts import Manifest, RunState, read_status, write_status
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.harness.blackbox import require_installed
 from hscale.train.backends import Backend, get_backend
 from hscale.train.backends.base import Progress, StepProgress
-from hscale.train.contracts import Manifest, RunState, read_status, write_status
 from hscale.train.plan import Planned, plan_runs, write_plan
 from hscale.train.ray_cluster import RayExecutor
 

@@ -35,6 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hscale.contracts import (
+    SCHEDULE,
+    SCHEDULE_COLUMNS,
+    Manifest,
+    check_schedule,
+    schedule_frame,
+)
 from hscale.design.hamming import distance_matrix, tie_key
 from hscale.design.space import FactorSpace
 from hscale.design.weights import TIE_DECIMALS
@@ -42,13 +49,7 @@ from hscale.errors import HscaleError
 from hscale.files import write_parquet
 from hscale.harness.blackbox import is_blackbox
 from hscale.registry import Registry
-from hscale.train.contracts import (
-    SCHEDULE,
-    SCHEDULE_COLUMNS,
-    Manifest,
-    check_schedule,
-    schedule_frame,
-)
+from hscale.train.workload import factor_space
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ class Schedule:
     def for_manifest(cls, manifest: Manifest) -> Schedule:
         bench, budget = manifest.benchmark, manifest.budget
         return cls(build_schedule(
-            manifest.factor_space(), manifest.train_harnesses,
+            factor_space(manifest), manifest.train_harnesses,
             _task_ids(bench), budget.steps,
             budget.tasks_per_step, manifest.assignment.k, manifest.assignment.mode,
             manifest.rng("schedule"), manifest.space.weight_vector(),

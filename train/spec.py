@@ -23,13 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from hscale.contracts import BASE_MODEL_ARM
 from hscale.design.recipes import RECIPES
 from hscale.design.weights import WeightError
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.harness.task_sources import BENCHMARKS
 from hscale.registry import Registry, UnknownName
 from hscale.train.backends import BACKENDS
-from hscale.train.contracts import BASE_MODEL_ARM
 from hscale.train.models import check_spec_model, is_local_path
 from hscale.train.routers import ROUTERS
 from hscale.train.schedule import ASSIGNMENTS
@@ -187,7 +187,7 @@ class Evaluation(_Strict):
     @classmethod
     def _known_harnesses(cls, names: list[str | ComposedHarness]
                          ) -> list[str | ComposedHarness]:
-        from hscale.harness.blackbox import HARNESSES  # real CLIs, bb/...
+        from hscale.harness.blackbox import HARNESSES, is_blackbox  # real CLIs
         from hscale.harness.space import PRESETS  # oos/...
         given = [n if isinstance(n, str) else n.name for n in names]
         twice = sorted({n for n in given if given.count(n) > 1})
@@ -195,7 +195,7 @@ class Evaluation(_Strict):
             raise ValueError(f"out-of-space harness {twice[0]} is listed twice")
         for name in (n for n in names if isinstance(n, str)):
             try:
-                (HARNESSES if name.startswith("bb/") else PRESETS).check(name)
+                (HARNESSES if is_blackbox(name) else PRESETS).check(name)
             except HscaleError as exc:
                 raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None
         return names

@@ -8,7 +8,7 @@ checks its own (as optuna ships its sampler tests)::
             return MyBackend()
 
 What every backend must do, under the runner (hscale.train.runner): end every planned run in a
-recorded state, write result files that keep the file contracts (hscale.train.contracts),
+recorded state, write result files that keep the file contracts (hscale.contracts),
 hear of every run in ``check`` and ``prepare`` before anything is written, never run a
 finished run again, let one failing run fail alone, and give from the command line what it
 gives from Python. A backend that exports (``Backend.export``) also passes
@@ -30,8 +30,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.train.backends.base import Backend
-from hscale.train.contracts import (
+from hscale.contracts import (
     EVAL,
     STATUS,
     TRAIN,
@@ -40,6 +39,7 @@ from hscale.train.contracts import (
     check_eval,
     read_status,
 )
+from hscale.train.backends.base import Backend
 from hscale.train.runner import export_experiment, run_experiment
 
 SPEC: dict[str, Any] = {

@@ -15,19 +15,61 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hscale.train.contracts import (
+from hscale.contracts import (
     POOL_SETTING,
     ROUTED_SETTING,
     BenchmarkRecord,
     Manifest,
-    episode_row,
+    eval_row,
+    is_blackbox,
+    unobserved,
 )
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from hscale.design.space import FactorSpace
+    from hscale.harness.harness import Harness
+    from hscale.harness.spaces import HarnessSpace
     from hscale.harness.tasks import Task
     from hscale.train.routers import Router
+
+
+def factor_space(manifest: Manifest) -> FactorSpace:
+    """The run's factor space rebuilt from the manifest alone."""
+    from hscale.design.space import Factor, FactorSpace
+
+    return FactorSpace(tuple(Factor(n, tuple(levels))
+                             for n, levels in manifest.space.factors.items()),
+                       name=manifest.space.name)
+
+
+def harness_space(manifest: Manifest) -> HarnessSpace:
+    """The run's HarnessSpace (hscale.harness.spaces): its plugins loaded, each refused when
+    its code changed since planning."""
+    from hscale.harness.spaces import from_record
+
+    return from_record(manifest.space.model_dump(mode="json"))
+
+
+def harness_of(manifest: Manifest, label: str) -> Harness:
+    """The harness a label of the run names, in its space (a preset name such as
+    ``oos/shell`` outside it): one template a process, which episodes copy."""
+    from hscale.harness.harness import harness_named
+
+    return harness_named(label, harness_space(manifest))
+
+
+def episode_row(manifest: Manifest, job: EvalJob, episode: Any, *, step: int) -> dict[str, Any]:
+    """The eval.parquet row (hscale.contracts.eval_row) of ``job`` played as ``episode``: its
+    trajectory's behaviour counted (a black-box CLI's is its own, not observed)."""
+    from hscale.harness.behaviour import behaviour
+
+    return eval_row(manifest, step=step, run=job.run, benchmark=job.benchmark,
+                    setting=job.setting, harness=job.harness, task_id=job.task.task_id,
+                    reward=episode.reward, success=episode.success, turns=episode.turns,
+                    decoding=job.decoding, category=job.task.category, error=episode.error,
+                    behaviour=unobserved() if is_blackbox(job.harness) else behaviour(episode))
 
 
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
@@ -218,13 +260,17 @@ class RunPlan:
         a = self.manifest.assignment
         return Router(a.router or "original", a.pool or [],
                       self.manifest.train_harnesses[0] if self.rescues else "",
-                      self.manifest.factor_space(),
+                      factor_space(self.manifest),
                       self.manifest.rng("router") if rng is None else rng,
-                      self.manifest.harness_space())
+                      harness_space(self.manifest))
 
     def row(self, job: EvalJob, episode: Any, step: int) -> dict[str, Any]:
         """The eval.parquet row of ``job`` played as ``episode`` at checkpoint ``step``."""
-        return episode_row(self.manifest, job, episode, step=step, decoding=job.decoding)
+        return episode_row(self.manifest, job, episode, step=step)
+
+    def harness(self, label: str) -> Harness:
+        """The harness a label of the run names (:func:`harness_of`)."""
+        return harness_of(self.manifest, label)
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:
@@ -234,4 +280,4 @@ def harness_labels(manifests: Iterable[Manifest]) -> list[str]:
     for m in manifests:
         labels |= set(m.train_harnesses) | {h for hs in m.eval_sets.values() for h in hs}
         labels |= set(m.assignment.pool or ())
-    return sorted(label for label in labels if not label.startswith("bb/"))
+    return sorted(label for label in labels if not is_blackbox(label))

@@ -47,7 +47,7 @@ def _editor(source: str, served_name: str | None):
 
 def _tasks(spec: Path | None, count: int):
     """(the space, the training tasks, the validation tasks) of a spec or the papers'."""
-    from hscale.train.contracts import BenchmarkRecord
+    from hscale.contracts import BenchmarkRecord
     from hscale.train.workload import router_pool
 
     if spec is None:

@@ -48,7 +48,9 @@ def _adaptive(runs, arm: str, radius: float | None) -> str:
     from hscale.train.schedule import adaptive_k
 
     m = next(r.manifest for r in runs if r.manifest.arm == arm)
-    sizes = adaptive_k(m.factor_space().parse_labels(list(m.train_harnesses)),
+    from hscale.train.workload import factor_space
+
+    sizes = adaptive_k(factor_space(m).parse_labels(list(m.train_harnesses)),
                        m.assignment.k, radius, m.space.weight_vector())
     return (f", adaptive within distance {radius:g}: K_x {sizes.min()}..{sizes.max()} "
             f"(mean {sizes.mean():.2f} over anchors)")
@@ -169,8 +171,8 @@ def _default_workers() -> int:
 def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
+    from hscale.contracts import read_status
     from hscale.train.checker_health import checker_health
-    from hscale.train.contracts import read_status
 
     warning = checker_health(states).line()
     if warning:

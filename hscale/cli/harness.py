@@ -41,9 +41,11 @@ def _space(spec: Path | None):
 
 def _all_labels(space, out_of_space: list[str]) -> list[str]:
     """Every harness of hscale's own: a black-box CLI (bb/...) renders its own prompts."""
+    from hscale.contracts import is_blackbox
+
     factors = space.factor_space
     return factors.labels(factors.all_configs()) + [h for h in out_of_space
-                                                     if not h.startswith("bb/")]
+                                                     if not is_blackbox(h)]
 
 
 @app.command("list")
@@ -102,10 +104,11 @@ def _task(task_id: str | None, seed: int):
 
 
 def _harness(label: str, spec: Path | None = None):
+    from hscale.contracts import is_blackbox
     from hscale.harness.harness import harness_named
     from hscale.harness.space import PRESETS
 
-    if label.startswith("bb/"):
+    if is_blackbox(label):
         raise HscaleError(f"{label} is a real CLI: it renders its own prompts",
                           f"see them in a record: hscale evaluate MODEL --harnesses {label}, "
                           "or hscale serve MODEL --record DIR")

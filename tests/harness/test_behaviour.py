@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from hscale.contracts import DumpedEpisode, reward_extras, tag_truth
 from hscale.harness.behaviour import BEHAVIOUR, behaviour
 from hscale.harness.types import ToolCall, ToolResult
 from hscale.harness.verl_agent_loop import wire_behaviour
-from hscale.train.backends.verl.dumps import _behaviour
 
 OK, ERR = ToolResult(True, "fine"), ToolResult(False, error="no such file")
 
@@ -41,13 +41,20 @@ def test_counts_and_their_trip_through_verls_dump(calls, want):
     assert set(found) == set(BEHAVIOUR)
     for key, value in want.items():
         assert found[key] == pytest.approx(value, nan_ok=True), key
-    wired = wire_behaviour(_episode(*calls), "S0-T0-O0-C0-W0")
+    wired = reward_extras(True, 1, False, wire_behaviour(_episode(*calls), "S0-T0-O0-C0-W0"))
     assert all(isinstance(v, float) and not math.isnan(v) for v in wired.values())
-    back = _behaviour(wired)  # the dump import: the same numbers, NaN where NaN
+    back = _dumped(wired).behaviour  # the dump import: the same numbers, NaN where NaN
     assert back == pytest.approx(found, nan_ok=True)
 
 
+def _dumped(extras: dict) -> DumpedEpisode:
+    """An episode as veRL dumps it with these reward extras, read back."""
+    rec = {"score": 1.0, "step": 0, "gts": tag_truth("{}", 0), **extras}
+    return DumpedEpisode.read(rec, "dump:1", 1)
+
+
 def test_a_black_box_clis_calls_are_not_counted():
-    wired = wire_behaviour(_episode((ToolCall("list"), OK)), "bb/codex")
-    assert all(math.isnan(v) for v in _behaviour(wired).values())
-    assert all(math.isnan(v) for v in _behaviour({}).values())  # an older loop's dump
+    wired = reward_extras(True, 1, False, wire_behaviour(_episode((ToolCall("list"), OK)),
+                                                          "bb/codex"))
+    assert all(math.isnan(v) for v in _dumped(wired).behaviour.values())
+    assert all(math.isnan(v) for v in _dumped({}).behaviour.values())  # an older loop's dump

@@ -134,7 +134,7 @@ def test_the_embedded_trainers_evaluation_judges_its_episodes_in_parallel(judge,
     pytest.importorskip("torch")
     import yaml
 
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
     from hscale.train.embedded.trainer import Trainer
     from hscale.train.plan import plan
 

@@ -37,6 +37,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import hscale.harness.verl_agent_loop as vl  # noqa: E402
+from hscale.contracts import reward_extras
 from hscale.errors import HscaleError  # noqa: E402
 from hscale.harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
 from hscale.harness.components.registry import register, unregister  # noqa: E402
@@ -268,10 +269,8 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.extra_fields["hscale_segment"] == i
         assert out.extra_fields["hscale_termination"] == "answer"
         # the behaviour counts are the reference episode's: the drivers count alike
-        assert out.extra_fields["reward_extra_info"] == {"success": 1.0, "acc": 1.0,
-                                                         "turns": float(episode.turns),
-                                                         "checker_error": 0.0,
-                                                         **vl.wire_behaviour(episode, label)}
+        assert out.extra_fields["reward_extra_info"] == reward_extras(
+            True, episode.turns, False, vl.wire_behaviour(episode, label))
         assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(episode.tool_calls)
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in

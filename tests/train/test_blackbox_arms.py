@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.train.manifest import blackbox_of
 from hscale.train.plan import plan_runs
 from tests.cli import hscale
 
@@ -44,10 +43,10 @@ def test_a_black_box_arm_trains_every_task_under_its_one_harness(tmp_path):
         frame = run.schedule.frame
         assert set(frame.harness) == {"bb/openclaw"} and len(frame) == 4 * 2
         assert frame.groupby("step").size().tolist() == [2, 2, 2, 2]
-    assert blackbox_of(rl.manifest) == {"harness": "bb/openclaw", "method": "rl"}
-    assert blackbox_of(sft.manifest)["episodes"] == 6
-    assert blackbox_of(sft.manifest)["lora_rank"] == 4
-    assert blackbox_of(planned[("structured-18", 0)].manifest) is None
+    assert rl.manifest.blackbox.model_dump() == {"harness": "bb/openclaw", "method": "rl"}
+    assert sft.manifest.blackbox.episodes == 6
+    assert sft.manifest.blackbox.lora_rank == 4
+    assert planned[("structured-18", 0)].manifest.blackbox is None
     # the evaluation is every arm's: the same harnesses and tasks
     assert rl.manifest.eval_sets == planned[("structured-18", 0)].manifest.eval_sets
     # the seeds' teachers and schedules differ, as every arm's do
@@ -87,7 +86,7 @@ def test_the_plan_says_a_cli_prompt_longer_than_the_verl_budget(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     with pytest.warns(Warning, match="bb/openclaw's first request is about"):
         (run, *_) = plan_runs(path)
-    record = run.manifest.extension("verl")
+    record = run.manifest.verl.model_dump()
     assert record["max_segments"] >= 8  # each model call of a CLI episode is a segment
     assert isinstance(run.schedule.frame, pd.DataFrame)
 

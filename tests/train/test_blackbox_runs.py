@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from hscale.contracts import EVAL, Manifest, result_problems
 from hscale.harness.blackbox import HARNESSES
 from hscale.train.backends.scripted import ScriptedBackend
-from hscale.train.contracts import EVAL, Manifest, result_problems
 from hscale.train.runner import run_experiment
 from tests.cli import hscale
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import hscale.train.lm as lm
+from hscale.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.errors import HscaleError
 from hscale.journal import read_journal
-from hscale.train.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.train.lm.model_eval import PARTIAL, Request, evaluate, harness_sets
 from tests.cli import hscale
 

@@ -26,6 +26,7 @@ from hscale.train.evolve import (
     root_cause,
 )
 from hscale.train.pool import read_pool, write_pool
+from hscale.train.workload import factor_space, harness_of, harness_space
 from tests.cli import hscale
 
 BASE = "S0-T0-O0-C0-W0"
@@ -191,7 +192,7 @@ def _spec(tmp_path: Path, pool: str, router: str, evaluation: dict | None = None
 @pytest.mark.parametrize("router", ["nearest", "profile"])
 def test_a_rescue_arm_trains_with_the_frozen_pool_on_the_embedded_trainer(tmp_path, router):
     pytest.importorskip("torch")
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
     from hscale.train.embedded.trainer import Trainer
     from hscale.train.plan import plan
 
@@ -210,26 +211,26 @@ def test_a_rescue_arm_trains_with_the_frozen_pool_on_the_embedded_trainer(tmp_pa
     train = pd.read_parquet(item.path / "train.parquet")
     assert (train.rescue_groups > 0).any() and picked
     assert all(set(p) <= set(pool.names) for p in picked)
-    child = manifest.harness(pool.names[0])
+    child = harness_of(manifest, pool.names[0])
     assert NOTE in child.render_system()
     if router == "profile":
         assert trainer.router.score
 
 
 def test_veRLs_rescue_rows_carry_the_children_and_route_as_the_embedded_trainer(tmp_path):
+    from hscale.contracts import Manifest, RescueInfo
     from hscale.train.backends.verl.rescue import rescue_info, router_for
-    from hscale.train.contracts import Manifest
     from hscale.train.plan import plan
     from hscale.train.routers import Router
 
     pool = _frozen(tmp_path)
     (item,) = plan(_spec(tmp_path, "pool.json", "nearest"), tmp_path / "runs")
     manifest = Manifest.read(item.path)
-    info = json.loads(json.dumps(rescue_info(manifest)))
-    assert set(json.loads(info["space"])["harnesses"]) == set(pool.names)
+    info = RescueInfo.read(json.loads(json.dumps(rescue_info(manifest).write())))
+    assert set(json.loads(info.space)["harnesses"]) == set(pool.names)
     on_verl = router_for(info, 0)
     here = Router("nearest", list(manifest.assignment.pool), manifest.train_harnesses[0],
-                  manifest.factor_space(), on_verl.rng, manifest.harness_space())
+                  factor_space(manifest), on_verl.rng, harness_space(manifest))
     assert list(on_verl.distance) == list(here.distance)
 
 
@@ -277,7 +278,7 @@ def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_ta
     pytest.importorskip("torch")
     from hscale.analysis.load import load_results
     from hscale.analysis.report import build_report
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
     from hscale.train.embedded.trainer import Trainer
     from hscale.train.plan import plan
     from hscale.train.workload import ROUTER_TASKS, router_tasks
@@ -342,8 +343,8 @@ def test_a_pool_evaluated_alone_gives_its_locality_and_complementarity(tmp_path)
 
 def test_veRLs_validation_rows_hold_the_same_pool_jobs_as_the_embedded_evaluation(tmp_path):
     pytest.importorskip("verl")
+    from hscale.contracts import Manifest
     from hscale.train.backends.verl.inputs import prepare_verl_run
-    from hscale.train.contracts import Manifest
     from hscale.train.plan import plan, write_plan
     from hscale.train.workload import eval_jobs
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.contracts import Manifest
 from hscale.train.plan import plan_runs
 from tests.cli import hscale
 

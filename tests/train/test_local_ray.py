@@ -23,6 +23,7 @@ import yaml
 
 from hscale.errors import HscaleError
 from hscale.train.ray_cluster import tasks as ray_tasks
+from hscale.train.workload import factor_space
 from tests.ray_head import RAY_ENV, local_ray_head
 from tests.train.test_runner import results, write_spec
 
@@ -260,7 +261,7 @@ def test_a_space_with_a_plugin_runs_as_ray_tasks(ray_head, tmp_path):
     every run on the cluster, each row a label of the new space."""
     import shutil
 
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
 
     for name in ("new-space.yaml", "new_space_plugin.py"):
         shutil.copy(ROOT / "experiments" / name, tmp_path / name)
@@ -270,6 +271,6 @@ def test_a_space_with_a_plugin_runs_as_ray_tasks(ray_head, tmp_path):
         done.stdout[-2000:] + done.stderr[-2000:]
     run_dir = tmp_path / "runs" / "new-space-quick" / "structured-36" / "0"
     rows = pd.read_parquet(run_dir / "eval.parquet")
-    space = Manifest.read(run_dir).factor_space()
+    space = factor_space(Manifest.read(run_dir))
     assert all(space.contains(h) for h in rows[rows.setting == "in_space"].harness)
     assert status(run_dir)["ray_address"] == ray_head

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from hscale.contracts import MANIFEST, Manifest
 from hscale.errors import HscaleError
-from hscale.train.contracts import MANIFEST, Manifest
+from hscale.train.workload import factor_space, harness_of
 from tests.cli import hscale
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -62,8 +63,8 @@ def test_editing_the_plugin_changes_the_hash_and_a_planned_run_refuses_it(tmp_pa
     plugin = tmp_path / PLUGIN.name
     plugin.write_text(plugin.read_text() + "\n# a comment is a change too\n")
     with pytest.raises(HscaleError, match="changed after planning"):
-        Manifest.read(tmp_path / "runs" / "new-space" / "structured-36" / "0").harness(
-            "S3-T0-O0-C0-W0")
+        harness_of(Manifest.read(tmp_path / "runs" / "new-space" / "structured-36" / "0"),
+                   "S3-T0-O0-C0-W0")
     again = hscale("plan", spec, "--out", tmp_path / "runs")
     assert again.returncode == 2 and "different manifest" in again.stderr
     after = _plan(spec, tmp_path / "other")["structured-36"]
@@ -81,7 +82,7 @@ def test_a_planned_run_moved_to_another_folder_keeps_its_hash(tmp_path):
 
 def test_a_label_builds_the_harness_its_levels_name(tmp_path):
     manifest = _plan(_copy(tmp_path), tmp_path / "runs")["structured-36"]
-    harness = manifest.harness("S3-T2-O2-C1-W0")
+    harness = harness_of(manifest, "S3-T2-O2-C1-W0")
     assert harness.realization_names() == {
         "system_prompt": "system_prompt/steps", "tool_interface": "tool_interface/action_lines",
         "observation": "observation/exit_code", "context": "context/window",
@@ -89,15 +90,15 @@ def test_a_label_builds_the_harness_its_levels_name(tmp_path):
     assert harness.context.k == 3 and harness.name == "S3-T2-O2-C1-W0"
     system = harness.render_system()
     assert system.startswith("1. you do file tasks with tools.") and "action:" in system
-    brief = manifest.harness("S2-T0-O0-C0-W0").render_system()
+    brief = harness_of(manifest, "S2-T0-O0-C0-W0").render_system()
     assert brief.startswith("file tasks, one tool call a turn.")
-    assert manifest.harness("oos/shell").name == "oos/shell"  # presets stay reachable
+    assert harness_of(manifest, "oos/shell").name == "oos/shell"  # presets stay reachable
 
 
 def test_a_sixth_factor_plans_a_strength_2_set_that_design_verify_accepts(tmp_path):
     manifests = _plan(_copy(tmp_path, SIXTH), tmp_path / "runs")
     manifest = manifests["structured-18"]
-    space = manifest.factor_space()
+    space = factor_space(manifest)
     assert space.names == ("S", "T", "O", "C", "W", "R") and space.levels == (3,) * 5 + (2,)
     train = space.parse_labels(list(manifest.train_harnesses))
     held_out = space.parse_labels(list(manifest.eval_sets["in_space"]))
@@ -121,7 +122,7 @@ def test_the_sixth_component_acts_in_every_episode(tmp_path):
 
     manifest = _plan(_copy(tmp_path, SIXTH), tmp_path / "runs")["structured-18"]
     task = generate(3, seed=1)[0]
-    plain, reminded = manifest.harness("S0-T0-O0-C0-W0-R0"), manifest.harness(
+    plain, reminded = harness_of(manifest, "S0-T0-O0-C0-W0-R0"), harness_of(manifest,
         "S0-T0-O0-C0-W0-R1")
     assert "each result ends with the task." in reminded.render_system()
     assert "each result ends with the task." not in plain.render_system()
@@ -160,7 +161,7 @@ def test_a_named_base_harness_comes_first(tmp_path):
     manifest = _plan(spec, tmp_path / "runs")["single-harness"]
     assert manifest.space.factors["S"][0] == "steps"
     assert manifest.space.factors["T"] == ("action_lines", "json_call", "xml_call")
-    harness = manifest.harness(manifest.train_harnesses[0])
+    harness = harness_of(manifest, manifest.train_harnesses[0])
     assert harness.realization_names()["system_prompt"] == "system_prompt/steps"
 
 
@@ -242,16 +243,16 @@ def test_harness_s_siblings_come_from_the_new_space(tmp_path):
         "train": "single", "assignment": {"mode": "rescue", "router": "rule", "k": 1}}})
     manifest = _plan(spec, tmp_path / "runs")["rescue"]
     pool = manifest.assignment.pool
-    space = manifest.factor_space()
+    space = factor_space(manifest)
     assert len(pool) == 17 and all(space.contains(label) for label in pool)
     assert not set(pool) & set(manifest.eval_sets["in_space"])
-    assert all(manifest.harness(label).extras for label in pool)
+    assert all(harness_of(manifest, label).extras for label in pool)
 
 
 def test_an_out_of_space_harness_composed_from_the_registry(tmp_path):
     manifest = _plan(_copy(tmp_path), tmp_path / "runs")["structured-36"]
     assert manifest.eval_sets["out_of_space"] == ("oos/shell", "oos/steps-shell")
-    composed = manifest.harness("oos/steps-shell")
+    composed = harness_of(manifest, "oos/steps-shell")
     assert composed.realization_names() == {
         "system_prompt": "system_prompt/steps", "tool_interface": "tool_interface/shell",
         "observation": "observation/labelled", "context": "context/window",
@@ -303,7 +304,7 @@ def test_a_plugin_given_as_an_importable_module(tmp_path, monkeypatch):
     [plugin] = manifest.space.plugins
     assert plugin.module == "my_space_plugin" and plugin.path is None
     assert plugin.sha256 == hashlib.sha256(code.encode()).hexdigest()
-    assert manifest.harness("S3-T0-O0-C0-W0").render_system().startswith("1. ")
+    assert harness_of(manifest, "S3-T0-O0-C0-W0").render_system().startswith("1. ")
     bad = _copy(tmp_path, space={**space, "plugins": ["no_such_plugin_module"]})
     _refused(bad, "no_such_plugin_module", "cannot import")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hscale.train.contracts import EVAL, Manifest
+from hscale.contracts import EVAL, Manifest
+from hscale.train.workload import harness_of, harness_space
 from tests.cli import hscale
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -62,10 +63,10 @@ def test_the_example_writes_verl_inputs_whose_rows_carry_the_space(spec, tmp_pat
     val = pd.read_parquet(run_dir / "verl" / "val.parquet")
     for frame in (train, val):
         info = frame.extra_info.iloc[0]
-        space = row_space(info)
-        assert space == manifest.harness_space() and space.described
+        space = row_space(info["space"])
+        assert space == harness_space(manifest) and space.described
         label = info["harness"]
-        expected = manifest.harness(label).fresh()
+        expected = harness_of(manifest, label).fresh()
         task = task_from_row(json.loads(info["task"]), "row")
         assert [m["content"] for m in frame.prompt.iloc[0]] == [
             m.content for m in expected.start(task.user_query, task.tools)]

@@ -16,13 +16,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from hscale.contracts import Manifest, RowInfo, eval_frame
 from hscale.harness.engine import EPISODE_TURNS
 from hscale.harness.loop import run_episode
 from hscale.harness.policies import Oracle
 from hscale.harness.verl_agent_loop import episode_fields, row_task
-from hscale.train.contracts import Manifest, eval_frame
 from hscale.train.plan import plan, write_plan
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, harness_of
 
 STEP = 2
 IDENTITY = ["run", "benchmark", "setting", "harness", "task_id", "decoding", "category"]
@@ -104,10 +104,9 @@ def verl(path, manifest) -> pd.DataFrame:
     val = pd.read_parquet(prepared["val"])
     lines = []
     for info, truth in zip(val.extra_info, val.reward_model, strict=True):
-        info = json.loads(info) if isinstance(info, str) else dict(info)
-        episode = oracle(manifest.harness(info["harness"]), row_task(info))
-        extras = episode_fields(episode, info["harness"], 1,
-                                episode.checker_failed)["reward_extra_info"]
+        info = RowInfo.read(info)
+        episode = oracle(harness_of(manifest, info.harness), row_task(info))
+        extras = episode_fields(episode, info, 1, episode.checker_failed)["reward_extra_info"]
         lines.append({"input": "", "output": "", "score": episode.reward, "step": STEP,
                       "gts": truth["ground_truth"], **extras})
     dumps = path / "verl" / "validation"

@@ -147,7 +147,7 @@ def test_profiles_are_re_anchored_at_every_checkpoint_and_rank_1_routes_evaluati
     pytest.importorskip("torch")
     from hscale.analysis.load import load_results
     from hscale.analysis.report import build_report
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
     from hscale.train.embedded.trainer import Trainer
     from hscale.train.plan import plan
 
@@ -189,8 +189,8 @@ def test_a_profiles_arm_without_judges_stops_before_writing(tmp_path, monkeypatc
 
 
 def test_veRL_refuses_the_profiles_router_without_judges(tmp_path, monkeypatch):
+    from hscale.contracts import Manifest
     from hscale.train.backends.verl.rescue import check_rescue
-    from hscale.train.contracts import Manifest
     from hscale.train.plan import plan
 
     monkeypatch.delenv("HSCALE_JUDGE_URL", raising=False)
@@ -203,9 +203,9 @@ def test_veRL_refuses_the_profiles_router_without_judges(tmp_path, monkeypatch):
 def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick(
         endpoint, tmp_path):
     pytest.importorskip("verl")
+    from hscale.contracts import Manifest
     from hscale.train.backends.verl.dumps import import_validation
     from hscale.train.backends.verl.inputs import prepare_verl_run
-    from hscale.train.contracts import Manifest
     from hscale.train.plan import plan, write_plan
     from hscale.train.workload import routed_jobs
 

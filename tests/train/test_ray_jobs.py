@@ -190,7 +190,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     """hscale run --backend verl --ray-address: submit, lose the runner (Ctrl-C) while the
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
-    from hscale.train.contracts import Manifest
+    from hscale.contracts import Manifest
     from hscale.train.plan import plan
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
 

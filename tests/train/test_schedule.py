@@ -123,7 +123,7 @@ def test_rescue_needs_the_base_harness_alone():
 
 def test_a_schedule_read_back_is_in_step_and_slot_order():
     """veRL batches its rows in file order: a schedule read back is always sorted."""
-    from hscale.train.contracts import check_schedule
+    from hscale.contracts import check_schedule
 
     frame = pd.DataFrame({"step": [1, 0, 0], "task_id": ["c", "b", "a"],
                           "harness": ["h", "h", "h"], "anchor": ["h", "h", "h"],

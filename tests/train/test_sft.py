@@ -98,7 +98,7 @@ def test_black_box_sft_through_a_real_cli_then_an_unseen_one(tiny, tmp_path):
     for name in ("bb/codex", "bb/claude-code"):
         if not HARNESSES.get(name).installed():
             pytest.skip(f"{name} is not installed here: hscale harness install {name}")
-    from hscale.train.contracts import EVAL, Manifest, result_problems
+    from hscale.contracts import EVAL, Manifest, result_problems
     from hscale.train.lm.collect import Collection, collect
     from hscale.train.lm.model_eval import Request, evaluate
     from hscale.train.trajectories import EpisodeLog, samples

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from hscale.cli import main
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.contracts import Manifest
 from hscale.train.plan import plan
 
 pytest.importorskip("verl")
@@ -79,8 +79,8 @@ def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     """eval.parquet holds the contract's columns and the stand-in's rewards, row by row:
     one episode per val row (greedy run 0, then each sampled run of a setting, harness and
     task) at each validation step."""
+    from hscale.contracts import EVAL_COLUMNS
     from hscale.harness.behaviour import BEHAVIOUR
-    from hscale.train.contracts import EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
     assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error", *BEHAVIOUR]
@@ -189,8 +189,9 @@ def test_a_rescue_group_must_match_the_group_it_replaces(tmp_path, capsys, gpu_m
 def test_a_rescue_arms_launch_loads_the_rescue_extension(tmp_path):
     """veRL loads hscale's rescue manager by name and corrects with w = clip(pi_old/q, 0, 2);
     every train row carries what its group needs to be rescued."""
+    from hscale.contracts import RowInfo
     from hscale.train.backends.verl import prepare_verl_run
-    from hscale.train.backends.verl.rescue import MANAGER_PATH, RESCUE
+    from hscale.train.backends.verl.rescue import MANAGER_PATH
 
     spec = write_spec(tmp_path, arms={"rescue": {"assignment": {
         "mode": "rescue", "router": "profile", "group": 2}}})
@@ -200,8 +201,8 @@ def test_a_rescue_arms_launch_loads_the_rescue_extension(tmp_path):
         in result["overrides"]
     assert "algorithm.rollout_correction.rollout_is_threshold=2.0" in result["overrides"]
     infos = list(pd.read_parquet(result["train"]).extra_info)
-    assert all(e[RESCUE]["router"] == "profile" for e in infos)
-    assert set(infos[0][RESCUE]["pool"]) == set(planned.manifest.assignment.pool)
+    assert all(RowInfo.read(e).rescue["router"] == "profile" for e in infos)
+    assert set(RowInfo.read(infos[0]).rescue["pool"]) == set(planned.manifest.assignment.pool)
 
 
 def test_on_ray_the_spec_says_its_nodes_gpus(tmp_path, capsys):

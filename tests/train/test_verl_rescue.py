@@ -25,7 +25,9 @@ from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
 from hscale.harness.space import harness_space  # noqa: E402
 from hscale.train.backends.verl.dumps import import_profiles  # noqa: E402
-from hscale.train.backends.verl.rescue import RESCUE, ROUTE, _classes  # noqa: E402
+from hscale.train.backends.verl.rescue import _classes  # noqa: E402
+
+RESCUE, ROUTE = "rescue", "route"  # the rows' extra_info keys (hscale.contracts.RowInfo)
 from hscale.train.profile_router import PROFILES, PROFILES_ENV  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,

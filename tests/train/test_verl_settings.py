@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError, HscaleWarning
-from hscale.train.backends.verl.record import verl_record_of
 from hscale.train.models import ALIASES, resolve_model
 from hscale.train.plan import plan
 
@@ -88,7 +87,7 @@ def test_every_paper_spec_builds_verls_configs(spec, tmp_path):
     assert _missing(config) == ["reward.reward_model.rollout.name"] or _missing(config) == []
     rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
     assert rollout.name == "vllm" and rollout.mode == "async"
-    verl = verl_record_of(run.manifest)
+    verl = run.manifest.verl
     assert rollout.max_model_len == verl.prompt_length + verl.response_length
     actor = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
     # one optimizer update a step: the mini batch holds every segment of every rollout
@@ -105,7 +104,7 @@ def test_a_local_model_is_measured_and_loaded_by_the_checks(tmp_path, hf_model):
     spec = write(tmp_path, model=str(hf_model),
                  algorithm={"name": "ppo", "tasks_per_step": 8, "rollouts": 1})
     run = plan(spec, tmp_path / "runs")[0]
-    verl = verl_record_of(run.manifest)
+    verl = run.manifest.verl
     assert verl.prompt_length >= 1024 and verl.response_length >= 2048
     config = validate_overrides(build_overrides(run.path, run.manifest))
     assert config.critic.model.path == str(hf_model)
@@ -115,14 +114,14 @@ def test_budgets_shorter_than_the_episodes_are_warned_about(tmp_path):
     with pytest.warns(HscaleWarning, match=r"verl.response_length=64 is shorter than the "
                                            r"longest of \d+ rendered oracle episodes"):
         run = plan(write(tmp_path, verl={"response_length": 64}), tmp_path / "runs")[0]
-    assert verl_record_of(run.manifest).response_length == 64  # the user's word stands
+    assert run.manifest.verl.response_length == 64  # the user's word stands
 
 
 def test_a_spec_without_verl_keeps_its_manifest_hash(tmp_path):
     """verl and tracking are hashed only when set: runs planned before stay the same runs."""
     local = write(tmp_path, backend="local", model="hscale-tiny")
     manifest = plan(local, tmp_path / "runs")[0].manifest
-    assert verl_record_of(manifest) is None and "verl" not in json.loads(manifest.to_json())
+    assert manifest.verl is None and "verl" not in json.loads(manifest.to_json())
 
 
 def test_users_overrides_and_loggers_are_validated_like_hscales(tmp_path, capsys):

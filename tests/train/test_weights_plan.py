@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from hscale.cli import main
-from hscale.train.contracts import MANIFEST, SCHEDULE, Manifest
+from hscale.contracts import MANIFEST, SCHEDULE, Manifest
 from hscale.train.plan import plan
 from hscale.train.schedule import Schedule
+from hscale.train.workload import factor_space
 
 # Regenerate only when a change to the manifests is intended: plan GOLDEN's spec and record
 # each run's sha256 of manifest.json and of its schedule rows as CSV.
@@ -110,7 +111,7 @@ def test_a_weighted_eval_set_is_still_held_out_and_balanced(weighted):
     manifest = Manifest.read(weighted / "structured-18" / "0")
     held_out = manifest.eval_sets["in_space"]
     assert len(held_out) == 18 and not set(held_out) & set(manifest.train_harnesses)
-    configs = manifest.factor_space().parse_labels(list(held_out))
+    configs = factor_space(manifest).parse_labels(list(held_out))
     assert all(sorted(pd.Series(configs[:, j]).value_counts()) == [6, 6, 6] for j in range(5))
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from hscale.contracts import Manifest, result_problems
 from hscale.errors import HscaleError
-from hscale.train.contracts import Manifest, result_problems
 from hscale.train.environment import Requirement
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
 from hscale.train.backends.base import Backend, Progress, RayTask, StepProgress
-from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, Requirement, package, require
-from hscale.train.manifest import blackbox_of
 
 TRAIN = "hscale.train.embedded.trainer:train_run"  # what a run's Ray task calls
 
@@ -40,12 +39,12 @@ class LocalBackend(Backend):
         black-box harness (the embedded policy's vocabulary holds none of a CLI's prompt); a
         profiles router has its judges."""
         from hscale.train.embedded.presets import preset
-        from hscale.train.profile_router import require_judges
+        from hscale.train.routers import require_judges
 
         for name in sorted({m.model for m in manifests}):
             preset(name)
         require_judges(manifests)
-        through = [m for m in manifests if blackbox_of(m)]
+        through = [m for m in manifests if m.blackbox]
         if through:
             raise HscaleError(f"arm {through[0].arm} trains through {through[0].train_harnesses[0]}"
                               ", which the embedded trainer cannot",

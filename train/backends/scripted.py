@@ -18,14 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hscale.files import atomic_write_text, write_parquet
-from hscale.harness.blackbox import is_blackbox
-from hscale.harness.engine import EPISODE_TURNS
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import NoisyOracle
-from hscale.train.backends.base import Backend, StepProgress
-from hscale.train.blackbox_sft import SFT_DIR, collect_teacher, teacher_samples
-from hscale.train.contracts import (
+from hscale.contracts import (
     EVAL,
     TRAIN,
     Manifest,
@@ -33,9 +26,16 @@ from hscale.train.contracts import (
     result_problems,
     train_frame,
 )
+from hscale.files import atomic_write_text, write_parquet
+from hscale.harness.blackbox import is_blackbox
+from hscale.harness.engine import EPISODE_TURNS
+from hscale.harness.loop import run_episode
+from hscale.harness.policies import NoisyOracle
+from hscale.train.backends.base import Backend, StepProgress
+from hscale.train.blackbox_sft import SFT_DIR, collect_teacher, teacher_samples
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, harness_of
 
 RECORD = "scripted.json"
 
@@ -119,7 +119,7 @@ class ScriptedBackend(Backend):
         return [list(group) for group in zip(*rounds, strict=True)]
 
     def _episode(self, manifest: Manifest, task, label: str, rng: np.random.Generator):
-        harness = manifest.harness(label)
+        harness = harness_of(manifest, label)
         policy = NoisyOracle(task, harness, self.error_rate, seed=int(rng.integers(2**31)))
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 

@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 import torch
 
+from hscale.contracts import eval_frame
 from hscale.harness.blackbox import is_blackbox
 from hscale.harness.capabilities import prefetch
-from hscale.train.contracts import eval_frame
 from hscale.train.embedded.sampler import Sampler
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, harness_of
 
 
 def evaluate(sampler: Sampler, plan: RunPlan, router: Any, step: int) -> pd.DataFrame:
@@ -41,7 +41,7 @@ def _played(sampler: Sampler, plan: RunPlan, jobs: list, draws: str, step: int) 
     seed = int(manifest.rng(draws).integers(2**62))
     inside = [job for job in jobs if not is_blackbox(job.harness)]
     outside = [job for job in jobs if is_blackbox(job.harness)]
-    episodes = sampler.run([(manifest.harness(job.harness), job.task) for job in inside],
+    episodes = sampler.run([(harness_of(manifest, job.harness), job.task) for job in inside],
                            greedy=[job.greedy for job in inside],
                            generator=torch.Generator().manual_seed(seed))
     if outside:  # real CLIs: the policy as it is now, served to them (hscale.train.serving)

@@ -24,19 +24,19 @@ import numpy as np
 import pandas as pd
 import torch
 
+from hscale.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from hscale.harness.engine import Episode
 from hscale.harness.tokenizer import tokenizer
 from hscale.train.backends.base import StepProgress
-from hscale.train.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
 from hscale.train.embedded.checkpoint_eval import evaluate
 from hscale.train.embedded.rl import Hyper, update
 from hscale.train.embedded.sampler import Sampler
 from hscale.train.embedded.warmstart import base_model
 from hscale.train.profile_router import PROFILES
 from hscale.train.schedule import Schedule
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, harness_of
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",
@@ -188,7 +188,7 @@ class Trainer:
         began = time.perf_counter()
         jobs, groups = [], []
         for g, (task_id, label) in enumerate(zip(rows.task_id, rows.harness, strict=True)):
-            jobs += [(self.manifest.harness(label), tasks[task_id])] * n
+            jobs += [(harness_of(self.manifest, label), tasks[task_id])] * n
             groups += [g] * n
         sampled_before = self.sampler.stats.sampled
         entropy_before = self.sampler.stats.entropy
@@ -216,7 +216,7 @@ class Trainer:
         if not labels:
             return
         tasks = self.plan.router_tasks
-        jobs = [(self.manifest.harness(label), task) for label in labels for task in tasks]
+        jobs = [(harness_of(self.manifest, label), task) for label in labels for task in tasks]
         episodes = self.sampler.run(jobs, greedy=True, generator=self.generator)
         self.router.absorb(tasks, episodes, self.step, self.dir / PROFILES)
 
@@ -233,7 +233,7 @@ class Trainer:
         for g in failed:
             task = tasks[task_list[g]]
             for label in self.router.pick(task, k):
-                jobs.append((self.manifest.harness(label), task))
+                jobs.append((harness_of(self.manifest, label), task))
                 owners.append(g)
         rescued = self.sampler.run(jobs, generator=self.generator) if jobs else []
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]

@@ -19,23 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hscale.errors import HscaleError
-from hscale.files import write_parquet
-from hscale.harness.task_sources import open_benchmark
-from hscale.journal import Journal, read_journal
-from hscale.train.contracts import (
+from hscale.contracts import (
     EVAL,
     TRAIN,
     Manifest,
     RunState,
     eval_frame,
+    is_blackbox,
     read_status,
     result_problems,
     train_frame,
     write_status,
 )
+from hscale.errors import HscaleError
+from hscale.files import write_parquet
+from hscale.harness.task_sources import open_benchmark
+from hscale.journal import Journal, read_journal
 from hscale.train.lm.base import MAX_NEW_TOKENS, mix
 from hscale.train.spec import NAME
+from hscale.train.workload import harness_of
 
 SETS = ("base", "in_space", "all", "out_of_space")
 MAX_TASKS, MAX_RUNS, MAX_EPISODES = 10_000, 64, 200_000  # bounds checked before any work
@@ -65,7 +67,7 @@ def _sets(text: str, harnesses: Any, held_out: int, out_of_space: list[str]
 
         array, _ = read_array(path)
         return _split(space.labels(space.validate(array)), base, space, harnesses.composed())
-    if "," in text or "-" in text or text.startswith(("oos/", "bb/")):
+    if "," in text or "-" in text or text.startswith("oos/") or is_blackbox(text):
         labels = [t.strip() for t in text.split(",")]
         if not all(labels):
             raise HscaleError(f"--harnesses {text!r}: an empty label",
@@ -98,7 +100,7 @@ def _pool_sets(path: str, space: Any) -> tuple[Any, dict[str, list[str]]]:
     """The space with a frozen pool's children composed in, and the ``pool`` setting: its
     base harness and every child, on the validation tasks its router measures on (the
     report's pool tables: locality and complementarity before any training)."""
-    from hscale.train.contracts import POOL_SETTING
+    from hscale.contracts import POOL_SETTING
     from hscale.train.pool import read_pool, with_pool
 
     pool = read_pool(path)
@@ -129,7 +131,7 @@ def _split(labels: list[str], base: str, space: Any, composed: dict[str, Any]
 
     sets: dict[str, list[str]] = {}
     for label in labels:
-        registry = HARNESSES if label.startswith("bb/") else PRESETS \
+        registry = HARNESSES if is_blackbox(label) else PRESETS \
             if label.startswith("oos/") else None
         if label in composed:
             setting = "out_of_space"
@@ -293,7 +295,7 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
     base = int(manifest.rng("evaluate").integers(2**31))
     inside = [i for i, j in enumerate(jobs) if not is_blackbox(j.harness)]
     outside = [i for i, j in enumerate(jobs) if is_blackbox(j.harness)]
-    driving.drive(model, [(manifest.harness(jobs[i].harness), jobs[i].task, jobs[i].greedy)
+    driving.drive(model, [(harness_of(manifest, jobs[i].harness), jobs[i].task, jobs[i].greedy)
                           for i in inside],
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
                   seeds=[mix(base, *jobs[i].key) for i in inside], done=done_of(inside))

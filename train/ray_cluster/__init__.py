@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
 from hscale.train.backends.base import Backend, RayJob, RayTask, StepProgress
-from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, Requirement, package, require
 
 

@@ -32,10 +32,10 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import uuid4
 
+from hscale.contracts import EVAL, STATUS, TRAIN, Manifest
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
 from hscale.train.backends.base import RayTask, StepProgress
-from hscale.train.contracts import EVAL, STATUS, TRAIN, Manifest
 
 MARKER = ".hscale-ray"  # in a run folder while its task runs: the token the task must see
 CHECKPOINT = "checkpoint.pt"  # hscale.train.embedded.trainer's (not imported: it imports torch)

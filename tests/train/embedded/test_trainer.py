@@ -14,7 +14,7 @@ import yaml
 pytest.importorskip("torch")
 pytest.importorskip("verl")
 
-from hscale.train.contracts import Manifest  # noqa: E402
+from hscale.contracts import Manifest  # noqa: E402
 from hscale.train.embedded.trainer import Trainer  # noqa: E402
 from hscale.train.plan import plan  # noqa: E402
 

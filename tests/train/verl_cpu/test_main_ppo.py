@@ -155,7 +155,7 @@ def assert_fine_tuned(run: Path, base: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from hscale.train.contracts import Manifest, result_problems
+    from hscale.contracts import Manifest, result_problems
 
     episodes = (run / "sft" / "collection" / "record" / "episodes.jsonl").read_text()
     assert [json.loads(line)["reward"] for line in episodes.splitlines()] == [1.0, 1.0]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from hscale.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
 from hscale.files import write_parquet
 from hscale.train.backends.base import Backend, Progress, RayJob, StepProgress
 from hscale.train.backends.verl.check import validate_overrides
@@ -32,7 +33,6 @@ from hscale.train.backends.verl.overrides import VERL_DIR, build_overrides, sett
 from hscale.train.backends.verl.rescue import check_rescue
 from hscale.train.blackbox_sft import fine_tuned, sft_rows
 from hscale.train.clean import drop_checkpoints
-from hscale.train.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
 from hscale.train.environment import Requirement, require
 from hscale.train.manifest import is_blackbox_sft
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import uuid4
 
+from hscale.contracts import RowInfo
 from hscale.harness.blackbox_run import Served, run_blackbox
 from hscale.harness.engine import EPISODE_TURNS
 from hscale.harness.tasks import Task
@@ -80,7 +81,7 @@ class RolloutCompleter:
                      tuple(logprobs) if logprobs else None, prompt_ids=tuple(ids))
 
 
-async def play(agent: Any, label: str, task: Task, info: dict[str, Any],
+async def play(agent: Any, label: str, task: Task, info: RowInfo,
                sampling_params: dict[str, Any], global_steps: int | None = None) -> Any:
     """The rollout of ``task`` under the black-box harness ``label``: its AgentLoopOutput,
     or in ``segments`` mode a list of one a model call. ``global_steps``: the trainer's
@@ -89,7 +90,7 @@ async def play(agent: Any, label: str, task: Task, info: dict[str, Any],
     from hscale.train.serving import serve
 
     params = dict(sampling_params)
-    if info.get("decoding") == "greedy":
+    if info.greedy:
         params.update(temperature=0.0, top_p=1.0, top_k=-1)
     completer = RolloutCompleter(agent, asyncio.get_running_loop(), params)
     with serve(completer, port=0, max_batch=1) as server:
@@ -104,14 +105,14 @@ async def play(agent: Any, label: str, task: Task, info: dict[str, Any],
                                         "min_global_steps": global_steps,
                                         "max_global_steps": global_steps})
     if agent._mode() != "segments":
-        return _output(agent, completer, episode, label, task, len(completer.calls) - 1)
-    return [_output(agent, completer, episode, label, task, k)
+        return _output(agent, completer, episode, info, task, len(completer.calls) - 1)
+    return [_output(agent, completer, episode, info, task, k)
             for k in range(max(0, len(completer.calls) - EPISODE_TURNS),
                            max(1, len(completer.calls)))]
 
 
-def _output(agent: Any, completer: RolloutCompleter, episode: Any, label: str, task: Task,
-            call: int) -> Any:
+def _output(agent: Any, completer: RolloutCompleter, episode: Any, info: RowInfo,
+            task: Task, call: int) -> Any:
     """The AgentLoopOutput of model call ``call`` of the episode (its exact prompt and
     sampled tokens, all of them the model's), with the episode's reward."""
     from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
@@ -126,7 +127,7 @@ def _output(agent: Any, completer: RolloutCompleter, episode: Any, label: str, t
     limit = int(config.response_length)
     reward = float(episode.reward)
     extra = {**completer.server_fields[max(call, 0)],
-             **episode_fields(episode, label, len(completer.calls) or 1,
+             **episode_fields(episode, info, len(completer.calls) or 1,
                               "checker:" in (episode.error or "")),
              "hscale_segment": max(call, 0), "hscale_trained_turns": int(bool(completer.calls)),
              "hscale_model_calls": len(completer.calls),

@@ -8,12 +8,18 @@ from typing import Any
 
 import pandas as pd
 
+from hscale.contracts import (
+    EXTRA_INFO,
+    DumpedEpisode,
+    Manifest,
+    RowInfo,
+    eval_frame,
+    eval_row,
+    train_frame,
+)
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
-from hscale.harness.behaviour import unobserved
-from hscale.train.backends.verl.inputs import VAL_TAG
 from hscale.train.backends.verl.overrides import VERL_DIR
-from hscale.train.contracts import Manifest, eval_frame, eval_row, train_frame
 
 
 def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
@@ -22,13 +28,12 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
     veRL 0.9.1 writes one JSON line per validation episode (verl/trainer/ppo/ray_trainer.py,
     ``_write_generations``; same in ppo/v1/trainer_base.py): ``input``, ``output``, ``gts``
     (the row's ``reward_model.ground_truth``), ``score`` (the episode's reward), ``step``,
-    then every per-episode reward_extra_info key (``reward``, and the agent loop's
-    ``success``); the v1 trainer adds ``uid`` = ``<uid>_<session>_<segment>``, one line per
-    trained segment. The row index comes from ``gts`` (see
-    :func:`hscale.train.backends.verl.inputs._tag_truth`); run, setting, harness and task_id from
-    val.parquet's extra_info. A row dumped more than once at a step (a ``val_kwargs.n`` above
-    1 set by hand) counts as further runs after the planned ones. ``turns`` is read from a
-    ``turns`` key when the dump has one, else -1: veRL does not dump its turn counts.
+    then every per-episode reward extra (hscale.contracts.reward_extras); the v1 trainer adds
+    ``uid`` = ``<uid>_<session>_<segment>``, one line per trained segment. Each line is read
+    as a :class:`hscale.contracts.DumpedEpisode` (its val row from ``gts``); run, setting,
+    harness and task_id come from that row's extra_info (hscale.contracts.RowInfo). A row
+    dumped more than once at a step (a ``val_kwargs.n`` above 1 set by hand) counts as
+    further runs after the planned ones.
     """
     out = Path(run_dir) / VERL_DIR
     files = sorted((p for p in (out / "validation").glob("*.jsonl") if p.stem.isdigit()),
@@ -37,53 +42,36 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
         raise HscaleError(f"{out / 'validation'}: no veRL validation dumps",
                           "veRL writes them at trainer.test_freq; check verl/train.log (on a "
                           "Ray cluster, the runs folder must be shared at the same path)")
-    info = [_extra(e) for e in pd.read_parquet(out / "val.parquet").extra_info]
+    info = [RowInfo.read(e) for e in pd.read_parquet(out / "val.parquet")[EXTRA_INFO]]
     planned = manifest.evaluation.runs
     rows: list[dict[str, Any]] = []
     for path in files:
         seen: dict[int, int] = {}  # val row -> its episodes at this step so far
         for rec, where in _episodes(path):
-            index = _row_index(rec, where, len(info))
-            seen[index] = seen.get(index, -1) + 1
-            run = int(info[index].get("run", 0)) + seen[index] * planned
-            if info[index].get("decoding") == "greedy":  # greedy is deterministic: one pass
-                run = int(info[index].get("run", 0))
-            rows.append(_eval_row(manifest, info[index], run, rec, where))
+            episode = DumpedEpisode.read(rec, where, len(info))
+            seen[episode.row] = seen.get(episode.row, -1) + 1
+            row = info[episode.row]
+            run = int(row.run or 0)
+            if not row.greedy:  # greedy is deterministic: one pass
+                run += seen[episode.row] * planned
+            rows.append(_eval_row(manifest, row, run, episode))
     return eval_frame(rows)
 
 
-def _eval_row(manifest: Manifest, row: dict[str, Any], run: int, rec: dict[str, Any], where: str
+def _eval_row(manifest: Manifest, row: RowInfo, run: int, episode: DumpedEpisode
               ) -> dict[str, Any]:
-    """One eval.parquet row from a dumped episode and its val row's extra_info."""
-    reward = rec.get("score", rec.get("reward"))
-    if not isinstance(reward, int | float) or "step" not in rec:
-        raise HscaleError(f"{where}: no numeric score and step",
-                          "not a veRL 0.9.1 validation dump; check veRL's version")
-    success, turns = rec.get("success"), rec.get("turns")
-    harness = row["harness"]
-    routed = rec.get("routed_to")
-    if row.get("route") and isinstance(routed, int | float) and routed >= 0:
-        harness = manifest.assignment.pool[int(routed)]  # the sibling the worker routed to
+    """One eval.parquet row from a dumped episode and its val row."""
+    harness = row.harness
+    if row.route is not None and episode.routed_to is not None:
+        harness = manifest.assignment.pool[episode.routed_to]  # the sibling routed to
     return eval_row(
-        manifest, step=int(rec["step"]), run=run,
-        benchmark=row.get("benchmark", manifest.benchmark.column), setting=row["setting"],
-        harness=harness, task_id=row["task_id"], reward=reward,
-        success=float(success) >= 0.5 if success is not None else reward >= 1.0,
-        turns=int(turns) if turns is not None else -1,
-        decoding=row.get("decoding", "sampled"), category=row.get("category", "unknown"),
-        error="checker: failed (see the rollout worker's log)" if rec.get("checker_error")
-        else "", behaviour=_behaviour(rec))
-
-
-def _behaviour(rec: dict[str, Any]) -> dict[str, float]:
-    """The dumped behaviour counts (hscale.harness.verl_agent_loop.wire_behaviour: -1 for
-    not observed), NaN where the dump has none (an older loop's)."""
-    out = unobserved()
-    for key in out:
-        value = rec.get(key)
-        if isinstance(value, int | float) and value >= 0:
-            out[key] = float(value)
-    return out
+        manifest, step=episode.step, run=run,
+        benchmark=row.benchmark or manifest.benchmark.column, setting=row.setting,
+        harness=harness, task_id=row.task_id, reward=episode.reward,
+        success=episode.success, turns=episode.turns, decoding=row.decoding or "sampled",
+        category=row.category or "unknown",
+        error="checker: failed (see the rollout worker's log)" if episode.checker_failed
+        else "", behaviour=episode.behaviour)
 
 
 def _episodes(path: Path):
@@ -107,23 +95,6 @@ def _episodes(path: Path):
                     continue
                 seen.add(session)
             yield rec, where
-
-
-def _row_index(rec: dict[str, Any], where: str, rows: int) -> int:
-    try:
-        index = json.loads(rec["gts"])[VAL_TAG]
-    except (KeyError, TypeError, ValueError):
-        raise HscaleError(f"{where}: not an hscale validation episode (no {VAL_TAG} in gts)",
-                          "the dump comes from a val.parquet hscale did not write; re-launch "
-                          "the run") from None
-    if not isinstance(index, int) or not 0 <= index < rows:
-        raise HscaleError(f"{where}: val row {index!r} is not in val.parquet ({rows} rows)",
-                          "val.parquet changed after the run; re-plan and re-launch it")
-    return index
-
-
-def _extra(raw: Any) -> dict[str, Any]:
-    return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 
 # veRL's metric names -> train.parquet's (the embedded trainer's) for the same quantity

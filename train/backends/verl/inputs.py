@@ -21,13 +21,13 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from hscale.contracts import EXTRA_INFO, REPLAN, Manifest, RowInfo, tag_truth
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness.engine import EPISODE_TURNS
@@ -45,16 +45,15 @@ from hscale.train.backends.verl.overrides import (
     build_overrides,
     settings,
 )
+from hscale.train.backends.verl.rescue import rescue_info
 from hscale.train.blackbox_sft import MODEL, SFT_DIR
-from hscale.train.contracts import REPLAN, Manifest
 from hscale.train.lm.sft import RESULT
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.schedule import Schedule
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, factor_space, harness_space
 
 MAIN = "verl.trainer.main_ppo"
 OUT_ENV = "HSCALE_VERL_OUT"
-VAL_TAG = "hscale_val_index"
 _HERE, _OUT = "@HERE@", "@OUT@"  # launch.sh placeholders for its folder and $HSCALE_VERL_OUT
 _PLACEHOLDERS = ((_HERE, "HERE"), (_OUT, "OUT"), (STAMP, "STAMP"), (GPUS, "GPUS"))
 
@@ -89,22 +88,21 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
         schedule = _placeholder_batch(manifest, list(tasks))
     train = _rows([(tasks[t], label) for t, label in zip(schedule.task_id, schedule.harness,
                                                          strict=True)], "train",
-                  [{"step": int(r.step), "slot": int(r.slot), "anchor": str(r.anchor),
-                    **rescue} for r in schedule.itertuples(index=False)],
-                  manifest.harness_space())
+                  [dict(step=int(r.step), slot=int(r.slot), anchor=str(r.anchor), rescue=rescue)
+                   for r in schedule.itertuples(index=False)],
+                  harness_space(manifest))
     jobs = plan.evaluation()  # Rank-1 routing's rows: the worker picks each one's sibling
     routing = any(job.routed for job in jobs)
-    route = _route_info(manifest) if routing else {}
+    route = rescue_info(manifest).write() if routing else None
     # every row of a routing run says its pick (-1: none); the routed rows carry the router
     val = _rows([(job.task, job.harness) for job in jobs], "val",
-                [{"setting": job.setting, "run": job.run, "decoding": job.decoding,
-                  "category": job.task.category, "benchmark": job.benchmark,
-                  **({"routing": True} if routing else {}), **(route if job.routed else {})}
-                 for job in jobs],
-                manifest.harness_space())
+                [dict(setting=job.setting, run=job.run, decoding=job.decoding,
+                      category=job.task.category, benchmark=job.benchmark, routing=routing,
+                      route=route if job.routed else None) for job in jobs],
+                harness_space(manifest))
     val["data_source"] = [f"hscale/{job.setting}" + ("/greedy" if job.greedy else "")
                           for job in jobs]
-    val["reward_model"] = [{**r, "ground_truth": _tag_truth(r["ground_truth"], i)}
+    val["reward_model"] = [{**r, "ground_truth": tag_truth(r["ground_truth"], i)}
                            for i, r in enumerate(val.reward_model)]
 
     out.mkdir(parents=True, exist_ok=True)
@@ -125,33 +123,23 @@ def prepare_verl_run(run_dir: str | Path, manifest: Manifest, *, validate: bool 
 def _placeholder_batch(manifest: Manifest, task_ids: list[str]) -> pd.DataFrame:
     """One step of training rows for a run of 0 steps: veRL builds its train dataloader
     (and refuses an empty one) even when ``trainer.val_only`` stops before training."""
-    space = manifest.factor_space()
+    space = factor_space(manifest)
     base = space.label(space.base)
     ids = [task_ids[i % len(task_ids)] for i in range(manifest.budget.tasks_per_step)]
     return pd.DataFrame({"step": 0, "task_id": ids, "harness": base, "anchor": base,
                          "slot": 0})
 
 
-def _route_info(manifest: Manifest) -> dict[str, Any]:
-    """A Rank-1 routing row's: the rescue arm's router, for the worker to pick with."""
-    from hscale.train.backends.verl.rescue import ROUTE, rescue_info
-
-    return {ROUTE: rescue_info(manifest), "routing": True}
-
-
-def _rescue_info(plan: RunPlan) -> dict[str, Any]:
+def _rescue_info(plan: RunPlan) -> dict[str, Any] | None:
     """A rescue arm's rows say how to rescue their group (hscale.train.backends.verl.rescue)."""
-    if not plan.rescues:
-        return {}
-    from hscale.train.backends.verl.rescue import RESCUE, rescue_info
-
-    return {RESCUE: rescue_info(plan.manifest)}
+    return rescue_info(plan.manifest).write() if plan.rescues else None
 
 
 def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],
           space: Any = None) -> pd.DataFrame:
     """One veRL row per (task, harness) pair, in order; each distinct pair is rendered once.
-    ``extra`` adds to each row's ``extra_info``; ``index`` is the row's position."""
+    ``extra``: each row's further fields (hscale.contracts.RowInfo's); ``index`` is the row's
+    position."""
     by_task: dict[str, list[str]] = {}
     for task, label in pairs:
         labels = by_task.setdefault(task.task_id, [])
@@ -160,13 +148,14 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],
     first = {task.task_id: task for task, _ in pairs}
     unique = to_verl_rows([first[t] for t in by_task], by_task, split,
                           max_turns=EPISODE_TURNS, space=space)
-    by_pair = {(r["extra_info"]["task_id"], r["extra_info"]["harness"]): r
-               for r in unique.to_dict("records")}
+    by_pair = {}
+    for r in unique.to_dict("records"):
+        info = RowInfo.read(r[EXTRA_INFO])
+        by_pair[(info.task_id, info.harness)] = (r, info)
     rows = []
     for i, ((task, label), more) in enumerate(zip(pairs, extra, strict=True)):
-        row = dict(by_pair[(task.task_id, label)])
-        row["extra_info"] = {**row["extra_info"], **more, "index": i}
-        rows.append(row)
+        row, info = by_pair[(task.task_id, label)]
+        rows.append({**row, EXTRA_INFO: info.replace(**more, index=i).write()})
     return pd.DataFrame(rows, columns=unique.columns)
 
 
@@ -216,8 +205,3 @@ def _shell_word(override: str) -> str:
     for token, var in _PLACEHOLDERS:
         word = word.replace(token, f"'\"${var}\"'" if quoted else f'"${var}"')
     return word
-
-
-def _tag_truth(ground_truth: str, index: int) -> str:
-    """A val row's ground truth: the checker spec and the row's index in val.parquet."""
-    return json.dumps({"checker": json.loads(ground_truth), VAL_TAG: index}, sort_keys=True)

@@ -17,14 +17,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hscale.contracts import Manifest
 from hscale.errors import HscaleError
 from hscale.files import last_line
 from hscale.train import environment
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.inputs import OUT_ENV
 from hscale.train.backends.verl.overrides import VERL_DIR, settings
-from hscale.train.backends.verl.record import verl_record_of
-from hscale.train.contracts import Manifest
 from hscale.train.environment import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
 LOG = "train.log"
@@ -55,7 +54,7 @@ def check_launch(manifests: Sequence[Manifest], on_ray: bool) -> None:
     require(launch_requirements(on_ray, cpu=all(_on_cpu(m) for m in manifests)))
     if on_ray:
         unsized = [m.arm for m in manifests
-                   if (verl_record_of(m) or settings(m)).gpus_per_node is None]
+                   if settings(m).gpus_per_node is None]
         if unsized:
             raise HscaleError(f"arm {unsized[0]}: on a Ray cluster veRL needs the GPUs per node",
                               "set verl: {nnodes: N, gpus_per_node: G} in the spec")

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hscale.contracts import Manifest, VerlRecord
 from hscale.errors import HscaleError
 from hscale.harness.verl_agent_loop import AGENT_NAME
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
-from hscale.train.backends.verl.record import VerlRecord, verl_record_of
 from hscale.train.blackbox_sft import MODEL, SFT_DIR
-from hscale.train.contracts import Manifest
 from hscale.train.manifest import is_blackbox_sft
 from hscale.train.models import resolve_model
-from hscale.train.workload import RunPlan
+from hscale.train.workload import RunPlan, harness_space
 
 VERL_DIR = "verl"
 CONFIG_NAME = "ppo_trainer"
@@ -31,15 +30,14 @@ GPUS = "@GPUS@"  # launch.sh replaces it with the node's GPU count when the spec
 def settings(manifest: Manifest) -> VerlRecord:
     """The run's veRL settings: the manifest's, or (a spec planned for another backend) the
     defaults with budgets measured over the run's own harnesses."""
-    planned = verl_record_of(manifest)
-    if planned is not None:
-        return planned
+    if manifest.verl is not None:
+        return manifest.verl
     from hscale.train.spec import VerlSettings
     from hscale.train.token_budget import verl_record
     from hscale.train.workload import harness_labels
 
     record, _ = verl_record(VerlSettings(), manifest.model, harness_labels([manifest]),
-                            manifest.benchmark, manifest.harness_space())
+                            manifest.benchmark, harness_space(manifest))
     return VerlRecord(**record)
 
 

@@ -30,47 +30,41 @@ Importing this module is cheap: veRL is imported when the manager class is first
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import zlib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from hscale.contracts import EXTRA_INFO, RescueInfo, RowInfo
 from hscale.errors import HscaleError
 from hscale.train.profile_router import PROFILES_ENV
+from hscale.train.workload import harness_space
 
-RESCUE = "rescue"  # extra_info key of a rescue arm's rows
-ROUTE = "route"  # extra_info key of a Rank-1 routing validation row (the profiles router)
 RESCUING = "_hscale_rescuing"  # keyword that marks a rescue rollout inside the worker
 MANAGER_PATH = f"{__name__}.RescueManager"
 
 
-def rescue_info(manifest: Any) -> dict[str, Any]:
-    """What a rescue arm's rows carry for the worker to rescue their group."""
+def rescue_info(manifest: Any) -> RescueInfo:
+    """What a rescue arm's rows carry for the worker to rescue their group; a described
+    space, or one with composed harnesses (an evolved pool's children), rides with them (the
+    siblings are its labels and harnesses)."""
     from hscale.train.workload import ROUTER_TASKS
 
-    a, bench = manifest.assignment, manifest.benchmark
-    return {"router": a.router or "original", "pool": list(a.pool or ()),
-            "base": manifest.train_harnesses[0],
-            "factors": {k: list(v) for k, v in manifest.space.factors.items()},
-            "seed": int(manifest.rng("rescue").integers(2**31)),
-            "measure_on": {"benchmark": bench.model_dump(mode="json"), "count": ROUTER_TASKS},
-            "every": int(manifest.evaluation.every or manifest.budget.steps),
-            **_space_of(manifest)}
-
-
-def _space_of(manifest: Any) -> dict[str, Any]:
-    """A described space, or one with composed harnesses (an evolved pool's children), rides
-    with the rescue rows (the siblings are its labels and harnesses)."""
-    space = manifest.harness_space()
-    return {"space": space.to_json()} if space.described or space.outside else {}
+    a, space = manifest.assignment, harness_space(manifest)
+    return RescueInfo(router=a.router or "original", pool=tuple(a.pool or ()),
+                      base=manifest.train_harnesses[0], factors=dict(manifest.space.factors),
+                      seed=int(manifest.rng("rescue").integers(2**31)),
+                      benchmark=manifest.benchmark.model_dump(mode="json"),
+                      count=ROUTER_TASKS,
+                      every=int(manifest.evaluation.every or manifest.budget.steps),
+                      space=space.to_json() if space.described or space.outside else None)
 
 
 def check_rescue(manifests: Sequence[Any]) -> None:
     """A rescue group replaces the failed one session for session: on veRL both have
     ``rollouts`` members; a profiles router has its judges."""
-    from hscale.train.profile_router import require_judges
+    from hscale.train.routers import require_judges
 
     require_judges(manifests, " where veRL's rollout workers run")
     for m in manifests:
@@ -81,7 +75,7 @@ def check_rescue(manifests: Sequence[Any]) -> None:
                               f"set assignment.group to {m.budget.rollouts_per_task}")
 
 
-def router_for(info: Mapping[str, Any], index: int) -> Any:
+def router_for(info: RescueInfo, index: int) -> Any:
     """The row's router (hscale.train.routers), its generator seeded by the run and the row."""
     import numpy as np
 
@@ -89,22 +83,20 @@ def router_for(info: Mapping[str, Any], index: int) -> Any:
     from hscale.harness.verl_agent_loop import row_space
     from hscale.train.routers import Router
 
-    space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info["factors"].items()))
-    rng = np.random.default_rng([int(info["seed"]), zlib.crc32(f"rescue-{index}".encode())])
-    return Router(info["router"], info["pool"], info["base"], space, rng, row_space(info))
+    space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info.factors.items()))
+    rng = np.random.default_rng([info.seed, zlib.crc32(f"rescue-{index}".encode())])
+    return Router(info.router, list(info.pool), info.base, space, rng, row_space(info.space))
 
 
-def measure_tasks(info: Mapping[str, Any]) -> list[Any]:
-    from hscale.train.contracts import BenchmarkRecord
+def measure_tasks(info: RescueInfo) -> list[Any]:
+    from hscale.contracts import BenchmarkRecord
     from hscale.train.workload import router_pool
 
-    on = info["measure_on"]
-    return router_pool(BenchmarkRecord.model_validate(on["benchmark"]))[:int(on["count"])]
+    return router_pool(BenchmarkRecord.model_validate(info.benchmark))[:info.count]
 
 
-def _info(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    raw = kwargs.get("extra_info") or {}
-    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+def _info(kwargs: Mapping[str, Any]) -> RowInfo:
+    return RowInfo.read(kwargs.get(EXTRA_INFO))
 
 
 def _final_reward(output: Any) -> float:
@@ -121,11 +113,11 @@ class _RescueWorker:
         return self._hscale_groups
 
     def _held(self, kwargs: Mapping[str, Any], validate: bool) -> bool:
-        return not validate and not kwargs.get(RESCUING) and RESCUE in _info(kwargs)
+        return not validate and not kwargs.get(RESCUING) and _info(kwargs).rescue is not None
 
     async def _run_agent_loop(self, sampling_params: dict[str, Any], trajectory: dict[str, Any],
                               *, agent_name: str, trace: bool = True, **kwargs: Any) -> Any:
-        if trajectory["validate"] and ROUTE in _info(kwargs):  # Rank-1 routing
+        if trajectory["validate"] and _info(kwargs).route is not None:  # Rank-1 routing
             kwargs = await self._routed(kwargs, trajectory, agent_name)
         if not self._held(kwargs, trajectory["validate"]):
             return await super()._run_agent_loop(sampling_params, trajectory,
@@ -169,17 +161,19 @@ class _RescueWorker:
         sampling_params, trajectory, agent_name = group["call"]
         sessions = sorted(group["done"].items())
         info = _info(sessions[0][1][1])
-        router = router_for(info[RESCUE], int(info.get("index", 0)))
+        rescue = RescueInfo.read(info.rescue)
+        router = router_for(rescue, info.index)
         if router.measures:
-            router.score, router.profiles = await self._scores(info[RESCUE], trajectory,
+            router.score, router.profiles = await self._scores(rescue, trajectory,
                                                                agent_name, router)
         task = row_task(info)
         # the profiles router's judges answer over the network: off the event loop
         siblings = await asyncio.to_thread(router.pick, task, len(sessions))
 
         async def one(label: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-            row = {**kwargs, "extra_info": {**_info(kwargs), "harness": label,
-                                            "rescued_from": _info(kwargs)["harness"]}}
+            mine = _info(kwargs)
+            row = {**kwargs, EXTRA_INFO: mine.replace(harness=label,
+                                                      rescued_from=mine.harness).write()}
             output = await super(_RescueWorker, self)._run_agent_loop(
                 sampling_params, trajectory, agent_name=agent_name, trace=False,
                 **row, **{RESCUING: True})
@@ -204,14 +198,15 @@ class _RescueWorker:
 
         info = _info(kwargs)
         task = row_task(info)
-        router = router_for(info[ROUTE], zlib.crc32(task.task_id.encode()))
-        router.score, router.profiles = await self._scores(info[ROUTE], trajectory,
-                                                           agent_name, router)
+        route = RescueInfo.read(info.route)
+        router = router_for(route, zlib.crc32(task.task_id.encode()))
+        router.score, router.profiles = await self._scores(route, trajectory, agent_name,
+                                                           router)
         label = (await asyncio.to_thread(router.pick, task, 1))[0]
-        return {**kwargs, "extra_info": {**info, "harness": label,
-                                         "routed_to": list(info[ROUTE]["pool"]).index(label)}}
+        return {**kwargs, EXTRA_INFO: info.replace(
+            harness=label, routed_to=list(route.pool).index(label)).write()}
 
-    async def _scores(self, info: Mapping[str, Any], trajectory: dict[str, Any],
+    async def _scores(self, info: RescueInfo, trajectory: dict[str, Any],
                       agent_name: str, router: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """The policy's greedy success per pool harness and task category (rule: measured
         once; profile: again after every evaluation checkpoint), measured once per worker;
@@ -220,9 +215,9 @@ class _RescueWorker:
         from hscale.harness.verl_agent_loop import TRANSCRIPT, row_space, to_verl_rows
 
         step = int(trajectory.get("step") or 0)
-        every = max(int(info["every"]), 1)
+        every = max(info.every, 1)
         epoch = router.epoch(step, every)
-        key = (info["router"], tuple(info["pool"]), epoch)
+        key = (info.router, info.pool, epoch)
         cache = self.__dict__.setdefault("_hscale_scores", {})
         lock = self.__dict__.setdefault("_hscale_lock", asyncio.Lock())
         async with lock:
@@ -231,14 +226,15 @@ class _RescueWorker:
                 labels = router.measured()
                 rows = [{k: v for k, v in row.items() if k != "agent_name"} for row in
                         to_verl_rows(tasks, labels, "router",
-                                     space=row_space(info)).to_dict("records")]
+                                     space=row_space(info.space)).to_dict("records")]
                 greedy = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
                 outputs = await asyncio.gather(*[
                     super(_RescueWorker, self)._run_agent_loop(
                         greedy, trajectory, agent_name=agent_name, trace=False, **row,
                         **{RESCUING: True, TRANSCRIPT: router.reads_trajectories})
                     for row in rows])
-                by_row = {(r["extra_info"]["harness"], r["extra_info"]["task_id"]): o
+                by_row = {(RowInfo.read(r[EXTRA_INFO]).harness,
+                           RowInfo.read(r[EXTRA_INFO]).task_id): o
                           for r, o in zip(rows, outputs, strict=True)}
                 episodes = [_episode(by_row[(label, t.task_id)]) for label in labels
                             for t in tasks]

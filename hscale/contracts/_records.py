@@ -1,4 +1,4 @@
-"""The parts of a manifest (:class:`hscale.train.contracts.Manifest`): one frozen record per
+"""The parts of a manifest (:class:`hscale.contracts.Manifest`): one frozen record per
 section, so a field read anywhere is a checked attribute, not a string key."""
 
 from __future__ import annotations
@@ -182,5 +182,41 @@ class EvaluationRecord(_Trimmed):
         return (trained.model_copy(update={"tasks": self.tasks}),)
 
 
-__all__ = ["AlgorithmRecord", "AssignmentRecord", "BenchmarkRecord", "BudgetRecord",
+class BlackBoxRecord(_Trimmed):
+    """An arm trained through a black-box harness (the spec's ``blackbox:`` section): the
+    harness, the method, and for SFT the teacher and the fine-tune's settings (left out for
+    RL, which trains with the spec's algorithm)."""
+
+    LATER: ClassVar[tuple[str, ...]] = ("teacher", "episodes", "keep", "batch", "lr",
+                                        "lora_rank")
+
+    harness: str
+    method: Literal["sft", "rl"]
+    teacher: str | None = None
+    episodes: int | None = None
+    keep: Literal["solved", "all"] | None = None
+    batch: int | None = None
+    lr: float | None = None
+    lora_rank: int | None = None
+
+
+class VerlRecord(_Record):
+    """veRL settings as planned (the spec's ``verl:`` section, hscale.train.backends.verl
+    reads it): budgets measured or given, and the mini batch that keeps one optimizer update
+    a step (``max_segments`` trained sequences a rollout at most)."""
+
+    rollout: str
+    nnodes: int
+    gpus_per_node: int | None
+    tensor_parallel: int
+    prompt_length: int
+    response_length: int
+    segment_mode: str
+    checkpoints: str
+    overrides: tuple[str, ...]
+    max_segments: int
+
+
+__all__ = ["AlgorithmRecord", "AssignmentRecord", "BenchmarkRecord", "BlackBoxRecord",
+           "BudgetRecord", "VerlRecord",
            "EvaluationRecord", "FactorRecord", "LevelRecord", "PluginRecord", "SpaceRecord"]

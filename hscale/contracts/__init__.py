@@ -1,0 +1,109 @@
+"""The file contracts between stages, in code: every writer and every reader imports them.
+
+A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
+
+- ``manifest.json``: :class:`Manifest`, everything a trainer needs, content-hashed, made of
+  typed records (:class:`SpaceRecord`, :class:`AssignmentRecord`, ...);
+- ``schedule.parquet``: :data:`SCHEDULE_COLUMNS`, one row per (step, task, harness);
+- ``eval.parquet``: :data:`EVAL_COLUMNS` (+ :data:`EVAL_OPTIONAL`), one row per evaluated
+  episode, built by :func:`eval_row`, written through :func:`eval_frame`, checked on reading
+  by :func:`check_eval`;
+- ``train.parquet``: one row per training step, ``step`` plus one column per metric;
+- ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
+
+The veRL backend adds the rows it hands veRL and what veRL hands back (:class:`RowInfo`,
+:func:`reward_extras`, :class:`DumpedEpisode`). Other tools and notebooks read these files:
+extend them, never rename. They import nothing of hscale's but its shared core (pydantic,
+numpy and pandas besides), so every stage, analysis included, reads them cheaply.
+"""
+
+from __future__ import annotations
+
+from hscale.contracts._manifest import (
+    EVAL,
+    MANIFEST,
+    OPTIONAL_FIELDS,
+    REPLAN,
+    SCHEDULE,
+    SCHEMA_VERSION,
+    STATUS,
+    TRAIN,
+    Manifest,
+    canonical_hash,
+    rng_for,
+)
+from hscale.contracts._records import (
+    AlgorithmRecord,
+    AssignmentRecord,
+    BenchmarkRecord,
+    BlackBoxRecord,
+    BudgetRecord,
+    EvaluationRecord,
+    FactorRecord,
+    LevelRecord,
+    PluginRecord,
+    SpaceRecord,
+    VerlRecord,
+)
+from hscale.contracts._status import (
+    RunState,
+    Status,
+    inspect_status,
+    read_status,
+    write_status,
+)
+from hscale.contracts._tables import (
+    EVAL_COLUMNS,
+    EVAL_OPTIONAL,
+    SCHEDULE_COLUMNS,
+    as_bool,
+    check_eval,
+    check_schedule,
+    eval_frame,
+    eval_row,
+    result_problems,
+    schedule_frame,
+    train_frame,
+    typed_frame,
+)
+from hscale.contracts._vocabulary import (
+    BASE_MODEL_ARM,
+    BEHAVIOUR,
+    BEHAVIOUR_COUNTS,
+    BLACKBOX_PREFIX,
+    CAPABILITIES,
+    DECODINGS,
+    JUDGED,
+    POOL_SETTING,
+    ROUTED_SETTING,
+    SETTINGS,
+    blackbox_name,
+    is_blackbox,
+    unobserved,
+)
+from hscale.contracts._wire import (
+    EXTRA_INFO,
+    ROW_HINT,
+    VAL_TAG,
+    DumpedEpisode,
+    RescueInfo,
+    RowInfo,
+    mapping,
+    reward_extras,
+    tag_truth,
+    val_index,
+)
+
+__all__ = [
+    "AlgorithmRecord", "AssignmentRecord", "BASE_MODEL_ARM", "BEHAVIOUR", "BEHAVIOUR_COUNTS",
+    "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
+    "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
+    "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",
+    "OPTIONAL_FIELDS", "POOL_SETTING", "PluginRecord", "REPLAN", "ROUTED_SETTING", "ROW_HINT",
+    "RescueInfo", "RowInfo", "RunState", "SCHEDULE", "SCHEDULE_COLUMNS", "SCHEMA_VERSION",
+    "SETTINGS", "STATUS", "SpaceRecord", "Status", "TRAIN", "VAL_TAG", "VerlRecord", "as_bool",
+    "blackbox_name", "canonical_hash", "check_eval", "check_schedule", "eval_frame",
+    "eval_row", "inspect_status", "is_blackbox", "mapping", "read_status", "result_problems",
+    "reward_extras", "rng_for", "schedule_frame", "tag_truth", "train_frame", "typed_frame",
+    "unobserved", "val_index", "write_status",
+]

@@ -1,0 +1,149 @@
+"""The result tables of a run folder: ``schedule.parquet``, ``eval.parquet`` (one row per
+evaluated episode, built by :func:`eval_row`, written through :func:`eval_frame`, checked on
+reading by :func:`check_eval`) and ``train.parquet`` (one row per training step)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hscale.contracts._manifest import EVAL, REPLAN, TRAIN, Manifest
+from hscale.contracts._vocabulary import BEHAVIOUR, SETTINGS, unobserved
+from hscale.errors import HscaleError
+
+SCHEDULE_COLUMNS: dict[str, str] = {
+    "step": "int64", "task_id": "str", "harness": "str", "anchor": "str", "slot": "int64"}
+EVAL_COLUMNS: dict[str, str] = {
+    "experiment": "str", "arm": "str", "seed": "int64", "run": "int64", "step": "int64",
+    "benchmark": "str", "setting": "str", "harness": "str", "task_id": "str",
+    "reward": "float64", "success": "bool", "turns": "int64"}
+# ``decoding`` tells the independent sampled runs from an extra greedy pass (recorded as run 0)
+# ``error``: why an episode failed outside the policy's control, e.g. "checker: timeout after
+# 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
+# the behaviour counts of its trajectory (hscale.harness.behaviour; NaN where not observed)
+EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
+                                 **dict.fromkeys(BEHAVIOUR, "float64")}
+
+
+def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, str],
+                optional: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows as a frame with the contract's columns first, in its dtypes; optional and extra
+    columns follow. Writers use it, so every file of a kind has the same schema."""
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
+    for col in columns:
+        if col not in frame.columns:
+            frame[col] = pd.Series(dtype="object")
+    types = {**columns, **{c: t for c, t in (optional or {}).items() if c in frame.columns}}
+    order = [*columns, *[c for c in frame.columns if c not in columns]]
+    return frame[order].astype(types)
+
+
+def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting: str,
+             harness: str, task_id: str, reward: float, success: bool, turns: int,
+             decoding: str = "sampled", category: str = "unknown", error: str = "",
+             behaviour: dict[str, float] | None = None) -> dict[str, Any]:
+    """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed), typed as the
+    contract types it. Every writer builds its rows here, so no two can drift apart."""
+    return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
+            "run": int(run), "step": int(step), "benchmark": str(benchmark),
+            "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
+            "reward": float(reward), "success": bool(success), "turns": int(turns),
+            "decoding": str(decoding), "category": str(category), "error": str(error or ""),
+            **{k: float(v) for k, v in (behaviour or unobserved()).items()}}
+
+
+def eval_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """eval.parquet rows in the contract's columns and dtypes."""
+    return typed_frame(rows, EVAL_COLUMNS, EVAL_OPTIONAL)
+
+
+def train_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """train.parquet rows: ``step`` (int64) first, then the metrics as floats."""
+    frame = typed_frame(rows, {"step": "int64"})
+    metrics = {c: "float64" for c in frame.columns if c != "step"}
+    return frame.astype(metrics)
+
+
+def schedule_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    return typed_frame(rows, SCHEDULE_COLUMNS)
+
+
+def check_schedule(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A schedule as read back: every contracted column, in order of step and slot."""
+    missing = [c for c in SCHEDULE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise HscaleError(f"{where}: missing columns {', '.join(missing)}", REPLAN)
+    frame = frame.sort_values(["step", "slot"], kind="stable").reset_index(drop=True)
+    return schedule_frame(frame)
+
+
+def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFrame | None:
+    """An eval.parquet (or an external CSV of its shape) as read: required columns present,
+    values in range, types coerced (``turns`` defaults to 0). None, with the reason appended
+    to ``problems``, when it cannot be used; softer findings are appended too."""
+    missing = [c for c in EVAL_COLUMNS if c not in frame.columns and c != "turns"]
+    if missing:
+        problems.append(f"{name}: missing columns {', '.join(missing)}")
+        return None
+    frame = frame.copy()
+    if "turns" not in frame.columns:
+        frame["turns"] = 0
+    try:
+        for col in ("seed", "run", "step", "turns"):
+            frame[col] = pd.to_numeric(frame[col]).astype("int64")
+        frame["reward"] = pd.to_numeric(frame["reward"]).astype("float64")
+        frame["success"] = as_bool(frame["success"])
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{name}: bad values ({exc})")
+        return None
+    if len(frame) and not frame["reward"].between(0, 1).all():
+        problems.append(f"{name}: rewards outside [0, 1]")
+    unknown = sorted({str(s) for s in frame["setting"].unique()} - set(SETTINGS))
+    if unknown:
+        problems.append(f"{name}: unknown settings {', '.join(unknown)} "
+                        f"(expected {', '.join(SETTINGS)})")
+    return frame
+
+
+def result_problems(run_dir: str | Path, manifest: Manifest, train: bool = True) -> list[str]:
+    """Why a run's result files do not hold a finished run (empty when they do): readable,
+    in the contract, eval rows at the final step for every setting, and (``train``) one
+    train row for every step."""
+    run_dir, problems = Path(run_dir), []
+    try:
+        evals = pd.read_parquet(run_dir / EVAL)
+    except Exception as exc:  # missing, truncated, not parquet: pyarrow raises several types
+        problems.append(f"{EVAL} is unreadable ({type(exc).__name__})")
+    else:
+        checked = check_eval(evals, EVAL, problems)
+        if checked is not None:
+            final = set(checked.loc[checked.step == manifest.budget.steps, "setting"])
+            lacking = sorted(set(manifest.eval_sets) - final)
+            if lacking:
+                problems.append(f"{EVAL} has no rows at step {manifest.budget.steps} for "
+                                f"{', '.join(lacking)}")
+    if train:
+        try:
+            steps = pd.read_parquet(run_dir / TRAIN, columns=["step"])["step"].tolist()
+        except Exception as exc:  # as above
+            problems.append(f"{TRAIN} is unreadable ({type(exc).__name__})")
+        else:
+            if sorted(steps) != list(range(manifest.budget.steps)):
+                problems.append(f"{TRAIN} holds {len(steps)} of {manifest.budget.steps} steps")
+    return problems
+
+
+def as_bool(values: pd.Series) -> pd.Series:
+    """true/false or 1/0 (any case, as text or numbers) as booleans; else a ValueError."""
+    if values.dtype == bool:
+        return values
+    lowered = values.astype(str).str.strip().str.lower()
+    mapped = lowered.map({"true": True, "1": True, "1.0": True, "false": False, "0": False,
+                          "0.0": False})
+    if mapped.isna().any():
+        raise ValueError("success must be true/false or 1/0")
+    return mapped.astype(bool)
+
+
