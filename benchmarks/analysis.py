@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from hscale.analysis.effect_tables import distance_table, effects_table, tests_table  # noqa: E402
-from hscale.analysis.load import load_results  # noqa: E402
-from hscale.analysis.synthetic import synthetic_episodes, write_runs  # noqa: E402
-from hscale.analysis.tables import all_tables  # noqa: E402
+from hscale.analysis._effect_tables import distance_table, effects_table, tests_table  # noqa: E402
+from hscale.analysis._load import load_results  # noqa: E402
+from hscale.analysis._synthetic import synthetic_episodes, write_runs  # noqa: E402
+from hscale.analysis._tables import all_tables  # noqa: E402
 
 ARMS = ("single-harness", "first-order-3", "structured-18", "random-18", "full-243", "k1", "k4",
         "repeat-2", "random-assignment")

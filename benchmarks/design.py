@@ -28,12 +28,12 @@ from collections.abc import Callable
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from hscale.design.algebraic import rao_hamming  # noqa: E402
-from hscale.design.hamming import neighbours  # noqa: E402
-from hscale.design.oa import orthogonal_array  # noqa: E402
-from hscale.design.search import difference_scheme, search_oa  # noqa: E402
-from hscale.design.space import FactorSpace  # noqa: E402
-from hscale.design.verify import is_orthogonal, strength  # noqa: E402
+from hscale.design._algebraic import rao_hamming  # noqa: E402
+from hscale.design._hamming import neighbours  # noqa: E402
+from hscale.design._oa import orthogonal_array  # noqa: E402
+from hscale.design._search import difference_scheme, search_oa  # noqa: E402
+from hscale.design._space import FactorSpace  # noqa: E402
+from hscale.design._verify import is_orthogonal, strength  # noqa: E402
 
 
 def best_ms(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> float:
@@ -113,8 +113,8 @@ ENUMERATIONS = ([(f"3^{k}", 18) for k in range(3, 8)] + [(f"2^{k}", 16) for k in
 
 def bench_enumeration(oapackage, fallback: bool = False) -> list[bool]:
     """Every class of each OA: hscale's enumerate_oas (its checks included) vs OApackage alone."""
-    from hscale.design.enumeration import enumerate_oas
-    from hscale.design.space import parse_levels
+    from hscale.design._enumeration import enumerate_oas
+    from hscale.design._space import parse_levels
     from hscale.errors import HscaleError
 
     print("\n== enumerate every non-isomorphic OA (strength 2): hscale enumerate_oas vs "
@@ -190,8 +190,8 @@ SEARCHES = [
 
 
 def bench_searches() -> bool:
-    from hscale.design.oa import _cached_part
-    from hscale.design.search import _searched_scheme
+    from hscale.design._oa import _cached_part
+    from hscale.design._search import _searched_scheme
 
     print("\n== searches (step budgets): cold time, and the same array on every run ==")
     oks = []
@@ -215,7 +215,7 @@ def bench_verify_non_array() -> bool:
     """A large non-array fails every tuple: the report counts them and keeps ten."""
     import tracemalloc
 
-    from hscale.design.verify import check_strength
+    from hscale.design._verify import check_strength
 
     print("\n== verify a random 729 x 150 three-level array at strength 3 (all tuples fail) ==")
     arr = np.random.default_rng(1).integers(0, 3, size=(729, 150))

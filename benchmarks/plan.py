@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hscale.train.plan import plan  # noqa: E402
+from hscale.train.planning._plan import plan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1] / "experiments" / "paper"
 

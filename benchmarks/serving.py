@@ -24,8 +24,8 @@ TARGET = 3.0
 
 
 def requests(n: int, label: str) -> list[list[dict[str, str]]]:
-    from hscale.harness.harness import harness_named
-    from hscale.harness.task_sources import BuiltinWorld
+    from hscale.harness._harness import harness_named
+    from hscale.harness._task_sources import BuiltinWorld
 
     return [[{"role": m.role, "content": m.content}
              for m in harness_named(label).fresh().start(t.user_query)]
@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import openai
 
-    from hscale.train.lm.hf import HFChat, quiet_threads
-    from hscale.train.lm.importer import import_smollm2
+    from hscale.train.lm._hf import HFChat, quiet_threads
+    from hscale.train.lm._importer import import_smollm2
     from hscale.train.serving import serve
 
     quiet_threads()

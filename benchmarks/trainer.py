@@ -3,7 +3,7 @@
 - rollout tokens/s of the batched, KV-cached sampler against a plain generate loop of the
   same model that a user would write first (one episode at a time, the whole sequence
   re-encoded for every new token, no cache); target at least 3x;
-- the sampler choosing each tick's width (hscale.train.embedded.sampler.tick_width) against the
+- the sampler choosing each tick's width (hscale.train.embedded._sampler.tick_width) against the
   fixed width it used before (every row padded to the widest chunk): time and padded
   positions on the same episodes; target at least 1.2x;
 - training tokens/s of a GRPO update, and the share of this machine's measured matmul
@@ -20,16 +20,16 @@ import time
 
 import torch  # noqa: E402
 
-from hscale.harness.engine import Generation  # noqa: E402
-from hscale.harness.harness import Harness  # noqa: E402
-from hscale.harness.loop import run_episode  # noqa: E402
-from hscale.harness.space import harness_space  # noqa: E402
-from hscale.harness.tokenizer import tokenizer  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
-from hscale.train.embedded.rl import Hyper, update  # noqa: E402
-from hscale.train.embedded.sampler import CHUNK, MAX_NEW_TOKENS, Sampler, view_ids  # noqa: E402
-from hscale.train.embedded.sequences import banned, build  # noqa: E402
-from hscale.train.embedded.warmstart import base_model  # noqa: E402
+from hscale.harness import factor_space  # noqa: E402
+from hscale.harness._engine import Generation  # noqa: E402
+from hscale.harness._harness import Harness  # noqa: E402
+from hscale.harness._loop import run_episode  # noqa: E402
+from hscale.harness._tokenizer import tokenizer  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
+from hscale.train.embedded._rl import Hyper, update  # noqa: E402
+from hscale.train.embedded._sampler import CHUNK, MAX_NEW_TOKENS, Sampler, view_ids  # noqa: E402
+from hscale.train.embedded._sequences import banned, build  # noqa: E402
+from hscale.train.embedded._warmstart import base_model  # noqa: E402
 
 
 class PlainPolicy:
@@ -59,7 +59,7 @@ class PlainPolicy:
 
 
 def jobs(n: int) -> list[tuple[Harness, object]]:
-    space = harness_space()
+    space = factor_space()
     labels = [space.label(c) for c in space.all_configs()]
     tasks = generate(n, seed=11)
     return [(Harness.from_name(labels[(i * 97) % len(labels)]), tasks[i]) for i in range(n)]
@@ -68,7 +68,7 @@ def jobs(n: int) -> list[tuple[Harness, object]]:
 def compare_widths(model, work: list, rounds: int = 2) -> float:
     """Seconds of the fixed-width sampler over those of the per-tick width, best of
     ``rounds`` each, taken in turn (other load only ever adds time); prints both."""
-    import hscale.train.embedded.sampler as sampler_module
+    import hscale.train.embedded._sampler as sampler_module
 
     chosen = sampler_module.tick_width
     best = {"chosen": float("inf"), "fixed": float("inf")}

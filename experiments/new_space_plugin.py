@@ -8,9 +8,9 @@ before the edit refuses to start.
 
 from dataclasses import dataclass, field
 
-from hscale.harness.components.extra import Extra, component_kind
-from hscale.harness.components.registry import register
-from hscale.harness.components.system_prompt import PromptParts, SystemPrompt
+from hscale.harness.components._extra import Extra, component_kind
+from hscale.harness.components._registry import register
+from hscale.harness.components._system_prompt import PromptParts, SystemPrompt
 
 component_kind("reminder", "task reminder")
 

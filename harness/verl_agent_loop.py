@@ -2,7 +2,7 @@
 
 veRL's rollout workers call ``run(sampling_params, **row)`` once per rollout. This loop reads
 the harness label and the task from the row's ``extra_info`` and drives the turn engine
-(hscale.harness.engine: view, generate, parse, workflow action, tool, observation, checker) as
+(hscale.harness._engine: view, generate, parse, workflow action, tool, observation, checker) as
 every other driver does, with the model behind veRL's ``server_manager``; it keeps only the
 token streams and their segments. Tokens go through veRL's Continuous Token helpers
 (``AgentLoopBase.ct_*``): the model's tokens are kept exactly as generated (mask 1, with their
@@ -13,7 +13,7 @@ not re-read: the harness renders the initial messages, which :func:`to_verl_rows
 CLI) goes to the player agent_loop.yaml names (``blackbox``).
 
 Context policies that rewrite history (``window``, ``compact``) make the model see several
-token sequences, one per segment (hscale.harness.components.context). ``segment_mode`` says what is
+token sequences, one per segment (hscale.harness.components._context). ``segment_mode`` says what is
 trained:
 
 - ``segments``: one AgentLoopOutput per segment, each the exact tokens its model calls saw,
@@ -54,17 +54,17 @@ from uuid import uuid4
 from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping, reward_extras
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
-from hscale.harness.behaviour import behaviour, unobserved
-from hscale.harness.blackbox import is_blackbox
-from hscale.harness.engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
-from hscale.harness.harness import harness_named
+from hscale.harness._behaviour import behaviour, unobserved
+from hscale.harness._blackbox import is_blackbox
+from hscale.harness._engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
+from hscale.harness._harness import harness_named
+from hscale.harness._types import Message, ToolCall, ToolResult
+from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows
 from hscale.harness.tasks import Task, task_from_row
-from hscale.harness.types import Message, ToolCall, ToolResult
-from hscale.harness.verl_rows import AGENT_NAME, dicts_of, to_verl_rows
 
 if TYPE_CHECKING:
 
-    from hscale.harness.spaces import HarnessSpace
+    from hscale.harness._spaces import HarnessSpace
 
 # HscaleAgentLoop is defined by the module's __getattr__ (built on first lookup).
 __all__ = [
@@ -342,10 +342,10 @@ def episode_fields(episode: Any, info: RowInfo, segments: int, checker_failed: b
 
 
 def wire_behaviour(episode: Any, label: str) -> dict[str, float]:
-    """The behaviour counts (hscale.harness.behaviour) of a rollout: the judged capabilities
+    """The behaviour counts (hscale.harness._behaviour) of a rollout: the judged capabilities
     only when a judge is asked for them (veRL averages every extra, so each row of a process
     carries the same keys, and its metrics get no judged_* column of nothing)."""
-    from hscale.harness.capabilities import COLUMNS, enabled
+    from hscale.harness._capabilities import COLUMNS, enabled
 
     counts = unobserved() if is_blackbox(label) else behaviour(episode)
     if not enabled():
@@ -370,7 +370,7 @@ def row_space(raw: Any) -> HarnessSpace | None:
     """The harness space a row's labels belong to, from its ``space`` (None: the papers')."""
     if not raw:
         return None
-    from hscale.harness.spaces import from_record
+    from hscale.harness._spaces import from_record
 
     try:
         return from_record(mapping(raw, "space"))

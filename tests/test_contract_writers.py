@@ -49,7 +49,7 @@ def test_no_writer_builds_an_eval_row_by_hand():
         if lines:
             offenders[str(Path(path).relative_to(Path(__file__).resolve().parents[1]))] = lines
     assert offenders == {}, ("build eval rows with hscale.contracts.eval_row "
-                             "(hscale.train.workload.episode_row)")
+                             "(hscale.train.planning._workload.episode_row)")
 
 
 def test_the_constructor_itself_holds_every_contracted_column():

@@ -111,8 +111,8 @@ def test_the_installed_package_is_not_shadowed_by_a_users_modules(tmp_path):
     """This environment's hscale (editable or not), from a folder holding train.py,
     design.py and harness/: the imports and the command line reach hscale's own."""
     user = _user_folder(tmp_path / "project")
-    code = ("import hscale.train, hscale.contracts, hscale.design.space, "
-            "hscale.harness.harness; print('ok')")
+    code = ("import hscale.train, hscale.contracts, hscale.design._space, "
+            "hscale.harness._harness; print('ok')")
     run = subprocess.run([sys.executable, "-c", code], cwd=user, capture_output=True,
                          text=True, env=_clean_env())
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]

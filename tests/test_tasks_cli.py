@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hscale.harness.task_sources import content_hash
+from hscale.harness._task_sources import content_hash
 from hscale.harness.tasks import load_tasks, write_tasks
 from tests.cli import Result
 from tests.cli import hscale as run_cli

@@ -6,31 +6,6 @@ embedded trainer, veRL, scripted) driven by the runner. Names are imported on fi
 reading a manifest never imports torch.
 """
 
-from __future__ import annotations
+import lazy_loader as lazy
 
-from hscale.lazy import lazy_exports
-
-_EXPORTS = {
-    "ExperimentSpec": "hscale.train.spec",
-    "load_spec": "hscale.train.spec",
-    "Manifest": "hscale.contracts",
-    "RunState": "hscale.contracts",
-    "Status": "hscale.contracts",
-    "SCHEMA_VERSION": "hscale.contracts",
-    "read_status": "hscale.contracts",
-    "eval_frame": "hscale.contracts",
-    "train_frame": "hscale.contracts",
-    "check_eval": "hscale.contracts",
-    "Schedule": "hscale.train.schedule",
-    "ASSIGNMENTS": "hscale.train.schedule",
-    "ROUTERS": "hscale.train.routers",
-    "Backend": "hscale.train.backends",
-    "BACKENDS": "hscale.train.backends",
-    "get_backend": "hscale.train.backends",
-    "plan": "hscale.train.plan",
-    "run_experiment": "hscale.train.runner",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

@@ -387,8 +387,8 @@ def check(items: list[Example]) -> None:
         if ex.graded_file is not None:
             assert ex.solution[-1] == _write(ex.graded_file, ex.answer), ex.task_id
     try:
-        from hscale.harness.vocab import tokenize, vocabulary
-        from hscale.harness.world import MAX_FILE_TOKENS, MAX_FILES, MAX_QUERY_TOKENS
+        from hscale.harness._vocab import tokenize, vocabulary
+        from hscale.harness._world import MAX_FILE_TOKENS, MAX_FILES, MAX_QUERY_TOKENS
     except ImportError:  # hscale not installed: the test suite checks these
         return
     known = set(vocabulary())

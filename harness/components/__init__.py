@@ -3,6 +3,6 @@
 Realizations register by name (``tool_interface/json_call``); see :mod:`.registry`.
 """
 
-from hscale.harness.components.registry import available, get, load_builtins, register
+import lazy_loader as lazy
 
-__all__ = ["available", "get", "load_builtins", "register"]
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

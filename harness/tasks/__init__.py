@@ -52,55 +52,6 @@ folders), ``task_lists`` (JSONL/parquet lists), and ``pinchbench`` (with ``pinch
 its grading as PinchBench's runner does it) and ``jobbench`` (public benchmark formats).
 """
 
-from __future__ import annotations
+import lazy_loader as lazy
 
-from hscale.harness.tasks.checkers import CheckerError, run_checker, score_answer
-from hscale.harness.tasks.clawgym import (
-    MAX_INPUT_FILE_BYTES,
-    MAX_INPUT_TOTAL_BYTES,
-    load_task_folder,
-    write_task_folder,
-)
-from hscale.harness.tasks.jobbench import load_jobbench
-from hscale.harness.tasks.judge import judge_configured
-from hscale.harness.tasks.pinchbench import load_pinchbench
-from hscale.harness.tasks.rows import task_from_row, task_to_row
-from hscale.harness.tasks.sandbox import ScriptLimits
-from hscale.harness.tasks.specs import (
-    FOLDER_HINT,
-    MAX_PATH_CHARS,
-    TARGETS,
-    Checker,
-    check_spec,
-    path_problem,
-)
-from hscale.harness.tasks.task import SPLITS, Task
-from hscale.harness.tasks.task_lists import load_tasks, write_tasks
-from hscale.harness.tasks.timeout import call_with_timeout
-
-__all__ = [
-    "FOLDER_HINT",
-    "MAX_INPUT_FILE_BYTES",
-    "MAX_INPUT_TOTAL_BYTES",
-    "MAX_PATH_CHARS",
-    "SPLITS",
-    "ScriptLimits",
-    "TARGETS",
-    "Checker",
-    "CheckerError",
-    "Task",
-    "call_with_timeout",
-    "check_spec",
-    "judge_configured",
-    "load_jobbench",
-    "load_pinchbench",
-    "load_task_folder",
-    "load_tasks",
-    "path_problem",
-    "run_checker",
-    "score_answer",
-    "task_from_row",
-    "task_to_row",
-    "write_task_folder",
-    "write_tasks",
-]
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

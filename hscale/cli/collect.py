@@ -1,5 +1,5 @@
 """``hscale collect TEACHER --harness bb/...``: trajectories of a teacher through a real
-black-box harness, recorded for training (hscale.train.lm.collect)."""
+black-box harness, recorded for training (hscale.train.lm._collect)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,10 @@ def collect_cmd(
 ) -> None:
     """Play TEACHER through a black-box harness on a task set, recording every model call
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
-    hscale.train.trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
+    hscale.train.lm._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from hscale.train.lm.collect import Collection, collect
-    from hscale.train.trajectories import EpisodeLog
+    from hscale.train.lm import Collection, EpisodeLog, collect
 
     asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)
     with Progress("[progress.description]{task.description}", BarColumn(),

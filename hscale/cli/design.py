@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hscale.cli.design_show import array_table, fmt_gwlp, print_balance
 from hscale.errors import HscaleError
 
 app = typer.Typer(help="Design harness factor spaces: orthogonal arrays, bounds, neighbourhoods.",
@@ -28,24 +29,6 @@ LevelsArg = Annotated[str, typer.Argument(help="Level counts, e.g. 3^5 or 2^1,3^
 StrengthOpt = Annotated[int, typer.Option("--strength", "-t", help="Strength t.")]
 
 
-def _array_table(array: np.ndarray, names: list[str], limit: int = 60) -> Table:
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("run", justify="right", style="dim")
-    for n in names:
-        table.add_column(n, justify="right")
-    for i, row in enumerate(array[:limit]):
-        table.add_row(str(i), *(str(int(v)) for v in row))
-    if len(array) > limit:
-        table.add_row("...", *(["..."] * len(names)))
-    return table
-
-
-def _fmt_gwlp(values, most: int = 6) -> str:
-    """A_1..A_k of a GWLP (A_0 = 1 is dropped) as a short tuple, the first ``most`` terms."""
-    shown = ", ".join(f"{v:.4g}" for v in values[1:most + 1])
-    return "(" + shown + (", ..." if len(values) > most + 1 else "") + ")"
-
-
 @app.command("oa")
 def oa_cmd(
     levels: LevelsArg,
@@ -58,10 +41,15 @@ def oa_cmd(
     names: Annotated[str | None, typer.Option(help="Factor names, comma-separated.")] = None,
 ) -> None:
     """Build an orthogonal array, verify it and print it with its checks."""
-    from hscale.design.criteria import distance_range, gwlp
-    from hscale.design.io import check_array_target, write_array
-    from hscale.design.oa import orthogonal_array
-    from hscale.design.space import FactorSpace, format_levels
+    from hscale.design import (
+        FactorSpace,
+        check_array_target,
+        distance_range,
+        format_levels,
+        gwlp,
+        orthogonal_array,
+        write_array,
+    )
 
     space = None
     if out is not None:
@@ -75,7 +63,7 @@ def oa_cmd(
     if design.runs**2 * len(cols) <= _CRITERIA_WORK:  # both compare every pair of runs
         lo, hi = distance_range(design.array)
         try:
-            pattern = _fmt_gwlp(gwlp(design.array, design.levels))
+            pattern = fmt_gwlp(gwlp(design.array, design.levels))
         except OverflowError:
             pattern = "(too large to show)"
         checks.append(f"GWLP A1..Ak: {pattern}; pairwise Hamming distance {lo}..{hi}")
@@ -85,7 +73,7 @@ def oa_cmd(
         write_array(out, design.array, cols)
     console.print(f"[bold]OA({design.runs}; {format_levels(design.levels)}; strength "
                   f"{design.strength})[/bold] via {design.method}")
-    console.print(_array_table(design.array, cols[:_COLUMN_LIMIT]) if len(cols) <= _COLUMN_LIMIT
+    console.print(array_table(design.array, cols[:_COLUMN_LIMIT]) if len(cols) <= _COLUMN_LIMIT
                   else f"({len(cols)} columns: too wide to show; use --out)")
     for line in checks:
         console.print(line)
@@ -106,9 +94,7 @@ def verify_cmd(
     A non-array's report counts its unbalanced column tuples, names the worst
     and lists the first ten; tuples are checked in blocks, in bounded memory.
     """
-    from hscale.design.io import read_array
-    from hscale.design.space import parse_levels
-    from hscale.design.verify import balance_table, check_strength
+    from hscale.design import balance_table, check_strength, parse_levels, read_array
 
     array, names = read_array(file)
     lv = parse_levels(levels) if levels else None
@@ -117,7 +103,7 @@ def verify_cmd(
                           "give one level count per column")
     report = check_strength(array, strength, lv)
     if table:
-        _print_balance(balance_table(array, report.levels), names, report.levels)
+        print_balance(console, balance_table(array, report.levels), names, report.levels)
     dup = len(array) - len(np.unique(array, axis=0))
     extra = f" ({dup} duplicate rows)" if dup else ""
     # the count and the worst tuple on one line, then the first few tuples, one a line
@@ -129,21 +115,6 @@ def verify_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
-def _print_balance(counts: np.ndarray, names: list[str], levels: tuple[int, ...]) -> None:
-    table = Table(title="balance table: runs at each level pair", show_edge=False)
-    for col in ("factors", "counts (rows: first factor's level)", "expected"):
-        table.add_column(col)
-    n = int(counts[0, 0].sum())
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            block = counts[i, j, : levels[i], : levels[j]]
-            rows = " | ".join(" ".join(str(int(v)) for v in r) for r in block)
-            exp = n / (levels[i] * levels[j])
-            style = "" if (block == exp).all() else "red"
-            table.add_row(escape(f"{names[i]} x {names[j]}"), rows, f"{exp:g}", style=style)
-    console.print(table)
-
-
 @app.command("bounds")
 def bounds_cmd(
     levels: LevelsArg,
@@ -152,16 +123,17 @@ def bounds_cmd(
                                                                    "bound excludes it).")] = None,
 ) -> None:
     """Rao, divisibility, Bush and Bose-Bush bounds; the smallest feasible and buildable N."""
-    from hscale.design.bounds import (
+    from hscale.design import (
         bose_bush_bound,
         bush_bound,
         divisor,
         feasibility,
+        format_levels,
+        orthogonal_array,
+        parse_levels,
         rao_bound,
         smallest_runs,
     )
-    from hscale.design.oa import orthogonal_array
-    from hscale.design.space import format_levels, parse_levels
 
     lv = parse_levels(levels)
     if runs is not None and runs < 1:
@@ -203,10 +175,10 @@ def bounds_cmd(
 
 
 def _space(levels: str | None):
-    from hscale.design.space import FactorSpace
-    from hscale.harness.space import harness_space
+    from hscale.design import FactorSpace
+    from hscale.harness import factor_space
 
-    return harness_space() if levels in (None, "harness") else FactorSpace.from_levels(levels)
+    return factor_space() if levels in (None, "harness") else FactorSpace.from_levels(levels)
 
 
 @app.command("space")
@@ -260,8 +232,7 @@ def neighbours_cmd(
 ) -> None:
     """Configurations at Hamming distance R from LABEL, by index arithmetic; with --weights,
     at weighted distance R (the sum of the differing components' weights)."""
-    from hscale.design.bounds import elementary_symmetric
-    from hscale.design.hamming import neighbours
+    from hscale.design import elementary_symmetric, neighbours
 
     space = _space(levels)
     cfg = space.parse_label(label)
@@ -291,15 +262,15 @@ def _weights(space, text: str | None):
     """--weights as a normalised vector; None when not given or all equal."""
     if text is None:
         return None
-    from hscale.design.weights import parse_weights, resolve_weights
-    from hscale.harness.space import component_aliases
+    from hscale.design import parse_weights, resolve_weights
+    from hscale.harness import component_aliases
 
     return resolve_weights(space, parse_weights(text), component_aliases(space))
 
 
 def _weighted_neighbours(space, cfg, label: str, radius: float, within: bool, weights
                          ) -> None:
-    from hscale.design.hamming import distance_matrix, neighbours, tie_key
+    from hscale.design import distance_matrix, neighbours, tie_key
 
     idx = neighbours(space, cfg, radius, exact=not within, weights=weights)
     word = "within" if within else "at"
@@ -335,11 +306,16 @@ def candidates_cmd(
     """
     from rich.progress import Progress
 
-    from hscale.design.bounds import feasibility
-    from hscale.design.choose import candidates
-    from hscale.design.io import check_array_target, write_array
-    from hscale.design.numbers import shown
-    from hscale.design.space import FactorSpace, format_levels, parse_levels
+    from hscale.design import (
+        FactorSpace,
+        candidates,
+        check_array_target,
+        feasibility,
+        format_levels,
+        parse_levels,
+        shown,
+        write_array,
+    )
 
     lv = parse_levels(levels)
     if out is not None:
@@ -372,7 +348,7 @@ def candidates_cmd(
     for c in ranked:
         s = c.summary
         # _fmt_gwlp drops its first value: here A_t, which is 0 for a strength-t array
-        table.add_row(c.id, _fmt_gwlp(s["gwlp"][strength:]), str(s["min_distance"]),
+        table.add_row(c.id, fmt_gwlp(s["gwlp"][strength:]), str(s["min_distance"]),
                       f"{s['min_distance']}..{s['max_distance']}",
                       str(s["covering_radius"]))
     console.print(table)
@@ -392,14 +368,21 @@ def paper_cmd(
                                                   "first_order.csv.")] = None,
 ) -> None:
     """The papers' harness design: OA-18 training set with h0, the held-out eval set, checks."""
-    from hscale.design.criteria import covering_radius, distance_range, gwlp
-    from hscale.design.hamming import distance_matrix
-    from hscale.design.io import check_array_target, write_array
-    from hscale.design.recipes import eval_set, first_order, structured
-    from hscale.design.verify import check_strength
-    from hscale.harness.space import harness_space
+    from hscale.design import (
+        check_array_target,
+        check_strength,
+        covering_radius,
+        distance_matrix,
+        distance_range,
+        eval_set,
+        first_order,
+        gwlp,
+        structured,
+        write_array,
+    )
+    from hscale.harness import factor_space
 
-    space = harness_space()
+    space = factor_space()
     if out is not None:
         if out.exists() and not out.is_dir():
             raise HscaleError(f"--out {out}: exists and is not a folder",
@@ -420,7 +403,7 @@ def paper_cmd(
     elo, ehi = evals.notes["pairwise_distance_range"]
     cross = distance_matrix(evals.array, train.array)
     facts = [
-        f"training GWLP A3..A5 = {_fmt_gwlp(gwlp(train.array)[2:])}, pairwise distances "
+        f"training GWLP A3..A5 = {fmt_gwlp(gwlp(train.array)[2:])}, pairwise distances "
         f"{lo}..{hi}, covering radius {covering_radius(train.array, space.levels)}",
         f"eval-to-training distances {cross.min()}..{cross.max()}",
     ]

@@ -18,12 +18,11 @@ PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray
 
 def doctor_cmd() -> None:
     """What is installed, and what each backend still needs here, with the fix."""
-    from hscale.harness.tasks.jail import containment
-    from hscale.train.backends.local import LocalBackend
-    from hscale.train.backends.scripted import ScriptedBackend
-    from hscale.train.backends.verl.launch import launch_requirements
-    from hscale.train.environment import cuda_gpus, has_module, version
+    from hscale.harness.tasks import containment
+    from hscale.train.backends import LocalBackend, ScriptedBackend
+    from hscale.train.backends.verl import launch_requirements
     from hscale.train.ray_cluster import RayExecutor
+    from hscale.train.running import cuda_gpus, has_module, version
 
     gpus = cuda_gpus()
     torch = version("torch")
@@ -63,7 +62,7 @@ def doctor_cmd() -> None:
 
 def _blackbox() -> None:
     """The black-box harnesses: installed (and the version they report), or the command."""
-    from hscale.harness.blackbox import HARNESSES
+    from hscale.harness import HARNESSES
 
     table = Table(show_edge=False, box=None, pad_edge=False)
     table.add_column("black-box harness")
@@ -74,7 +73,7 @@ def _blackbox() -> None:
                   if harness.installed() else
                   f"[dim]not installed: hscale harness install {escape(name)}[/dim]")
         table.add_row(escape(name), status)
-    from hscale.harness.netns import isolation
+    from hscale.harness import isolation
 
     table.add_row("episodes' network", escape(isolation()))
     console.print(table)

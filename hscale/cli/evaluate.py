@@ -59,7 +59,7 @@ def evaluate_cmd(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from hscale.train.lm.model_eval import Request, evaluate, plan_evaluation
+    from hscale.train.lm import Request, evaluate, plan_evaluation
 
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,
                       tasks=tasks, runs=runs, decoding=decoding, experiment=experiment,
@@ -82,7 +82,7 @@ def evaluate_cmd(
     for (dec, bench, setting), row in summary.iterrows():
         print(f"  {dec:<8} {bench:<12} {setting:<13} Pass@1 {100 * row['mean']:6.2f}%  "
               f"({int(row['size'])} episodes)")
-    from hscale.train.checker_health import checker_health
+    from hscale.contracts import checker_health
 
     warning = checker_health([run_dir]).line()
     if warning:

@@ -31,7 +31,7 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 def _editor(source: str, served_name: str | None):
     """An endpoint URL (a chat model that writes edits) or a file of scripted replies."""
-    from hscale.train.evolve import ModelEditor, ScriptedEditor
+    from hscale.train.harness_s import ModelEditor, ScriptedEditor
     from hscale.train.lm import is_endpoint, open_chat_model
 
     if is_endpoint(source):
@@ -48,18 +48,16 @@ def _editor(source: str, served_name: str | None):
 def _tasks(spec: Path | None, count: int):
     """(the space, the training tasks, the validation tasks) of a spec or the papers'."""
     from hscale.contracts import BenchmarkRecord
-    from hscale.train.workload import router_pool
+    from hscale.train.planning import router_pool
 
     if spec is None:
-        from hscale.harness.spaces import papers_space
-        from hscale.harness.task_sources import BuiltinWorld
+        from hscale.harness import BuiltinWorld, papers_space
 
         space, bench = papers_space(), BenchmarkRecord(name="builtin", tasks=count, seed=0)
         train = BuiltinWorld().tasks(count, 0)
     else:
-        from hscale.harness.task_sources import benchmark_of
-        from hscale.train.manifest import space_of
-        from hscale.train.sources import resolve_sources
+        from hscale.harness import benchmark_of
+        from hscale.train.planning import resolve_sources, space_of
         from hscale.train.spec import load_spec
 
         loaded = load_spec(spec)
@@ -93,11 +91,9 @@ def evolve_cmd(
     editor proposal per direction; every child that builds, keeps the protocol and runs joins
     (the rest are counted with their reason). The pool is then frozen (content-hashed): a
     rescue arm names it with assignment.pool: FILE."""
-    from hscale.harness.harness import harness_named
-    from hscale.train.evolve import Evolution
-    from hscale.train.lm import open_chat_model
-    from hscale.train.lm.drive import drive
-    from hscale.train.pool import write_pool
+    from hscale.harness import harness_named
+    from hscale.train.harness_s import Evolution, write_pool
+    from hscale.train.lm import drive, open_chat_model
 
     plan = _rounds(rounds)
     if out.exists() and not force:
@@ -152,7 +148,7 @@ def evolve_cmd(
 
 def _summary(pool, episodes) -> None:
     """Locality and complementarity on the validation tasks."""
-    from hscale.analysis.pool_properties import complementarity, locality
+    from hscale.analysis import complementarity, locality
 
     val = episodes[episodes.split == "validation"]
     table = Table(title="locality on the validation tasks (vs the base harness)")

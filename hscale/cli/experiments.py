@@ -16,7 +16,7 @@ def validate_cmd(
     its arms as resolved from the defaults."""
     import tempfile
 
-    from hscale.train.plan import plan_runs
+    from hscale.train.planning import plan_runs
     from hscale.train.spec import load_spec
 
     spec = load_spec(experiment)
@@ -45,10 +45,10 @@ def _adaptive(runs, arm: str, radius: float | None) -> str:
     """How many harnesses adaptive K gives a task, over the arm's possible anchors."""
     if radius is None:
         return ""
-    from hscale.train.schedule import adaptive_k
+    from hscale.train.planning import adaptive_k
 
     m = next(r.manifest for r in runs if r.manifest.arm == arm)
-    from hscale.train.workload import factor_space
+    from hscale.train.planning import factor_space
 
     sizes = adaptive_k(factor_space(m).parse_labels(list(m.train_harnesses)),
                        m.assignment.k, radius, m.space.weight_vector())
@@ -63,7 +63,7 @@ def plan_cmd(
                                                         "spec now changes.")] = False,
 ) -> None:
     """Write one manifest.json and schedule.parquet per arm and seed (idempotent)."""
-    from hscale.train.plan import plan
+    from hscale.train.planning import plan
 
     results = plan(experiment, out, force=force)
     counts = {state: sum(r.state == state for r in results)
@@ -104,9 +104,9 @@ def run_cmd(
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
     from hscale.errors import HscaleError
     from hscale.train.backends import get_backend
-    from hscale.train.quick import quick as quick_spec
-    from hscale.train.runner import export_experiment, run_experiment
+    from hscale.train.running import export_experiment, run_experiment
     from hscale.train.spec import load_spec
+    from hscale.train.spec import quick as quick_spec
 
     spec = load_spec(experiment)
     chosen = get_backend(backend or spec.backend, overrides=override or None)
@@ -171,8 +171,7 @@ def _default_workers() -> int:
 def _summary(states: dict[str, str], out: Path) -> None:
     failed = [run for run, state in states.items() if state != "COMPLETED"]
     print(f"{len(states) - len(failed)} of {len(states)} runs completed under {out}")
-    from hscale.contracts import read_status
-    from hscale.train.checker_health import checker_health
+    from hscale.contracts import checker_health, read_status
 
     warning = checker_health(states).line()
     if warning:
@@ -192,7 +191,7 @@ def clean_cmd(
 ) -> None:
     """Drop the checkpoints of completed runs; runs that may resume keep theirs."""
     from hscale.errors import HscaleError
-    from hscale.train.clean import clean
+    from hscale.train.running import clean
 
     if not runs.is_dir():
         raise HscaleError(f"{runs}: no such folder", "give the runs folder `hscale run` wrote")

@@ -27,12 +27,11 @@ SpecOpt = Annotated[Path | None, typer.Option(
 
 def _space(spec: Path | None):
     """(the harness space, the out-of-space harnesses) of a spec, or the papers'."""
-    from hscale.harness.space import OUT_OF_SPACE
-    from hscale.harness.spaces import papers_space
+    from hscale.harness import OUT_OF_SPACE, papers_space
 
     if spec is None:
         return papers_space(), list(OUT_OF_SPACE)
-    from hscale.train.manifest import out_of_space_names, space_of
+    from hscale.train.planning import out_of_space_names, space_of
     from hscale.train.spec import load_spec
 
     loaded = load_spec(spec)
@@ -51,9 +50,8 @@ def _all_labels(space, out_of_space: list[str]) -> list[str]:
 @app.command("list")
 def list_cmd(spec: SpecOpt = None) -> None:
     """Registered realizations per component, and the harness presets (out of space)."""
-    from hscale.harness.components.extra import EXTRA_KINDS
-    from hscale.harness.components.registry import available, load_builtins
-    from hscale.harness.space import COMPONENTS, PRESETS
+    from hscale.harness import COMPONENTS, PRESETS
+    from hscale.harness.components import EXTRA_KINDS, available, load_builtins
 
     load_builtins()  # hscale's own added kinds (notes) are declared on import
     if spec is not None:
@@ -65,7 +63,7 @@ def list_cmd(spec: SpecOpt = None) -> None:
         table.add_row(escape(component), escape(", ".join(available(component))))
     console.print(table)
     console.print("out-of-space harnesses: " + ", ".join(PRESETS.names()), markup=False)
-    from hscale.harness.blackbox import HARNESSES
+    from hscale.harness import HARNESSES
 
     shown = [f"{n} ({'installed' if HARNESSES.get(n).installed() else 'not installed'})"
              for n in HARNESSES]
@@ -79,7 +77,7 @@ def install_cmd(
 ) -> None:
     """Install black-box harnesses from the npm registry, pinned, into hscale's cache
     ($HSCALE_CACHE/harnesses; OpenClaw with the Node 24 it needs)."""
-    from hscale.harness.blackbox import HARNESSES, install, version_of
+    from hscale.harness import HARNESSES, install, version_of
 
     chosen = list(HARNESSES) if names == ["all"] else names
     for name in chosen:
@@ -91,7 +89,7 @@ def install_cmd(
 
 
 def _task(task_id: str | None, seed: int):
-    from hscale.harness.task_sources import BuiltinWorld
+    from hscale.harness import BuiltinWorld
 
     tasks = BuiltinWorld().tasks(20, seed)
     if task_id is None:
@@ -105,8 +103,7 @@ def _task(task_id: str | None, seed: int):
 
 def _harness(label: str, spec: Path | None = None):
     from hscale.contracts import is_blackbox
-    from hscale.harness.harness import harness_named
-    from hscale.harness.space import PRESETS
+    from hscale.harness import PRESETS, harness_named
 
     if is_blackbox(label):
         raise HscaleError(f"{label} is a real CLI: it renders its own prompts",
@@ -130,8 +127,7 @@ def render_cmd(
     spec: SpecOpt = None,
 ) -> None:
     """Show exactly what the model sees at each turn of an oracle episode under LABEL."""
-    from hscale.harness.loop import run_episode
-    from hscale.harness.policies import Oracle
+    from hscale.harness import Oracle, run_episode
 
     harness = _harness(label, spec)
     chosen = _task(task, seed)
@@ -165,10 +161,7 @@ def selfcheck_cmd(
     spec: SpecOpt = None,
 ) -> None:
     """Run the oracle on every configuration and out-of-space harness; exit 1 below 99%."""
-    from hscale.harness.harness import harness_named
-    from hscale.harness.loop import run_episode
-    from hscale.harness.policies import DoNothing, Oracle
-    from hscale.harness.world import generate
+    from hscale.harness import DoNothing, Oracle, generate, harness_named, run_episode
 
     if tasks < 1:
         raise HscaleError(f"--tasks must be at least 1, got {tasks}")

@@ -22,10 +22,10 @@ def build_cmd(
     """Warm-start a base model on the demonstrations and cache it under its content hash."""
     from rich.progress import Progress
 
-    from hscale.train.backends.local import require_training_packages
+    from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded.warmstart import available, build, preset
+    from hscale.train.embedded import available, build, preset
 
     preset(name)
     found = available(name)
@@ -45,10 +45,10 @@ def info_cmd(
     """Show a preset's settings, content hash and where its checkpoint is."""
     import json
 
-    from hscale.train.backends.local import require_training_packages
+    from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded.warmstart import available, base_model_path, content_hash, preset
+    from hscale.train.embedded import available, base_model_path, content_hash, preset
 
     print(json.dumps({"name": name, **preset(name), "content_hash": content_hash(name),
                       "checkpoint": str(available(name) or "not built"),
@@ -72,7 +72,7 @@ def import_cmd(
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads (train.lm.hf)
     from rich.console import Console
 
-    from hscale.train.lm.importer import IMPORTS, content_hash, validate_folder
+    from hscale.train.lm import IMPORTS, content_hash, validate_folder
 
     console = Console(stderr=True)
     if name in IMPORTS:

@@ -1,5 +1,5 @@
 """``hscale power RESULTS_DIR | SPEC``: the smallest difference a design detects, and the
-seeds x tasks x runs a chosen one needs (the model: hscale.analysis.power)."""
+seeds x tasks x runs a chosen one needs (the model: hscale.analysis._power)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ console = Console(highlight=False, soft_wrap=True)
 ALIASES = {"seed×task": "seed_task", "seed:task": "seed_task", "seed*task": "seed_task",
            "seedxtask": "seed_task", "seed-task": "seed_task", "resid": "residual"}
 DEFAULT_TRAIN = 1024.0  # rollouts of one training run when the runs do not say (the demo's)
-# the settings the report compares arms in: one family (hscale.analysis.tables.all_tables)
+# the settings the report compares arms in: one family (hscale.analysis._tables.all_tables)
 REPORTED_SETTINGS = ("in_space", "out_of_space")
 
 
 def parse_components(text: str) -> dict[str, float]:
     """``seed=0.002,task=0.01,...`` or a YAML/JSON file of the same mapping (``hscale power
     --json`` output too: its ``components``). Variances of the paired difference, 0-1 scale."""
-    from hscale.analysis.power import COMPONENTS
+    from hscale.analysis import COMPONENTS
     from hscale.errors import HscaleError
 
     path = Path(text)
@@ -71,10 +71,15 @@ def _train_rollouts(runs) -> float | None:
 def from_results(path: Path, reference: str | None, stated: dict | None) -> dict:
     """The pilot's comparisons exactly as its report makes them (the same family, so each
     comparison's MDE is the report's), components pooled over the in-space ones, its design."""
-    from hscale.analysis.components import COMPONENTS, Components, pooled
-    from hscale.analysis.load import load_results
-    from hscale.analysis.power import pilot_design
-    from hscale.analysis.stats import compare_arms, paired_blocks
+    from hscale.analysis import (
+        COMPONENTS,
+        Components,
+        compare_arms,
+        load_results,
+        paired_blocks,
+        pilot_design,
+        pooled,
+    )
     from hscale.errors import HscaleError
 
     results = load_results(path, reported=False)
@@ -114,8 +119,7 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
 
 
 def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
-    from hscale.analysis.naming import default_reference
-    from hscale.analysis.power import design_from_spec
+    from hscale.analysis import default_reference, design_from_spec
     from hscale.errors import HscaleError
     from hscale.train.spec import load_spec
 
@@ -153,7 +157,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     """Everything ``hscale power`` prints, as plain data."""
     from dataclasses import asdict
 
-    from hscale.analysis.power import COMPONENTS, Costs, design_se, mde, options
+    from hscale.analysis import COMPONENTS, Costs, design_se, mde, options
     from hscale.errors import HscaleError
 
     if not effect > 0:
@@ -198,7 +202,7 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
 
 
 def _show(result: dict) -> None:
-    from hscale.analysis.power import LABELS
+    from hscale.analysis import LABELS
 
     d = result["design"]
     per = d["episodes"] or d["tasks"] * d["harnesses"]
@@ -254,7 +258,7 @@ def _show_options(result: dict) -> None:
         console.print(f"more {' / '.join(missing)} alone: not enough within 20 seeds, 6x the "
                       "tasks, 10 runs")
     if "cheapest" not in changes:
-        from hscale.analysis.power import StudySize, floor_se
+        from hscale.analysis import StudySize, floor_se
 
         d = StudySize(**result["design"])
         floor = 100 * floor_se(result["components"], StudySize(d.seeds, 6 * d.tasks, d.harnesses,
@@ -265,7 +269,7 @@ def _show_options(result: dict) -> None:
 
 
 def _counts(design: dict) -> list[float]:
-    from hscale.analysis.power import StudySize
+    from hscale.analysis import StudySize
 
     return list(StudySize(**design).counts().values())
 

@@ -32,7 +32,7 @@ def report_cmd(
 ) -> None:
     """Write tables (Markdown, LaTeX, CSV), figures, report.md and a self-contained
     report.html for every run under RUN_DIR."""
-    from hscale.analysis.report import write_report
+    from hscale.analysis import write_report
     from hscale.errors import HscaleError
 
     if n_boot < 100:

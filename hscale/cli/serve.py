@@ -2,7 +2,7 @@
 
 OpenAI chat completions, the Responses API and Anthropic messages (hscale.train.serving),
 so Claude Code, Codex CLI, OpenClaw or any agent framework can drive a model hscale trained
-or evaluates, with every request optionally recorded (hscale.train.lm.record). Given an
+or evaluates, with every request optionally recorded (hscale.train.lm._record). Given an
 endpoint URL it fronts that server instead (proxy mode).
 """
 
@@ -42,7 +42,7 @@ def serve_cmd(
     SIGTERM; an endpoint URL as MODEL is fronted with the same three faces (proxy mode).
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none
-    (read them with hscale.train.lm.record.read_record)."""
+    (read them with hscale.train.lm._record.read_record)."""
     import signal
     import threading
 

@@ -35,7 +35,7 @@ BASE = "S0-T0-O0-C0-W0"
 
 def left_out_line(bench, path: Path | str) -> str | None:
     """One line on the tasks a benchmark left out (None when none was)."""
-    from hscale.harness.task_sources import left_out_summary
+    from hscale.harness import left_out_summary
 
     left = left_out_summary(getattr(bench, "left_out", None) or [])
     return (f"warning: {left} ('hscale tasks check {path}' lists them; --strict stops on "
@@ -46,7 +46,7 @@ def _open(path: Path, kind: str | None, split: str, strict: bool = False):
     """The task set as a benchmark, every task loaded; with ``strict`` a bad one ends here in
     one line, else it is left out and a warning says so."""
     from hscale.cli.task_kinds import parse_split, resolve_kind
-    from hscale.harness.task_sources import Settings, open_benchmark
+    from hscale.harness import Settings, open_benchmark
 
     if not path.exists():
         raise HscaleError(f"{path}: no such file or folder", "check the task set's path")
@@ -125,7 +125,7 @@ def show_cmd(path: PathArg, task: Annotated[str | None, typer.Option(
 
 
 def _harness(label: str):
-    from hscale.harness.harness import harness_named
+    from hscale.harness import harness_named
 
     try:
         return harness_named(label)

@@ -25,10 +25,7 @@ from hscale.cli.task_kinds import (
     resolve_kind,
 )
 from hscale.errors import HscaleError
-from hscale.harness.tasks.checkers import CheckerError
-from hscale.harness.tasks.clawgym import load_task_folder
-from hscale.harness.tasks.specs import path_problem
-from hscale.harness.tasks.task import Task
+from hscale.harness.tasks import CheckerError, Task, load_task_folder, path_problem
 
 BASE_HARNESS = "S0-T0-O0-C0-W0"
 DEFAULT_TIMEOUT = 10.0
@@ -89,7 +86,7 @@ def check_tasks(path: str | Path, kind: str | None = None, split: str | float = 
                 progress: Progress | None = None) -> Report:
     """Every problem of the task set at ``path`` (see the module docstring); raises
     HscaleError only when ``path`` is no task set at all or an argument is bad."""
-    from hscale.harness.harness import harness_named
+    from hscale.harness import harness_named
 
     path = Path(path)
     if not path.exists():
@@ -226,7 +223,7 @@ def _plan_problem(task: Task) -> str | None:
 
 
 def _rows(path: Path, kind: str, report: Report) -> Iterator[_Unit]:
-    from hscale.harness.tasks.rows import task_from_row
+    from hscale.harness.tasks import task_from_row
 
     suffix = "." + kind
     if path.suffix != suffix or not path.is_file():
@@ -276,7 +273,7 @@ def _read_rows(path: Path, kind: str, report: Report) -> Iterator[tuple[str, obj
 
 
 def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
-    from hscale.harness.tasks.pinchbench import NOT_TASKS, load_pinchbench
+    from hscale.harness.tasks import NOT_TASKS, load_pinchbench
 
     if path.is_dir():
         files = [p for p in sorted(path.glob("*.md"))
@@ -297,7 +294,7 @@ def _pinchbench(path: Path, base: Path, report: Report) -> Iterator[_Unit]:
 def _whole(path: Path, report: Report) -> Iterator[_Unit]:
     """JobBench: every row the reader cannot load is one line (the file itself, when it
     cannot be read at all)."""
-    from hscale.harness.tasks.jobbench import load_jobbench
+    from hscale.harness.tasks import load_jobbench
 
     left: list[tuple[str, str]] = []
     try:
@@ -327,7 +324,7 @@ def _duplicates(units: list[_Unit], report: Report) -> None:
 def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
              report: Report) -> None:
     """Eval tasks whose query and files are a train task's (a plan would refuse them)."""
-    from hscale.harness.task_sources import TaskFiles, fingerprint
+    from hscale.harness import TaskFiles, fingerprint
 
     if not units:
         return
@@ -343,13 +340,13 @@ def _overlap(units: list[_Unit], path: Path, kind: str, split: str | float,
 
 
 def _is_rubric(task: Task) -> bool:
-    from hscale.harness.tasks.specs import uses_judge
+    from hscale.harness.tasks import uses_judge
 
     return uses_judge(task.checker)
 
 
 def _judge() -> bool:
-    from hscale.harness.tasks.judge import judge_configured
+    from hscale.harness.tasks import judge_configured
 
     return judge_configured()
 
@@ -359,7 +356,7 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
     try:
         if task.solution or task.final_answer is not None:
             return _oracle(task, template, timeout)
-        from hscale.harness.env import Limits, untouched_reward
+        from hscale.harness import Limits, untouched_reward
 
         untouched_reward(task, replace(Limits.of(task), checker_seconds=timeout))
     except CheckerError as exc:
@@ -371,8 +368,7 @@ def _run_checker(task: Task, template, timeout: float) -> str | None:
 
 def _oracle(task: Task, template, timeout: float) -> str | None:
     """The oracle follows the plan under the base harness; its reward must be 1."""
-    from hscale.harness.engine import DEFAULT_MAX_TURNS, Termination, TurnEngine
-    from hscale.harness.policies import Oracle
+    from hscale.harness import DEFAULT_MAX_TURNS, Oracle, Termination, TurnEngine
 
     engine = TurnEngine(template, task, max(DEFAULT_MAX_TURNS, len(task.solution) + 4))
     try:

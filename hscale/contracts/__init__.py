@@ -19,6 +19,7 @@ numpy and pandas besides), so every stage, analysis included, reads them cheaply
 
 from __future__ import annotations
 
+from hscale.contracts._health import CheckerHealth, checker_health, checker_health_of
 from hscale.contracts._manifest import (
     EVAL,
     MANIFEST,
@@ -97,6 +98,7 @@ from hscale.contracts._wire import (
 __all__ = [
     "AlgorithmRecord", "AssignmentRecord", "BASE_MODEL_ARM", "BEHAVIOUR", "BEHAVIOUR_COUNTS",
     "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
+    "CheckerHealth", "checker_health", "checker_health_of",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",
     "OPTIONAL_FIELDS", "POOL_SETTING", "PluginRecord", "REPLAN", "ROUTED_SETTING", "ROW_HINT",

@@ -1,7 +1,7 @@
 """``manifest.json``: one resolved, content-hashed run, everything a trainer needs.
 
 It holds records only (:mod:`hscale.contracts._records`); what a run derives from it (its
-factor and harness spaces, its harnesses, its jobs) is built by hscale.train.workload."""
+factor and harness spaces, its harnesses, its jobs) is built by hscale.train.planning._workload."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class FactorRecord(_Record):
 
 
 class PluginRecord(_Trimmed):
-    """A plugin as planned (hscale.harness.spaces.Plugin); ``path`` is left out of the hash."""
+    """A plugin as planned (hscale.harness._spaces.Plugin); ``path`` is left out of the hash."""
 
     LATER: ClassVar[tuple[str, ...]] = ("path",)
 
@@ -58,8 +58,8 @@ class PluginRecord(_Trimmed):
 
 class SpaceRecord(_Trimmed):
     """The factor space; ``weights``: factor name -> weight of the weighted Hamming distance
-    (hscale.design.weights, mean 1), recorded only when the spec gives unequal weights;
-    ``components`` and ``plugins`` for a space given by components (hscale.harness.spaces),
+    (hscale.design._weights, mean 1), recorded only when the spec gives unequal weights;
+    ``components`` and ``plugins`` for a space given by components (hscale.harness._spaces),
     not for the papers' (whose level names are its realizations)."""
 
     LATER: ClassVar[tuple[str, ...]] = ("weights", "components", "plugins", "harnesses")
@@ -100,7 +100,7 @@ class SpaceRecord(_Trimmed):
 
 
 class AssignmentRecord(_Trimmed):
-    """How a task's harnesses are chosen (hscale.train.schedule); Harness-S fields for rescue;
+    """How a task's harnesses are chosen (hscale.train.planning); Harness-S fields for rescue;
     ``radius``: adaptive K (locality), recorded only when set."""
 
     LATER: ClassVar[tuple[str, ...]] = ("radius", "pool_sha256")
@@ -111,7 +111,7 @@ class AssignmentRecord(_Trimmed):
     router: str | None = None
     group: int = 8
     radius: float | None = None
-    pool_sha256: str | None = None  # a frozen pool file's (hscale.train.pool)
+    pool_sha256: str | None = None  # a frozen pool file's (hscale.train.harness_s._pool)
 
 
 class AlgorithmRecord(_Record):
@@ -132,7 +132,7 @@ class BudgetRecord(_Record):
 
 
 class BenchmarkRecord(_Trimmed):
-    """Where a run's tasks come from (hscale.harness.task_sources.benchmark_of reads it): for a data
+    """Where a run's tasks come from (hscale.harness.benchmark_of reads it): for a data
     benchmark its ``path``, ``split`` rule, report ``label`` and the ``content`` hash of its
     files at planning (checked again when the run reads them), and the spec's ``tools``,
     ``limits`` and ``strict`` where it sets them."""

@@ -1,5 +1,5 @@
 """``status.json``: a run's state, written by the runner alone (and by
-hscale.analysis.synthetic, which fakes finished runs)."""
+hscale.analysis._synthetic, which fakes finished runs)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ EVAL_COLUMNS: dict[str, str] = {
 # ``decoding`` tells the independent sampled runs from an extra greedy pass (recorded as run 0)
 # ``error``: why an episode failed outside the policy's control, e.g. "checker: timeout after
 # 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
-# the behaviour counts of its trajectory (hscale.harness.behaviour; NaN where not observed)
+# the behaviour counts of its trajectory (hscale.harness._behaviour; NaN where not observed)
 EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
                                  **dict.fromkeys(BEHAVIOUR, "float64")}
 

@@ -11,12 +11,13 @@ POOL_SETTING = "pool"
 # ``routed``: Rank-1 routing at evaluation (the profiles router): each held-out task under the
 # one sibling its judges put first
 ROUTED_SETTING = "routed"
-SETTINGS = ("base", "in_space", "out_of_space", POOL_SETTING, ROUTED_SETTING)
+# ``neighbours``: the base harness's distance-1 neighbours (``evaluation.neighbours``)
+SETTINGS = ("base", "in_space", "out_of_space", "neighbours", POOL_SETTING, ROUTED_SETTING)
 # the arm of each seed's reference run: the starting model evaluated at step 0, no training
 BASE_MODEL_ARM = "base-model"
 DECODINGS = ("sampled", "greedy")
 
-# A harness label naming a real agent CLI (hscale.harness.blackbox: ``bb/claude-code``); the
+# A harness label naming a real agent CLI (hscale.harness._blackbox: ``bb/claude-code``); the
 # one place the prefix is spelled
 BLACKBOX_PREFIX = "bb/"
 
@@ -31,9 +32,9 @@ def blackbox_name(label: str) -> str:
     return str(label).removeprefix(BLACKBOX_PREFIX)
 
 
-# What an evaluated episode's trajectory did (hscale.harness.behaviour counts them): the
+# What an evaluated episode's trajectory did (hscale.harness._behaviour counts them): the
 # counts, then the six capabilities an LLM judge scores 1-5 when asked for
-# (hscale.harness.capabilities); NaN where not observed
+# (hscale.harness._capabilities); NaN where not observed
 BEHAVIOUR_COUNTS = ("tool_calls", "tool_errors", "recovered", "repeats", "looked_first")
 CAPABILITIES = ("instruction_following", "interface_handling", "observation_reading",
                 "state_tracking", "workflow_compliance", "error_recovery")

@@ -16,8 +16,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from hscale.analysis.report import write_report
-from hscale.analysis.synthetic import demo_like
+from hscale.analysis._report import write_report
+from hscale.analysis._synthetic import demo_like
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
          "headless_shell")

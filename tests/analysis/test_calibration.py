@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.analysis.calibration import calibrate, planted
-from hscale.analysis.components import StudySize
-from hscale.analysis.power import design_se, mde
+from hscale.analysis._calibration import calibrate, planted
+from hscale.analysis._components import StudySize
+from hscale.analysis._power import design_se, mde
 
 # a seed effect of about 14 pp per arm, tasks and harnesses that interact with the arm
 SEEDY = {"seed": 0.04, "task": 0.01, "harness": 0.002, "seed_task": 0.01, "run": 0.001,

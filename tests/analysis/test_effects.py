@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis.effects import (
+from hscale.analysis._effects import (
     _cells,
     _design,
     _fit,
@@ -17,10 +17,10 @@ from hscale.analysis.effects import (
     success_by_distance,
     with_levels,
 )
-from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes
-from hscale.harness.space import harness_space
+from hscale.analysis._synthetic import default_eval_sets, synthetic_episodes
+from hscale.harness._space import factor_space
 
-SPACE = harness_space()
+SPACE = factor_space()
 ALL = SPACE.labels(SPACE.all_configs())
 TRUE = {"S": [-0.6, 0.0, 0.6], "T": [0.4, -0.2, -0.2], "O": [0.0, 0.0, 0.0],
         "C": [0.0, 0.0, 0.0], "W": [0.3, -0.3, 0.0]}

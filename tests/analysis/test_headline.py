@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 import pandas as pd
 import pytest
 
-from hscale.analysis.calibration import planted
-from hscale.analysis.components import StudySize
-from hscale.analysis.headline import answer, forest_frame, summary_page, wall_seconds
-from hscale.analysis.report import warning_notes
-from hscale.analysis.synthetic import write_runs
-from hscale.analysis.verdicts import Verdict
+from hscale.analysis._calibration import planted
+from hscale.analysis._components import StudySize
+from hscale.analysis._headline import answer, forest_frame, summary_page, wall_seconds
+from hscale.analysis._report import warning_notes
+from hscale.analysis._synthetic import write_runs
+from hscale.analysis._verdicts import Verdict
 from hscale.cli import main
 
 LUCK = {"seed": 0.045, "task": 0.002, "harness": 0.0, "seed_task": 0.002, "run": 0.0,
@@ -96,7 +96,7 @@ def test_the_plot_draws_the_verdicts_intervals_and_names_the_adjustment():
     assert frame[["lo", "hi"]].to_numpy().tolist() == [[-4.0, 6.0], [2.0, 12.0]]
     assert frame["word"].tolist() == ["not resolved", "higher"]
     assert frame["paper_word"].tolist() == ["above", ""]
-    from hscale.analysis.headline import plot_forest
+    from hscale.analysis._headline import plot_forest
 
     title = plot_forest(frame)._suptitle.get_text()
     assert "simultaneous 95%" in title and "Bonferroni" in title and "16 arm" in title
@@ -104,7 +104,7 @@ def test_the_plot_draws_the_verdicts_intervals_and_names_the_adjustment():
 
 def test_the_summary_page_holds_every_comparison():
     found = [_verdict(f"arm{i}") for i in range(25)]
-    from hscale.analysis.headline import RunSummary
+    from hscale.analysis._headline import RunSummary
 
     summary = RunSummary(["a"], [0, 1, 2], 10, 18, ["m"], ["local"], 600.0, 100)
     fig = summary_page(summary, forest_frame(found), found)
@@ -123,7 +123,7 @@ def test_wall_time_is_the_union_of_the_runs_spans():
     # 0-12 min overlapping, then 5 min after a two-hour pause (a resumed run)
     assert wall_seconds(runs) == pytest.approx(17 * 60)
     assert math.isnan(wall_seconds(pd.DataFrame({"seconds": [1.0]})))
-    from hscale.analysis.headline import RunSummary
+    from hscale.analysis._headline import RunSummary
 
     summary = RunSummary(["a"], [0], 1, 1, ["m"], ["local"], 1320.0, 10, wall=17 * 60)
     assert summary.took() == "17.0 min wall (22.0 min summed over runs)"

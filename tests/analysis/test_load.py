@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from hscale.analysis.external import read_reported, reported_csv
-from hscale.analysis.load import EVAL_COLUMNS, find_run_dirs, load_results
+from hscale.analysis._external import read_reported, reported_csv
+from hscale.analysis._load import EVAL_COLUMNS, find_run_dirs, load_results
 from hscale.errors import HscaleError
 
 from .helpers import hand_episodes, write_hand_runs

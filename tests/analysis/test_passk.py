@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis.load import load_results
-from hscale.analysis.passk import final_step, pass1, pass_at_k, passk
-from hscale.analysis.synthetic import synthetic_episodes
+from hscale.analysis._load import load_results
+from hscale.analysis._passk import final_step, pass1, pass_at_k, passk
+from hscale.analysis._synthetic import synthetic_episodes
 
 from .helpers import write_hand_runs
 

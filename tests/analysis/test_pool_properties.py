@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.analysis.pool_properties import (
+from hscale.analysis._pool_properties import (
     complementarity,
     locality,
     nonstationarity,

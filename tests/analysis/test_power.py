@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis import power
-from hscale.analysis.calibration import base_rate, calibrate
-from hscale.analysis.power import (
+from hscale.analysis import _power as power
+from hscale.analysis._calibration import base_rate, calibrate
+from hscale.analysis._power import (
     COMPONENTS,
     StudySize,
     design_se,
@@ -21,10 +21,10 @@ from hscale.analysis.power import (
     mde,
     variance,
 )
-from hscale.analysis.report import write_report
-from hscale.analysis.stats import compare_arms, paired_differences
-from hscale.analysis.synthetic import default_eval_sets, synthetic_episodes, write_runs
-from hscale.analysis.tables import comparisons_table
+from hscale.analysis._report import write_report
+from hscale.analysis._stats import compare_arms, paired_differences
+from hscale.analysis._synthetic import default_eval_sets, synthetic_episodes, write_runs
+from hscale.analysis._tables import comparisons_table
 from hscale.cli import main
 
 TRUE = {"seed": 0.004, "task": 0.02, "harness": 0.006, "seed_task": 0.02, "run": 0.002}

@@ -11,13 +11,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from hscale.analysis import plots, report
-from hscale.analysis.external import empty_summary
-from hscale.analysis.load import Results, load_results, tidy
-from hscale.analysis.plots import FIGURES, FigureSpec, NoData, Options, png_bytes
-from hscale.analysis.report import Report, draw_figures, write_report
-from hscale.analysis.synthetic import demo_like, synthetic_episodes
-from hscale.analysis.tables import compute_cells, measured_ordering
+from hscale.analysis import _plots as plots
+from hscale.analysis import _report as report
+from hscale.analysis._external import empty_summary
+from hscale.analysis._load import Results, load_results, tidy
+from hscale.analysis._plots import FIGURES, FigureSpec, NoData, Options, png_bytes
+from hscale.analysis._report import Report, draw_figures, write_report
+from hscale.analysis._synthetic import demo_like, synthetic_episodes
+from hscale.analysis._tables import compute_cells, measured_ordering
 from hscale.cli.report import report_cmd
 from hscale.errors import HscaleError
 from hscale.registry import Registry
@@ -105,7 +106,7 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
                                         broken))
     specs.register("empty", FigureSpec("empty", "A figure with no data", nothing,
                                        plots.plot_heatmap))
-    specs.register("gone", "hscale.analysis.plots:no_such_figure")  # fails on first lookup
+    specs.register("gone", "hscale.analysis._plots:no_such_figure")  # fails on first lookup
     specs.register("heatmap", FIGURES.get("heatmap"))
     monkeypatch.setattr(report, "FIGURES", specs)
     done = write_report(demo_runs, tmp_path / "r", n_boot=100)
@@ -122,7 +123,7 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
 
 def test_a_failing_headline_is_named_and_the_rest_is_written(demo_runs, tmp_path,
                                                             monkeypatch):
-    import hscale.analysis.report as module
+    import hscale.analysis._report as module
 
     def broken(frame, fig=None):
         raise RuntimeError("no ink")

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.analysis.load import load_results
-from hscale.analysis.plots import FIGURES, NoData, png_bytes
-from hscale.analysis.report import write_report
-from hscale.analysis.scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
-from hscale.analysis.synthetic import synthetic_episodes, write_runs
+from hscale.analysis._load import load_results
+from hscale.analysis._plots import FIGURES, NoData, png_bytes
+from hscale.analysis._report import write_report
+from hscale.analysis._scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
+from hscale.analysis._synthetic import synthetic_episodes, write_runs
 from tests.cli import Result
 from tests.cli import hscale as run_cli
 
@@ -32,10 +32,10 @@ def p_of(n: int) -> float:
 def sized(tmp_path_factory):
     """Runs of arms over N (random training sets of N configurations), Pass@1 linear in
     log2 N with a known slope; every other difference left out."""
-    from hscale.design.recipes import random_n
-    from hscale.harness.space import harness_space
+    from hscale.design._recipes import random_n
+    from hscale.harness._space import factor_space
 
-    space = harness_space()
+    space = factor_space()
     arms = [f"random-n{n}" for n in SIZES]
     episodes = synthetic_episodes({a: p_of(n) for a, n in zip(arms, SIZES, strict=True)},
                                   arms=arms, seeds=(0, 1), runs=2, tasks=60,
@@ -82,10 +82,10 @@ def test_weighted_least_squares_matches_numpy():
 
 
 def test_structured_and_random_sets_are_separate_lines(tmp_path):
-    from hscale.design.oa import orthogonal_array
-    from hscale.harness.space import harness_space
+    from hscale.design._oa import orthogonal_array
+    from hscale.harness._space import factor_space
 
-    space = harness_space()
+    space = factor_space()
     arms = {"oa-18": 18, "oa-27": 27, "rand-18": 18, "rand-27": 27}
     episodes = synthetic_episodes(0.5, arms=list(arms), seeds=(0,), runs=1, tasks=8,
                                   experiment="kinds")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hscale.analysis.calibration import planted
-from hscale.analysis.components import StudySize
-from hscale.analysis.stats import (
+from hscale.analysis._calibration import planted
+from hscale.analysis._components import StudySize
+from hscale.analysis._stats import (
     arm_intervals,
     bootstrap_ci,
     cluster_bootstrap,
@@ -19,7 +19,7 @@ from hscale.analysis.stats import (
     holm,
     paired_differences,
 )
-from hscale.analysis.synthetic import synthetic_episodes
+from hscale.analysis._synthetic import synthetic_episodes
 
 
 def test_holm_against_a_worked_example():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hscale.analysis.load import load_results
-from hscale.analysis.render import Table, tex_escape, to_html, to_latex, to_markdown
-from hscale.analysis.synthetic import demo_like
-from hscale.analysis.tables import (
+from hscale.analysis._load import load_results
+from hscale.analysis._render import Table, tex_escape, to_html, to_latex, to_markdown
+from hscale.analysis._synthetic import demo_like
+from hscale.analysis._tables import (
     all_tables,
     base_harness_table,
     compute_cells,

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.analysis.load import load_results
-from hscale.analysis.synthetic import synthetic_episodes, write_runs
-from hscale.analysis.tables import all_tables
-from hscale.analysis.verdicts import ALPHA, paper_word, verdicts, word_for
+from hscale.analysis._load import load_results
+from hscale.analysis._synthetic import synthetic_episodes, write_runs
+from hscale.analysis._tables import all_tables
+from hscale.analysis._verdicts import ALPHA, paper_word, verdicts, word_for
 
 PLANTED = {"structured-18": 0.5, "single-harness": 0.15, "random-18": 0.5,
            "black-box-rl": 0.9}
@@ -96,3 +96,18 @@ def test_comparisons_of_another_source_are_not_said():
     row = {"source": "reported", "method": "a", "reference": "b", "setting": "in_space",
            "diff": 1.0, "lo": 0.5, "hi": 1.5, "p_adj": 0.01}
     assert verdicts(pd.DataFrame([row])) == []
+
+
+def test_cells_that_do_not_vary_are_said_without_a_nan():
+    """Every paired cell the same (one seed, one harness, equal outcomes): no interval can
+    be drawn, and no sentence, table cell or paper check shows a NaN or a broken clause."""
+    from hscale.analysis._render import fmt_interval
+    from hscale.analysis._verdicts import Verdict
+
+    flat = Verdict("single-harness", "structured-18", "out_of_space", 0.0, math.nan, math.nan,
+                   math.nan, math.nan, (("Qwen3-4B", -3.6),), m=16, seeds=1)
+    text = flat.sentence
+    assert "nan" not in text.lower() and "  " not in text
+    assert "no interval can be estimated" in text and "cannot be checked" in text
+    assert fmt_interval(math.nan, math.nan) == "(no interval: the cells do not vary)"
+    assert fmt_interval(-1.8, 35.1, 1) == "[-1.8, +35.1]"

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis.report import Report, write_report
-from hscale.analysis.synthetic import synthetic_episodes
-from hscale.analysis.weight_estimates import FLOOR, add_weights, estimate_weights, weights_yaml
-from hscale.design.weights import parse_weights
-from hscale.harness.space import harness_space
-from hscale.train.spec_weights import spec_weights
+from hscale.analysis._report import Report, write_report
+from hscale.analysis._synthetic import synthetic_episodes
+from hscale.analysis._weight_estimates import FLOOR, add_weights, estimate_weights, weights_yaml
+from hscale.design._weights import parse_weights
+from hscale.harness._space import factor_space
+from hscale.train.spec._weights import spec_weights
 from tests.analysis.helpers import write_hand_runs
 
 
@@ -64,7 +64,7 @@ def test_the_snippet_pastes_into_a_spec(tmp_path):
     path.write_text(text)
     parsed = parse_weights(str(path))
     assert parsed == dict(zip(frame["factor"], frame["weight"], strict=True))
-    resolved = spec_weights(parsed, harness_space())
+    resolved = spec_weights(parsed, factor_space())
     assert resolved.tolist() == pytest.approx(np.array(list(parsed.values())) /
                                               np.mean(list(parsed.values())))
     assert text.startswith("# component weights") and "in-space main effects" in text

@@ -8,13 +8,13 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from hscale.design.algebraic import linear_oa, projective_points
-from hscale.design.arrays import full_factorial
-from hscale.design.caps import anisotropic_constant, ovoid
-from hscale.design.gf import GF, field
-from hscale.design.oa import orthogonal_array
-from hscale.design.planning import constructions
-from hscale.design.verify import check_strength
+from hscale.design._algebraic import linear_oa, projective_points
+from hscale.design._arrays import full_factorial
+from hscale.design._caps import anisotropic_constant, ovoid
+from hscale.design._gf import GF, field
+from hscale.design._oa import orthogonal_array
+from hscale.design._planning import constructions
+from hscale.design._verify import check_strength
 
 QS = [3, 4, 5, 7, 8, 9]
 

@@ -3,13 +3,13 @@ from itertools import combinations, product
 import numpy as np
 import pytest
 
-from hscale.design.choose import candidates, contains, normalize_to_contain, place
-from hscale.design.criteria import gwlp, min_distance, rank_key
-from hscale.design.enumeration import enumerate_oas
-from hscale.design.isomorphism import are_isomorphic
-from hscale.design.verify import is_orthogonal
+from hscale.design._choose import candidates, contains, normalize_to_contain, place
+from hscale.design._criteria import gwlp, min_distance, rank_key
+from hscale.design._enumeration import enumerate_oas
+from hscale.design._isomorphism import are_isomorphic
+from hscale.design._verify import is_orthogonal
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 
 H0 = [0, 0, 0, 0, 0]
 
@@ -23,7 +23,7 @@ def listed():
 def parent():
     """An OA(18; 3^7) whose 5-column projections include the best OA(18; 3^5)."""
     try:
-        from hscale.design.algebraic import addelman_kempthorne
+        from hscale.design._algebraic import addelman_kempthorne
     except ImportError:  # the construction lives in a sibling module; enumeration also works
         addelman_kempthorne = None
     if addelman_kempthorne is not None:
@@ -113,11 +113,11 @@ def test_place_keeps_a_parent_that_already_fits(listed):
 
 
 def test_place_with_a_factor_space_and_several_per_subset(parent, eval_set):
-    found = place(parent, harness_space(), include=[H0], exclude=eval_set, per_subset=3,
+    found = place(parent, factor_space(), include=[H0], exclude=eval_set, per_subset=3,
                   max_subsets=4, rng=np.random.default_rng(1))
     assert 0 < len(found) <= 12
     assert all(contains(p.array, H0) for p in found)
-    again = place(parent, harness_space(), include=[H0], exclude=eval_set, per_subset=3,
+    again = place(parent, factor_space(), include=[H0], exclude=eval_set, per_subset=3,
                   max_subsets=4, rng=np.random.default_rng(1))
     assert [p.array.tobytes() for p in found] == [p.array.tobytes() for p in again]
 
@@ -154,9 +154,9 @@ def test_place_reports_what_cannot_be_satisfied(parent):
 
 def test_shipped_class_catalogue_matches_a_fresh_enumeration():
     """The catalogue that spares users the enumeration holds exactly the real classes."""
-    from hscale.design.choose import _shipped_classes
-    from hscale.design.enumeration import enumerate_oas
-    from hscale.design.isomorphism import are_isomorphic
+    from hscale.design._choose import _shipped_classes
+    from hscale.design._enumeration import enumerate_oas
+    from hscale.design._isomorphism import are_isomorphic
 
     for levels in [(3,) * 3, (3,) * 4, (3,) * 5]:
         shipped = _shipped_classes(levels, 18, 2)

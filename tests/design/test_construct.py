@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.algebraic import (
+from hscale.design._algebraic import (
     _paley2_matrix,
     addelman_kempthorne,
     bush,
@@ -16,7 +16,7 @@ from hscale.design.algebraic import (
     projective_points,
     rao_hamming,
 )
-from hscale.design.arrays import (
+from hscale.design._arrays import (
     collapse,
     expand,
     foldover,
@@ -24,12 +24,12 @@ from hscale.design.arrays import (
     full_factorial,
     replicate,
 )
-from hscale.design.errors import InfeasibleError
-from hscale.design.gf import GF
-from hscale.design.planning import constructions
-from hscale.design.search import difference_scheme, search_oa
-from hscale.design.space import parse_levels
-from hscale.design.verify import check_strength
+from hscale.design._errors import InfeasibleError
+from hscale.design._gf import GF
+from hscale.design._planning import constructions
+from hscale.design._search import difference_scheme, search_oa
+from hscale.design._space import parse_levels
+from hscale.design._verify import check_strength
 from hscale.errors import HscaleError
 
 PRIME_POWERS = [2, 3, 4, 5, 7, 8, 9]
@@ -287,7 +287,7 @@ def test_candidates_build_linear_arrays_of_strength_3_and_more(levels, runs, met
 
 
 def test_orthogonal_array_5_7_strength_3():
-    from hscale.design.oa import orthogonal_array
+    from hscale.design._oa import orthogonal_array
 
     design = orthogonal_array("5^7", 3)
     assert design.method.startswith("ovoid(") and check_strength(design.array, 3).ok

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.criteria import (
+from hscale.design._criteria import (
     CRITERIA,
     covering_radius,
     distance_distribution,
@@ -16,9 +16,9 @@ from hscale.design.criteria import (
     rank_key,
     summary,
 )
-from hscale.design.space import FactorSpace
+from hscale.design._space import FactorSpace
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 from tests.design.strategies import level_arrays
 
 
@@ -152,7 +152,7 @@ def test_covering_radius_extremes():
     full = np.array(list(product(range(3), range(2), range(3))))
     assert covering_radius(full, [3, 2, 3]) == 0
     assert covering_radius(full[:1], [3, 2, 3]) == 3
-    assert covering_radius(np.zeros((1, 5), dtype=int), harness_space()) == 5
+    assert covering_radius(np.zeros((1, 5), dtype=int), factor_space()) == 5
     assert covering_radius(oa9(), "3^4") == 1  # a perfect code: every config within 1 of a run
 
 

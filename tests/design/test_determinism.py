@@ -17,8 +17,8 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from hscale.design.oa import orthogonal_array
-from hscale.design.search import _searched_scheme, difference_scheme, search_oa
+from hscale.design._oa import orthogonal_array
+from hscale.design._search import _searched_scheme, difference_scheme, search_oa
 
 _SPIN = """
 import sys, threading

@@ -6,12 +6,12 @@ Tests that need OApackage skip, saying so, where it is not installed."""
 import numpy as np
 import pytest
 
-from hscale.design.choose import candidates
-from hscale.design.criteria import gwlp
-from hscale.design.enumeration import enumerate_oas, enumeration_refusal
-from hscale.design.isomorphism import are_isomorphic, canonical_form, canonical_key, classify
-from hscale.design.space import parse_levels
-from hscale.design.verify import is_orthogonal
+from hscale.design._choose import candidates
+from hscale.design._criteria import gwlp
+from hscale.design._enumeration import enumerate_oas, enumeration_refusal
+from hscale.design._isomorphism import are_isomorphic, canonical_form, canonical_key, classify
+from hscale.design._space import parse_levels
+from hscale.design._verify import is_orthogonal
 from hscale.errors import HscaleError
 
 
@@ -98,7 +98,7 @@ def test_own_engine_counts_match_oapackage(runs, levels, strength):
 
 
 def test_without_oapackage_hscales_engine_runs(monkeypatch):
-    import hscale.design.enumeration as iso
+    import hscale.design._enumeration as iso
 
     monkeypatch.setattr(iso, "oapackage_available", lambda: False)
     found = enumerate_oas("3^4", 18)
@@ -119,7 +119,7 @@ def test_strength_one_runs_on_hscales_engine():
 
 def test_oapackage_output_is_checked(monkeypatch):
     """hscale verifies what the C++ engine returns: a non-array or a repeat is a bug, loudly."""
-    import hscale.design.enumeration as iso
+    import hscale.design._enumeration as iso
 
     _oapackage()
     good = iso._enumerate_oapackage
@@ -209,8 +209,8 @@ def test_progress_reports_every_column():
 def test_candidates_are_the_same_whichever_engine_enumerates(monkeypatch, levels, runs):
     """Ids, arrays and criteria do not depend on the engine: hscale's canonical forms and
     ranking rules apply to either engine's classes."""
-    import hscale.design.choose as choose
-    import hscale.design.enumeration as enumeration
+    import hscale.design._choose as choose
+    import hscale.design._enumeration as enumeration
 
     _oapackage()
     monkeypatch.setattr(choose, "_CLASSES", {})

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from hscale.design.gf import GF, field, primitive_polynomial
-from hscale.design.numbers import prime_power
+from hscale.design._gf import GF, field, primitive_polynomial
+from hscale.design._numbers import prime_power
 from hscale.errors import HscaleError
 
 PRIMES = [2, 3, 5, 7, 11, 13]

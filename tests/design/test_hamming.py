@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.hamming import distance_matrix, hamming_graph, k_nearest, neighbours
-from hscale.design.space import FactorSpace
+from hscale.design._hamming import distance_matrix, hamming_graph, k_nearest, neighbours
+from hscale.design._space import FactorSpace
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 
 
 def test_distance_matrix():
@@ -45,7 +45,7 @@ def test_batch_neighbours_of_a_large_space_without_enumerating_it():
 
 
 def test_h53_graph():
-    space = harness_space()
+    space = factor_space()
     g = hamming_graph(space)
     assert g.number_of_nodes() == 243 and g.number_of_edges() == 243 * 10 // 2
     assert all(d == 10 for _, d in g.degree())
@@ -58,7 +58,7 @@ def test_h53_graph():
 
 
 def test_graph_on_a_subset_at_distance_two():
-    space = harness_space()
+    space = factor_space()
     subset = np.array([[0, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]])
     g = hamming_graph(space, subset, distance=2)
     assert sorted(g.edges()) == [("S0-T0-O0-C0-W0", "S1-T1-O0-C0-W0")]

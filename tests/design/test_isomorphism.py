@@ -5,16 +5,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.criteria import gwlp, min_distance
-from hscale.design.enumeration import enumerate_oas
-from hscale.design.isomorphism import (
+from hscale.design._criteria import gwlp, min_distance
+from hscale.design._enumeration import enumerate_oas
+from hscale.design._isomorphism import (
     are_isomorphic,
     canonical_form,
     classify,
     invariant,
     to_graph,
 )
-from hscale.design.verify import is_orthogonal
+from hscale.design._verify import is_orthogonal
 from hscale.errors import HscaleError
 from tests.design.strategies import level_arrays
 

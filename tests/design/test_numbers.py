@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.numbers import factorize, prime_parts, prime_power
+from hscale.design._numbers import factorize, prime_parts, prime_power
 
 PRIMES = [2, 3, 5, 7, 11, 13]
 

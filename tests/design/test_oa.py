@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.bounds import feasibility, max_factors, rao_bound, smallest_runs
-from hscale.design.errors import InfeasibleError
-from hscale.design.oa import orthogonal_array
-from hscale.design.space import parse_levels
+from hscale.design._bounds import feasibility, max_factors, rao_bound, smallest_runs
+from hscale.design._errors import InfeasibleError
+from hscale.design._oa import orthogonal_array
+from hscale.design._space import parse_levels
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 
 
 def brute_strength_ok(arr, t, levels):
@@ -104,10 +104,10 @@ def test_lambda_and_seed():
 
 
 def test_space_names_carry_through():
-    design = orthogonal_array("3^5", runs=18, space=harness_space())
+    design = orthogonal_array("3^5", runs=18, space=factor_space())
     assert design.labels[0].startswith("S") and len(design.labels) == 18
     with pytest.raises(HscaleError, match="levels"):
-        orthogonal_array("3^4", runs=9, space=harness_space())
+        orthogonal_array("3^4", runs=9, space=factor_space())
 
 
 def test_huge_requests_are_refused_before_any_work():

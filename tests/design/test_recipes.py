@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.criteria import distance_range
-from hscale.design.hamming import distance_matrix
-from hscale.design.recipes import (
+from hscale.design._criteria import distance_range
+from hscale.design._hamming import distance_matrix
+from hscale.design._recipes import (
     RECIPES,
     eval_set,
     first_order,
@@ -15,12 +15,12 @@ from hscale.design.recipes import (
     single,
     structured,
 )
-from hscale.design.space import FactorSpace
-from hscale.design.verify import is_orthogonal
+from hscale.design._space import FactorSpace
+from hscale.design._verify import is_orthogonal
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 
-SPACE = harness_space()
+SPACE = factor_space()
 
 
 def idx(design):
@@ -69,8 +69,8 @@ def test_structured_is_the_gwlp_best_oa_with_h0():
     assert 0 in idx(train)
     assert distance_range(train.array) == (3, 5)  # the best class has minimum distance 3
     assert train.notes["min_distance"] == 3
-    from hscale.design.choose import candidates
-    from hscale.design.isomorphism import are_isomorphic
+    from hscale.design._choose import candidates
+    from hscale.design._isomorphism import are_isomorphic
 
     assert are_isomorphic(train.array, candidates(SPACE.levels, 18)[0].array)
 
@@ -115,8 +115,8 @@ def test_eval_set_from_a_given_base_and_errors():
 
 def test_structured_follows_its_criterion():
     space = FactorSpace.from_levels("3^4")
-    from hscale.design.choose import candidates
-    from hscale.design.criteria import covering_radius
+    from hscale.design._choose import candidates
+    from hscale.design._criteria import covering_radius
 
     best_radius = min(c.summary["covering_radius"] for c in candidates(space.levels, 18))
     design = structured(space, runs=18, criterion="covering_radius")

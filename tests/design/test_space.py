@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.space import Factor, FactorSpace, format_levels, parse_levels
+from hscale.design._space import Factor, FactorSpace, format_levels, parse_levels
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 
 level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
 
@@ -30,7 +30,7 @@ def test_format_parse_round_trip(levels):
 
 
 def test_harness_space_is_the_papers():
-    space = harness_space()
+    space = factor_space()
     assert space.names == ("S", "T", "O", "C", "W")
     assert space.levels == (3,) * 5 and space.size == 243
     cfg = space.parse_label("S0-T1-O2-C0-W1")
@@ -75,7 +75,7 @@ def test_huge_space_size_and_membership_without_enumeration():
 
 @pytest.mark.parametrize("label", ["S0-T1-O2-C0", "S0-T1-O3-C0-W1", "S0-X1-O2-C0-W1", "junk"])
 def test_bad_labels(label):
-    space = harness_space()
+    space = factor_space()
     with pytest.raises(HscaleError):
         space.parse_label(label)
     assert not space.contains(label)
@@ -124,7 +124,7 @@ def test_a_space_built_from_factors_has_the_same_limits():
 
 
 def test_materialising_configurations_is_bounded(monkeypatch):
-    import hscale.design.space as space_module
+    import hscale.design._space as space_module
 
     space = FactorSpace.from_levels("2^1000")
     with pytest.raises(HscaleError, match=r"about 10\^301 configurations"):

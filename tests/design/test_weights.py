@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design.hamming import distance_matrix, k_nearest, neighbours, tie_key
-from hscale.design.space import FactorSpace
-from hscale.design.weights import (
+from hscale.design._hamming import distance_matrix, k_nearest, neighbours, tie_key
+from hscale.design._space import FactorSpace
+from hscale.design._weights import (
     WeightError,
     by_name,
     check_weights,
@@ -19,7 +19,7 @@ from hscale.design.weights import (
     resolve_weights,
 )
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
+from hscale.harness._space import factor_space
 from tests.design.strategies import level_arrays
 
 positive = st.floats(0.05, 20, allow_nan=False, allow_infinity=False)
@@ -105,7 +105,7 @@ def test_k_nearest_in_weighted_distance_comes_nearest_first(data, seed):
 
 
 def test_equal_weights_break_ties_as_the_plain_distance_does():
-    space = harness_space()
+    space = factor_space()
     train = space.all_configs()[::7]
     for seed in range(20):
         plain = k_nearest(train[0], train, 5, np.random.default_rng(seed))
@@ -114,7 +114,7 @@ def test_equal_weights_break_ties_as_the_plain_distance_does():
 
 
 def test_a_heavy_component_pushes_its_neighbours_away():
-    space = harness_space()
+    space = factor_space()
     w = resolve_weights(space, {"C": 4.0})
     near = neighbours(space, space.base, 1.0, exact=False, weights=w)
     changed = space.from_index(near)
@@ -123,7 +123,7 @@ def test_a_heavy_component_pushes_its_neighbours_away():
 
 
 def test_resolve_weights_names_missing_ones_and_normalises():
-    space = harness_space()
+    space = factor_space()
     assert resolve_weights(space, None) is None and resolve_weights(space, {}) is None
     assert resolve_weights(space, {"C": 2.0, "S": 2.0, "T": 2, "O": 2, "W": 2}) is None
     assert resolve_weights(space, [0.5] * 5) is None
@@ -151,7 +151,7 @@ def test_resolve_weights_names_missing_ones_and_normalises():
 def test_bad_weights_are_refused_with_the_key(weights, needle, key):
     aliases = {"context": "C", "system_prompt": "S"}
     with pytest.raises(WeightError) as info:
-        resolve_weights(harness_space(), weights, aliases)
+        resolve_weights(factor_space(), weights, aliases)
     assert needle in info.value.one_line() and info.value.key == key
 
 

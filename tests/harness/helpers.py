@@ -9,9 +9,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from hscale.harness.engine import Episode
-from hscale.harness.harness import Harness
-from hscale.harness.vocab import tokenize, vocabulary
+from hscale.harness._engine import Episode
+from hscale.harness._harness import Harness
+from hscale.harness._vocab import tokenize, vocabulary
 
 
 def send_json(handler: BaseHTTPRequestHandler, payload: object, status: int = 200) -> None:

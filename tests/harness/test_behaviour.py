@@ -1,4 +1,4 @@
-"""An episode's behaviour counts (hscale.harness.behaviour), the same whichever driver
+"""An episode's behaviour counts (hscale.harness._behaviour), the same whichever driver
 carried them: the embedded evaluator's eval row, and veRL's reward extras read back from
 its dump."""
 
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from hscale.contracts import DumpedEpisode, reward_extras, tag_truth
-from hscale.harness.behaviour import BEHAVIOUR, behaviour
-from hscale.harness.types import ToolCall, ToolResult
+from hscale.harness._behaviour import BEHAVIOUR, behaviour
+from hscale.harness._types import ToolCall, ToolResult
 from hscale.harness.verl_agent_loop import wire_behaviour
 
 OK, ERR = ToolResult(True, "fine"), ToolResult(False, error="no such file")

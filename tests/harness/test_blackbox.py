@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness.blackbox import HARNESSES
-from hscale.harness.blackbox_run import Served, run_blackbox
-from hscale.harness.task_sources import open_benchmark
-from hscale.harness.world import generate
-from hscale.train.lm.blackbox_eval import play
-from hscale.train.lm.record import read_record
+from hscale.harness._blackbox import HARNESSES
+from hscale.harness._blackbox_run import Served, run_blackbox
+from hscale.harness._task_sources import open_benchmark
+from hscale.harness._world import generate
+from hscale.train.lm._blackbox_eval import play
+from hscale.train.lm._record import read_record
 from hscale.train.serving import serve
-from hscale.train.serving.scripted import ScriptedChat, solution_commands
+from hscale.train.serving._scripted import ScriptedChat, solution_commands
 from tests.harness.helpers import local_http, send_json
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def _tasks() -> list:
 
 @pytest.mark.parametrize("name", list(HARNESSES))
 def test_the_real_cli_solves_tasks_through_hscale_serve(name):
-    """Several sessions at once, as an evaluation plays them (hscale.train.lm.blackbox_eval:
+    """Several sessions at once, as an evaluation plays them (hscale.train.lm._blackbox_eval:
     the model served in process, the CLIs side by side)."""
     _installed(name)
     tasks = _tasks()
@@ -110,7 +110,7 @@ def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
     """Another port of this machine's loopback and an outside host are both unreachable
     from the commands the CLI runs, while the endpoint answers every turn (the namespace
     holds the CLI's whole process tree, whatever the CLI)."""
-    from hscale.harness.netns import isolation
+    from hscale.harness._netns import isolation
 
     _installed(name)
     if "namespace" not in isolation():

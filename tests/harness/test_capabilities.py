@@ -11,12 +11,12 @@ from http.server import BaseHTTPRequestHandler
 import pandas as pd
 import pytest
 
-from hscale.harness.behaviour import behaviour
-from hscale.harness.capabilities import COLUMNS, parse
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
-from hscale.harness.task_sources import BuiltinWorld
+from hscale.harness._behaviour import behaviour
+from hscale.harness._capabilities import COLUMNS, parse
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import DoNothing, NoisyOracle, Oracle
+from hscale.harness._task_sources import BuiltinWorld
 from hscale.harness.verl_agent_loop import wire_behaviour
 from tests.harness.helpers import judge_server, send_json
 
@@ -108,8 +108,8 @@ def test_the_report_gives_the_judged_capabilities_per_arm_with_intervals(judge, 
     (frame,) = [pd.read_parquet(p) for p in (tmp_path / "runs").rglob("eval.parquet")]
     assert frame[list(COLUMNS)].notna().all().all()
     assert len(judge.asked) == len(frame)
-    from hscale.analysis.behaviour import behaviour_frame
-    from hscale.analysis.load import load_results
+    from hscale.analysis._behaviour import behaviour_frame
+    from hscale.analysis._load import load_results
 
     data = behaviour_frame(load_results(tmp_path / "runs"))
     judged = data[data.measure.str.contains("judged")]
@@ -135,8 +135,8 @@ def test_the_embedded_trainers_evaluation_judges_its_episodes_in_parallel(judge,
     import yaml
 
     from hscale.contracts import Manifest
-    from hscale.train.embedded.trainer import Trainer
-    from hscale.train.plan import plan
+    from hscale.train.embedded._trainer import Trainer
+    from hscale.train.planning._plan import plan
 
     spec = tmp_path / "judged.yaml"
     spec.write_text(yaml.safe_dump({

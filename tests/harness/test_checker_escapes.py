@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness.env import Env, Limits
+from hscale.harness._env import Env, Limits
 from hscale.harness.tasks import Task
-from hscale.harness.tasks.jail import probe
+from hscale.harness.tasks._jail import probe
 
 from ..cli import hscale
 

@@ -12,20 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness.engine import Generation, TurnEngine
-from hscale.harness.env import Env, Limits
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
+from hscale.harness._engine import Generation, TurnEngine
+from hscale.harness._env import Env, Limits
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._types import Message
 from hscale.harness.tasks import CheckerError, ScriptLimits, Task, run_checker
-from hscale.harness.tasks.checkers import ANSWER_ENV_MAX_BYTES
-from hscale.harness.tasks.jail import containment
-from hscale.harness.tasks.sandbox import (
+from hscale.harness.tasks._checkers import ANSWER_ENV_MAX_BYTES
+from hscale.harness.tasks._jail import containment
+from hscale.harness.tasks._sandbox import (
     _cgroup_parents,
     cgroup_available,
     no_network_prefix,
     processes_limited,
 )
-from hscale.harness.types import Message
 
 SECRET = "hunter2-do-not-leak"
 ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",

@@ -11,12 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.errors import HscaleError
-from hscale.harness.components import registry
-from hscale.harness.components.context import Compact, Full, Window, summarize
-from hscale.harness.components.observation import Observation
-from hscale.harness.components.tool_interface import JsonCall, PythonCall, XmlCall
-from hscale.harness.components.workflow import ActVerify, Kind, PlanAct, React
-from hscale.harness.types import (
+from hscale.harness import components as registry
+from hscale.harness._types import (
     BUILTIN_TOOLS,
     CANONICAL_TOOLS,
     OPTIONAL_ARGS,
@@ -25,6 +21,10 @@ from hscale.harness.types import (
     ToolCall,
     ToolResult,
 )
+from hscale.harness.components._context import Compact, Full, Window, summarize
+from hscale.harness.components._observation import Observation
+from hscale.harness.components._tool_interface import JsonCall, PythonCall, XmlCall
+from hscale.harness.components._workflow import ActVerify, Kind, PlanAct, React
 from tests.harness.helpers import out_of_vocabulary
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")

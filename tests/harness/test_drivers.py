@@ -24,19 +24,19 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noq
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from hscale.harness.engine import (  # noqa: E402
+from hscale.harness._engine import (  # noqa: E402
     EPISODE_TURNS,
     Episode,
     Generation,
     Termination,
 )
-from hscale.harness.harness import harness_named  # noqa: E402
-from hscale.harness.loop import run_episode  # noqa: E402
-from hscale.harness.tokenizer import tokenizer as word_tokenizer  # noqa: E402
-from hscale.harness.types import Message  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
-from hscale.train.embedded.sampler import Sampler  # noqa: E402
-from hscale.train.embedded.warmstart import base_model  # noqa: E402
+from hscale.harness._harness import harness_named  # noqa: E402
+from hscale.harness._loop import run_episode  # noqa: E402
+from hscale.harness._tokenizer import tokenizer as word_tokenizer  # noqa: E402
+from hscale.harness._types import Message  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
+from hscale.train.embedded._sampler import Sampler  # noqa: E402
+from hscale.train.embedded._warmstart import base_model  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     _MESSAGE,
     END,
@@ -167,8 +167,8 @@ def test_a_real_format_task_with_the_shell_is_the_same_under_both_drivers(label,
                                                                           tmp_path):
     """A task whose benchmark gives ``run``: its prompt, the shell call, the transcript its
     checker reads and the reward are the same through run_episode and veRL's agent loop."""
+    from hscale.harness._types import CANONICAL_TOOLS, ToolCall
     from hscale.harness.tasks import Task
-    from hscale.harness.types import CANONICAL_TOOLS, ToolCall
 
     (tmp_path / "reward.py").write_text(TRANSCRIPT_CHECK)
     task = Task(task_id="shell-1", user_query="run add.py and give its output .",
@@ -199,9 +199,9 @@ def test_a_space_from_a_spec_is_the_same_under_both_drivers(label, tokenizer):
     from pathlib import Path
 
     from hscale.harness import verl_agent_loop as vl
-    from hscale.harness.policies import Oracle
-    from hscale.train.manifest import space_of
-    from hscale.train.spec import load_spec
+    from hscale.harness._policies import Oracle
+    from hscale.train.planning._manifest import space_of
+    from hscale.train.spec._experiment import load_spec
 
     spec = Path(__file__).resolve().parents[2] / "experiments" / "sixth-factor.yaml"
     space = space_of(load_spec(spec))

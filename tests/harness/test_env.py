@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.env import TRUNCATION_MARKER, Env, Limits
+from hscale.harness._env import TRUNCATION_MARKER, Env, Limits
+from hscale.harness._types import ToolCall
 from hscale.harness.tasks import Task
-from hscale.harness.types import ToolCall
 from tests.harness.helpers import out_of_vocabulary
 
 
@@ -250,7 +250,7 @@ def test_a_symlink_loop_is_a_bad_path(env):
 
 
 def test_workspaces_go_where_hscale_workspaces_says_else_to_memory(tmp_path, monkeypatch):
-    import hscale.harness.env as env_module
+    import hscale.harness._workspaces as env_module
 
     monkeypatch.setenv("HSCALE_WORKSPACES", str(tmp_path / "mine"))
     env_module.default_root.cache_clear()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from hscale.harness.env import Env, Limits
+from hscale.harness._env import Env, Limits
+from hscale.harness._types import ToolCall
 from hscale.harness.tasks import Task
-from hscale.harness.types import ToolCall
 
 
 def _env(tmp_path, max_entries: int) -> Env:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import DoNothing, Oracle
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import DoNothing, Oracle
+from hscale.harness._types import CANONICAL_TOOLS
 from hscale.harness.tasks import load_tasks
-from hscale.harness.types import CANONICAL_TOOLS
 from tests.harness.helpers import out_of_vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]

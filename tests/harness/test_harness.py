@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from hscale.design.space import Factor, FactorSpace
+from hscale.design._space import Factor, FactorSpace
 from hscale.errors import HscaleError
-from hscale.harness.components.context import Window
-from hscale.harness.components.workflow import Kind
-from hscale.harness.harness import Harness
-from hscale.harness.space import OUT_OF_SPACE, harness_space
-from hscale.harness.types import Message, ParseError, ToolCall, ToolResult
-from hscale.harness.vocab import tokenize
+from hscale.harness._harness import Harness
+from hscale.harness._space import OUT_OF_SPACE, factor_space
+from hscale.harness._types import Message, ParseError, ToolCall, ToolResult
+from hscale.harness._vocab import tokenize
+from hscale.harness.components._context import Window
+from hscale.harness.components._workflow import Kind
 from tests.harness.helpers import out_of_vocabulary
 
 GOLDEN = Path(__file__).parent / "golden"
-SPACE = harness_space()
+SPACE = factor_space()
 LABELS = SPACE.labels(SPACE.all_configs())
 BUDGET = 256
 

@@ -10,9 +10,9 @@ import pytest
 
 from hscale.errors import HscaleError
 from hscale.harness import Harness, Oracle, run_episode
-from hscale.harness.http_policy import OpenAIChatPolicy
-from hscale.harness.types import Message
-from hscale.harness.world import generate
+from hscale.harness._http_policy import OpenAIChatPolicy
+from hscale.harness._types import Message
+from hscale.harness._world import generate
 from tests.harness.helpers import send_json
 
 

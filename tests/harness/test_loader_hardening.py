@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 import hscale.harness.tasks as tasks_package
-import hscale.harness.tasks.task_lists as task_lists
+import hscale.harness.tasks._task_lists as task_lists
 from hscale.errors import HscaleError
 from hscale.harness.tasks import load_task_folder, load_tasks, run_checker, task_from_row
-from hscale.harness.tasks.checkers import CheckerError
-from hscale.harness.tasks.clawgym import MAX_ENTRY_BYTES
-from hscale.harness.tasks.rows import parse_solution
+from hscale.harness.tasks._checkers import CheckerError
+from hscale.harness.tasks._clawgym import MAX_ENTRY_BYTES
+from hscale.harness.tasks._rows import parse_solution
 from tests.cli import hscale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -316,7 +316,7 @@ def test_a_checker_raising_without_a_message_has_no_dangling_colon(tmp_path):
 # ------------------------------------------------------------------ the render command
 def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
     from hscale.cli import harness as cli_harness
-    from hscale.harness.task_sources import BuiltinWorld
+    from hscale.harness._task_sources import BuiltinWorld
 
     text = "[cut : output too long] [/x] [bold]b[/bold] :smile: [red]"
     original = BuiltinWorld.tasks
@@ -334,7 +334,7 @@ def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
 
 # ------------------------------------------------------------------ the package docstring
 def test_the_package_docstring_names_every_module():
-    modules = sorted(p.stem for p in Path(tasks_package.__file__).parent.glob("*.py")
+    modules = sorted(p.stem.lstrip("_") for p in Path(tasks_package.__file__).parent.glob("*.py")
                      if p.stem != "__init__")
     doc = tasks_package.__doc__
     missing = [m for m in modules if f"``{m}``" not in doc]

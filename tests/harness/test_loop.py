@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.harness.engine import Episode, Generation
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import DoNothing, NoisyOracle, Oracle
-from hscale.harness.space import OUT_OF_SPACE, harness_space
-from hscale.harness.types import Message
-from hscale.harness.world import CATEGORIES, generate
+from hscale.harness._engine import Episode, Generation
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import DoNothing, NoisyOracle, Oracle
+from hscale.harness._space import OUT_OF_SPACE, factor_space
+from hscale.harness._types import Message
+from hscale.harness._world import CATEGORIES, generate
 from tests.harness.helpers import out_of_vocabulary
 
-SPACE = harness_space()
+SPACE = factor_space()
 LABELS = SPACE.labels(SPACE.all_configs()) + list(OUT_OF_SPACE)
 
 
@@ -90,7 +90,7 @@ def test_policy_errors_and_turn_limits_end_the_episode_cleanly():
 
 def test_whole_episodes_stay_near_the_256_token_budget():
     """A small model must see whole episodes: oracle episodes stay around 256 tokens."""
-    from hscale.harness.vocab import tokenize
+    from hscale.harness._vocab import tokenize
 
     lengths = []
     for label in LABELS:

@@ -12,12 +12,12 @@ from collections.abc import Callable
 
 import pytest
 
-import hscale.harness.components.tool_interface as tool_interface
+import hscale.harness.components._tool_interface as tool_interface
 from hscale.errors import HscaleError
-from hscale.harness.components.context import Compact, summarize
-from hscale.harness.components.registry import available, get
-from hscale.harness.components.tool_interface import MAX_PARSE_CHARS, MSG_LONG
-from hscale.harness.types import Message, ParseError, ToolCall
+from hscale.harness._types import Message, ParseError, ToolCall
+from hscale.harness.components._context import Compact, summarize
+from hscale.harness.components._registry import available, get
+from hscale.harness.components._tool_interface import MAX_PARSE_CHARS, MSG_LONG
 from tests.harness.helpers import hostile_turns, out_of_vocabulary
 
 N = 100_000  # characters of an adversarial turn

@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.harness.env import Env
+from hscale.harness._env import Env
 from hscale.harness.tasks import CheckerError, Task, check_spec, load_pinchbench, run_checker
-from hscale.harness.tasks.judge import GRADED_PROMPT, parse_scores
-from hscale.harness.tasks.pinchbench import MAX_ASSET_BYTES, judge_summary, openclaw_transcript
-from hscale.harness.tasks.specs import uses_judge
+from hscale.harness.tasks._judge import GRADED_PROMPT, parse_scores
+from hscale.harness.tasks._pinchbench import MAX_ASSET_BYTES, judge_summary, openclaw_transcript
+from hscale.harness.tasks._specs import uses_judge
 from tests.harness.helpers import judge_server
 
 REAL = Path("/work/shared/realtasks/pinchbench")

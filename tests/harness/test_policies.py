@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.components.tool_interface import JsonCall
-from hscale.harness.engine import Episode
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import (
+from hscale.harness._engine import Episode
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import (
     HABITS,
     IDK,
     Demonstrator,
@@ -20,9 +19,10 @@ from hscale.harness.policies import (
     WrongSyntax,
     demonstrations,
 )
-from hscale.harness.space import OUT_OF_SPACE
-from hscale.harness.types import ParseError, ToolCall
-from hscale.harness.world import generate
+from hscale.harness._space import OUT_OF_SPACE
+from hscale.harness._types import ParseError, ToolCall
+from hscale.harness._world import generate
+from hscale.harness.components._tool_interface import JsonCall
 from tests.harness.helpers import out_of_vocabulary, success_by_realization
 
 TASKS = generate(150, seed=1, split="train")

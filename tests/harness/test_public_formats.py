@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.env import Env
+from hscale.harness._env import Env
 from hscale.harness.tasks import (
     CheckerError,
     Task,
@@ -19,7 +19,7 @@ from hscale.harness.tasks import (
     load_pinchbench,
     run_checker,
 )
-from hscale.harness.tasks.judge import parse_verdict
+from hscale.harness.tasks._judge import parse_verdict
 from tests.harness.helpers import judge_server
 
 AUTOMATED = '''---

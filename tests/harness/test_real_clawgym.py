@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness.env import Env
-from hscale.harness.task_sources import open_benchmark
+from hscale.harness._env import Env
+from hscale.harness._task_sources import open_benchmark
+from hscale.harness._types import ToolCall
 from hscale.harness.tasks import load_tasks
-from hscale.harness.tasks.jail import probe
-from hscale.harness.types import ToolCall
+from hscale.harness.tasks._jail import probe
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "clawgym"
 MOUNT = "/root/.openclaw/workspace"

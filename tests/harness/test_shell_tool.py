@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.engine import Generation, TurnEngine
-from hscale.harness.env import Env
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.task_sources import RUNNER_LIMITS, RUNNER_TOOLS, Settings, open_benchmark
+from hscale.harness._engine import Generation, TurnEngine
+from hscale.harness._env import Env
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._task_sources import RUNNER_LIMITS, RUNNER_TOOLS, Settings, open_benchmark
+from hscale.harness._types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
 from hscale.harness.tasks import Task
-from hscale.harness.tasks.jail import containment
-from hscale.harness.types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
+from hscale.harness.tasks._jail import containment
 
 SECRET = "hscale-shell-secret-7f3a"
 EVERY = tuple(CANONICAL_TOOLS)
@@ -116,7 +116,7 @@ def test_odd_digits_in_a_read_window_are_a_parse_error(text):
 
 
 def test_a_call_the_workflow_does_not_run_is_not_in_the_transcript(tmp_path):
-    from hscale.harness.harness import harness_named
+    from hscale.harness._harness import harness_named
 
     engine = TurnEngine(harness_named("S0-T0-O0-C0-W1"), _task(), max_turns=6,
                         workspace_root=tmp_path)
@@ -127,7 +127,7 @@ def test_a_call_the_workflow_does_not_run_is_not_in_the_transcript(tmp_path):
 
 
 def test_a_template_writes_any_tool_and_a_set_without_read_is_described(tmp_path):
-    from hscale.harness.harness import harness_named
+    from hscale.harness._harness import harness_named
 
     template = harness_named("S0-T0-O0-C0-W0")
     run = ToolCall("run", {"command": "ls"})
@@ -303,7 +303,7 @@ def test_a_long_file_is_read_in_windows_that_say_where_to_go_on(tmp_path):
 
 def test_a_spec_sets_the_asset_limit_of_a_real_pinchbench_set(tmp_path):
     from hscale.contracts import BenchmarkRecord
-    from hscale.train.spec import load_spec
+    from hscale.train.spec._experiment import load_spec
 
     real = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "pinchbench"
     if not real.is_dir():

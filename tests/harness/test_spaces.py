@@ -1,4 +1,4 @@
-"""Harness spaces by components (hscale.harness.spaces): labels to harnesses, records that
+"""Harness spaces by components (hscale.harness._spaces): labels to harnesses, records that
 rebuild them, added component kinds, written prompts, plugins shipped to other nodes."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.errors import HscaleError
-from hscale.harness import spaces
-from hscale.harness.components import registry
-from hscale.harness.components.extra import Extra, component_kind
-from hscale.harness.components.system_prompt import PromptParts, Text
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import Oracle
-from hscale.harness.spaces import HarnessSpace, Level, SpaceFactor, from_record, papers_space
-from hscale.harness.world import generate
+from hscale.harness import _spaces as spaces
+from hscale.harness import components as registry
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import Oracle
+from hscale.harness._spaces import HarnessSpace, Level, SpaceFactor, from_record, papers_space
+from hscale.harness._world import generate
+from hscale.harness.components._extra import Extra, component_kind
+from hscale.harness.components._system_prompt import PromptParts, Text
 
 PLUGIN = Path(__file__).resolve().parents[2] / "experiments" / "new_space_plugin.py"
 CHOICES = {  # hscale's own realizations of each component

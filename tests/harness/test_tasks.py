@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.env import Env
+from hscale.harness._env import Env
+from hscale.harness._types import ToolCall
+from hscale.harness._world import CATEGORIES, generate
 from hscale.harness.tasks import (
     Task,
     load_task_folder,
@@ -23,8 +25,6 @@ from hscale.harness.tasks import (
     write_task_folder,
     write_tasks,
 )
-from hscale.harness.types import ToolCall
-from hscale.harness.world import CATEGORIES, generate
 
 ANSWER = {"kind": "answer", "expected": "plum", "target": "final"}
 

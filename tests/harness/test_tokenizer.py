@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.harness.harness import Harness
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import Demonstrator
-from hscale.harness.space import harness_space
-from hscale.harness.tokenizer import WordTokenizer, tokenizer
-from hscale.harness.types import Message
-from hscale.harness.vocab import vocabulary
-from hscale.harness.world import generate
+from hscale.harness._harness import Harness
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import Demonstrator
+from hscale.harness._space import factor_space
+from hscale.harness._tokenizer import WordTokenizer, tokenizer
+from hscale.harness._types import Message
+from hscale.harness._vocab import vocabulary
+from hscale.harness._world import generate
 
-LABELS = [harness_space().label(c) for c in harness_space().all_configs()]
+LABELS = [factor_space().label(c) for c in factor_space().all_configs()]
 
 
 @pytest.fixture(scope="module")

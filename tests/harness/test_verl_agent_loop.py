@@ -40,14 +40,14 @@ import hscale.harness.verl_agent_loop as vl  # noqa: E402
 from hscale.contracts import reward_extras
 from hscale.errors import HscaleError  # noqa: E402
 from hscale.harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
-from hscale.harness.components.registry import register, unregister  # noqa: E402
-from hscale.harness.components.workflow import Action, Workflow, continue_  # noqa: E402
-from hscale.harness.engine import Generation  # noqa: E402
-from hscale.harness.space import PRESETS  # noqa: E402
+from hscale.harness._engine import Generation  # noqa: E402
+from hscale.harness._space import PRESETS  # noqa: E402
+from hscale.harness._types import Message  # noqa: E402
+from hscale.harness._vocab import vocabulary  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
+from hscale.harness.components._registry import register, unregister  # noqa: E402
+from hscale.harness.components._workflow import Action, Workflow, continue_  # noqa: E402
 from hscale.harness.tasks import Task  # noqa: E402
-from hscale.harness.types import Message  # noqa: E402
-from hscale.harness.vocab import vocabulary  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
 
 FULL = "S0-T0-O0-C0-W0"          # full context, react
 WINDOW_PLAN = "S1-T1-O1-C1-W1"   # window context, plan_act

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.env import Env
-from hscale.harness.tasks import task_to_row
-from hscale.harness.vocab import tokenize
-from hscale.harness.world import (
+from hscale.harness._env import Env
+from hscale.harness._vocab import tokenize
+from hscale.harness._world import (
     CATEGORIES,
     MAX_FILE_TOKENS,
     MAX_FILES,
@@ -17,6 +16,7 @@ from hscale.harness.world import (
     generate,
     split_of,
 )
+from hscale.harness.tasks import task_to_row
 from tests.harness.helpers import out_of_vocabulary
 
 TRAIN = generate(60, seed=0)
@@ -107,7 +107,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_task_ids_match_generated_ids():
-    from hscale.harness.world import generate, task_ids
+    from hscale.harness._world import generate, task_ids
 
     assert task_ids(12, seed=3) == [t.task_id for t in generate(12, seed=3)]
     assert task_ids(5, seed=1, split="eval") == [t.task_id for t in generate(5, 1, "eval")]

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from hscale.contracts import EVAL, Manifest, result_problems
-from hscale.harness.blackbox import HARNESSES
-from hscale.train.backends.scripted import ScriptedBackend
-from hscale.train.runner import run_experiment
+from hscale.harness._blackbox import HARNESSES
+from hscale.train.backends._scripted import ScriptedBackend
+from hscale.train.running._runner import run_experiment
 from tests.cli import hscale
 
 BB = ["bb/claude-code", "bb/codex"]
@@ -122,11 +122,11 @@ def test_hscale_evaluate_runs_black_box_episodes_as_ray_tasks(tmp_path):
     import ray
     from ray.util.state import list_tasks
 
-    from hscale.harness.task_sources import BuiltinWorld
-    from hscale.train.lm.blackbox_ray import TASK_NAME
-    from hscale.train.lm.model_eval import Request, evaluate
+    from hscale.harness._task_sources import BuiltinWorld
+    from hscale.train.lm._blackbox_ray import TASK_NAME
+    from hscale.train.lm._model_eval import Request, evaluate
     from hscale.train.serving import serve
-    from hscale.train.serving.scripted import ScriptedChat, solution_commands
+    from hscale.train.serving._scripted import ScriptedChat, solution_commands
     from tests.ray_head import local_ray_head
 
     tasks = BuiltinWorld().tasks(3, 0, "eval")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.harness.behaviour import BEHAVIOUR
+from hscale.harness._behaviour import BEHAVIOUR
 
 pytest.importorskip("torch")
 pytest.importorskip("verl")

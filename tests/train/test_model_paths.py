@@ -65,7 +65,7 @@ def _users_things_snap(tmp_path: Path) -> dict[str, Path]:
 
 def test_an_earlier_import_with_a_users_file_in_it_is_kept(tmp_path):
     """An import folder is replaced only when every file in it is one an import writes."""
-    from hscale.train.lm.importer import RECORD, VERSION, _replace
+    from hscale.train.lm._importer import RECORD, VERSION, _replace
 
     target, new = tmp_path / "model", tmp_path / ".model-new"
     for folder in (target, new):
@@ -105,7 +105,7 @@ BROKEN_GGUF = {
 
 @pytest.fixture(scope="module")
 def real_gguf() -> Path:
-    from hscale.train.lm.importer import find_gguf
+    from hscale.train.lm._importer import find_gguf
 
     try:
         return find_gguf()
@@ -122,7 +122,7 @@ def test_a_broken_gguf_file_is_one_line_and_leaves_nothing(tmp_path, monkeypatch
             broken.write_bytes(source.read(int(case.split()[2]) << 20))
     else:
         broken.write_bytes(BROKEN_GGUF[case])
-    monkeypatch.setattr("hscale.train.lm.importer.find_gguf", lambda: broken)
+    monkeypatch.setattr("hscale.train.lm._importer.find_gguf", lambda: broken)
     monkeypatch.setenv("HSCALE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
     for args in ((), ("--out", out)):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from hscale.cli import main
-from hscale.train.spec import ExperimentSpec
+from hscale.train.spec._experiment import ExperimentSpec
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.yaml"
 BASE = yaml.safe_load(DEMO.read_text())
@@ -155,8 +155,8 @@ def test_a_changed_spec_is_refused_without_force(tmp_path, capsys):
 def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(small()))
-    code = ("import sys; from hscale.train.spec import load_spec; "
-            "from hscale.train.manifest import *; "
+    code = ("import sys; from hscale.train.spec._experiment import load_spec; "
+            "from hscale.train.planning._manifest import *; "
             "s = load_spec(sys.argv[1]); sp = space_of(s); e = eval_sets(s, sp); "
             "a = s.resolved_arms(); "
             "print(build_manifest(s, 'random-18', a['random-18'], 0, sp, e).hash)")
@@ -178,14 +178,14 @@ PAPER = DEMO.parent / "paper"
 
 
 def test_harness_s_plans_rescue_arms_with_pool_router_and_group(tmp_path, capsys):
-    from hscale.design.recipes import structured
-    from hscale.harness.space import harness_space
+    from hscale.design._recipes import structured
+    from hscale.harness._space import factor_space
 
     out = tmp_path / "runs"
     code, stdout, _ = run_cli(["plan", str(PAPER / "harness-s-4b.yaml"), "--out", str(out)],
                               capsys)
     assert code == 0 and "18 written" in stdout  # 5 arms x 3 seeds, and the base model's
-    space = harness_space()
+    space = factor_space()
     base = space.label(space.base)
     oa18 = structured(space).labels
     routers = {"rescue-original": "original", "rescue-random": "random",
@@ -241,8 +241,8 @@ def test_bad_rescue_arms_are_one_line_and_plan_nothing(tmp_path, capsys, change,
 
 
 def test_a_pool_holding_held_out_eval_harnesses_is_refused(tmp_path, capsys):
-    from hscale.train.manifest import eval_sets, space_of
-    from hscale.train.spec import ExperimentSpec
+    from hscale.train.planning._manifest import eval_sets, space_of
+    from hscale.train.spec._experiment import ExperimentSpec
 
     spec = rescue_spec()
     held_out = eval_sets(ExperimentSpec.model_validate(spec), space_of(
@@ -293,12 +293,10 @@ def test_the_testers_bad_specs_are_refused_by_validate_and_plan(tmp_path, capsys
 
 
 def test_ctrl_c_says_interrupted(monkeypatch, capsys):
-    import hscale.train.runner as runner_module
-
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner_module, "run_experiment", interrupted)
+    monkeypatch.setattr("hscale.train.running.run_experiment", interrupted)  # as the CLI reads it
     code, _, err = run_cli(["run", str(DEMO), "--quick"], capsys)
     assert code == 130 and err.strip() == "interrupted"
 

@@ -6,7 +6,11 @@ Each driver keeps its own way of playing an episode (the embedded sampler, run_e
 the chat-model driver, veRL's agent loop); the test replaces only that step by the oracle
 played through the one turn engine, so what it checks is everything around it: which
 episodes the plan holds, in which order, with which decoding and run, and how each driver
-writes the row."""
+writes the row.
+
+It is also the worked example of a new evaluation setting (``neighbours``: the base harness's
+distance-1 neighbours, docs/extending/evaluation-setting.md): the spec turns it on, the plan
+holds its episodes, and every driver plays and writes them with no change of its own."""
 
 from __future__ import annotations
 
@@ -17,12 +21,13 @@ import pytest
 import yaml
 
 from hscale.contracts import Manifest, RowInfo, eval_frame
-from hscale.harness.engine import EPISODE_TURNS
-from hscale.harness.loop import run_episode
-from hscale.harness.policies import Oracle
+from hscale.design import neighbours
+from hscale.harness._engine import EPISODE_TURNS
+from hscale.harness._loop import run_episode
+from hscale.harness._policies import Oracle
 from hscale.harness.verl_agent_loop import episode_fields, row_task
-from hscale.train.plan import plan, write_plan
-from hscale.train.workload import RunPlan, harness_of
+from hscale.train.planning import RunPlan, factor_space, harness_of
+from hscale.train.planning._plan import plan, write_plan
 
 STEP = 2
 IDENTITY = ["run", "benchmark", "setting", "harness", "task_id", "decoding", "category"]
@@ -53,7 +58,8 @@ def planned(tmp_path_factory):
         "algorithm": {"name": "grpo", "tasks_per_step": 3, "rollouts": 2, "lr": 1e-3},
         "steps": STEP, "seeds": [1],
         "evaluation": {"in_space": 18, "out_of_space": ["oos/shell", "oos/actions"],
-                       "runs": 2, "tasks": 6, "episodes": 9, "base_model": False},
+                       "runs": 2, "tasks": 6, "episodes": 9, "base_model": False,
+                       "neighbours": True},
         "arms": {"structured-18": {}}}))
     (item,) = plan(spec, root / "runs")
     write_plan([item])
@@ -66,22 +72,22 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def embedded(path, manifest) -> pd.DataFrame:
-    from hscale.train.embedded.checkpoint_eval import evaluate
+    from hscale.train.embedded._checkpoint_eval import evaluate
 
     runplan = RunPlan(manifest)
     return evaluate(OracleSampler(), runplan, runplan.router(), STEP)
 
 
 def scripted(path, manifest) -> pd.DataFrame:
-    from hscale.train.backends.scripted import ScriptedBackend
+    from hscale.train.backends._scripted import ScriptedBackend
 
     return ScriptedBackend(error_rate=0.0)._evaluate(RunPlan(manifest))
 
 
 def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
-    """`hscale evaluate`'s loop (hscale.train.lm.model_eval) on the planned run's manifest:
+    """`hscale evaluate`'s loop (hscale.train.lm._model_eval) on the planned run's manifest:
     its model driver replaced by the oracle."""
-    from hscale.train.lm import model_eval
+    from hscale.train.lm import _model_eval as model_eval
 
     def drive(model, jobs, *, done=None, **options):
         episodes = [oracle(harness, task) for harness, task, _ in jobs]
@@ -89,7 +95,7 @@ def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
             done(i, ep)
         return episodes
 
-    monkeypatch.setattr("hscale.train.lm.drive.drive", drive)
+    monkeypatch.setattr("hscale.train.lm._drive.drive", drive)
     return eval_frame(model_eval.play(RunPlan(manifest), model=None, step=STEP))
 
 
@@ -97,8 +103,8 @@ def verl(path, manifest) -> pd.DataFrame:
     """veRL's side: val.parquet's rows, each played by the oracle as the agent loop reports
     an episode (its reward extras), dumped as veRL dumps them, read back by the import."""
     pytest.importorskip("verl")
-    from hscale.train.backends.verl.dumps import import_validation
-    from hscale.train.backends.verl.inputs import prepare_verl_run
+    from hscale.train.backends.verl._dumps import import_validation
+    from hscale.train.backends.verl._inputs import prepare_verl_run
 
     prepared = prepare_verl_run(path, manifest, validate=False)
     val = pd.read_parquet(prepared["val"])
@@ -115,19 +121,39 @@ def verl(path, manifest) -> pd.DataFrame:
     return import_validation(path, manifest)
 
 
-def test_every_driver_plays_the_same_plan_and_writes_the_same_rows(planned, monkeypatch):
+@pytest.fixture(scope="module")
+def frames(planned):
+    path, manifest = planned
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return {"embedded": embedded(path, manifest), "scripted": scripted(path, manifest),
+                "evaluate": evaluate_loop(path, manifest, monkeypatch),
+                "verl": verl(path, manifest)}
+
+
+def test_every_driver_plays_the_same_plan_and_writes_the_same_rows(planned, frames):
     path, manifest = planned
     runplan = RunPlan(manifest)
     jobs = runplan.evaluation()
     assert {j.decoding for j in jobs} == {"greedy", "sampled"}
     assert len(jobs) == (1 + 2) * len({(j.setting, j.harness, j.task.task_id, j.run)
                                        for j in jobs if j.decoding == "sampled"}) // 2
-    frames = {"embedded": embedded(path, manifest), "scripted": scripted(path, manifest),
-              "evaluate": evaluate_loop(path, manifest, monkeypatch),
-              "verl": verl(path, manifest)}
+    frames = dict(frames)
     want = _rows(frames.pop("embedded"))
     assert len(want) == len(jobs) and want["success"].all()  # the oracle solves them
     for name, frame in frames.items():
         got = _rows(frame)
         assert got[IDENTITY].equals(want[IDENTITY]), name
         assert got[OUTCOME].astype(float).equals(want[OUTCOME].astype(float)), name
+
+
+def test_a_new_setting_reaches_every_driver_through_the_plan(planned, frames):
+    """``evaluation.neighbours`` was added in the spec, the manifest's eval sets, the settings'
+    vocabulary and the report's names; no driver knows of it, and every one plays it."""
+    _, manifest = planned
+    space = factor_space(manifest)
+    near = [space.label(space.from_index(int(i))) for i in neighbours(space, space.base)]
+    assert sorted(manifest.eval_sets["neighbours"]) == sorted(near) and len(near) == 10
+    for name, frame in frames.items():
+        rows = frame[frame.setting == "neighbours"]
+        assert sorted(rows.harness.unique()) == sorted(near), name
+        assert set(rows.decoding) == {"greedy", "sampled"}, name

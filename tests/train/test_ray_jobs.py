@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.ray_cluster import jobs as ray_jobs
+from hscale.train.ray_cluster import _jobs as ray_jobs
 from tests.ray_head import local_ray_head
 
 pytest.importorskip("ray")
@@ -118,7 +118,7 @@ def test_job_state_of_an_unknown_job_is_none():
     ({"job_id": "j1", "address": "http://elsewhere:8265"}, "RUNNING", "new"),
 ])
 def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
-    from hscale.train.backends.base import RayJob
+    from hscale.train.backends._base import RayJob
 
     manifest = SimpleNamespace(experiment="e", arm="a b", seed=0, hash="h")
     work = RayJob("true", tmp_path, tmp_path / "job.log", tmp_path / "ray_job.json")
@@ -191,7 +191,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
     from hscale.contracts import Manifest
-    from hscale.train.plan import plan
+    from hscale.train.planning._plan import plan
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
 
     spec, out = tmp_path / "exp.yaml", tmp_path / "runs"

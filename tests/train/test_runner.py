@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.runner import run_experiment, runner_lock
+from hscale.train.running._runner import run_experiment, runner_lock
 from tests.cli import hscale
 
 SPEC = {

@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hscale.design.hamming import distance_matrix
-from hscale.design.recipes import first_order, structured
+from hscale.design._hamming import distance_matrix
+from hscale.design._recipes import first_order, structured
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
-from hscale.train.schedule import assign, build_schedule
+from hscale.harness._space import factor_space
+from hscale.train.planning._schedule import assign, build_schedule
 
-SPACE = harness_space()
+SPACE = factor_space()
 TRAIN = structured(SPACE, runs=18)
 TASKS = [f"task-{i:04d}" for i in range(500)]
 

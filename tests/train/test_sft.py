@@ -16,9 +16,9 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-from hscale.harness.blackbox import HARNESSES  # noqa: E402
-from hscale.train.lm.sft import SFTSettings, examples, fine_tune  # noqa: E402
-from hscale.train.trajectories import Sample  # noqa: E402
+from hscale.harness._blackbox import HARNESSES  # noqa: E402
+from hscale.train.lm._sft import SFTSettings, examples, fine_tune  # noqa: E402
+from hscale.train.lm._trajectories import Sample  # noqa: E402
 
 BASH = {"type": "object", "properties": {"command": {"type": "string"}}}
 
@@ -77,7 +77,7 @@ def test_lora_steps_make_the_teachers_reply_likelier_and_save_a_model_folder(tin
     assert result["losses"][-1] < result["losses"][0]
     saved = json.loads((tmp_path / "sft" / "sft.json").read_text())
     assert saved["settings"]["lora_rank"] == 8 and (tmp_path / "sft" / "config.json").is_file()
-    from hscale.train.lm.hf import HFChat
+    from hscale.train.lm._hf import HFChat
 
     assert HFChat(tmp_path / "sft", device="cpu").template_tools is False  # loads as a model
 
@@ -99,9 +99,9 @@ def test_black_box_sft_through_a_real_cli_then_an_unseen_one(tiny, tmp_path):
         if not HARNESSES.get(name).installed():
             pytest.skip(f"{name} is not installed here: hscale harness install {name}")
     from hscale.contracts import EVAL, Manifest, result_problems
-    from hscale.train.lm.collect import Collection, collect
-    from hscale.train.lm.model_eval import Request, evaluate
-    from hscale.train.trajectories import EpisodeLog, samples
+    from hscale.train.lm._collect import Collection, collect
+    from hscale.train.lm._model_eval import Request, evaluate
+    from hscale.train.lm._trajectories import EpisodeLog, samples
 
     record = collect(Collection("scripted", "bb/claude-code", tasks=2),
                      tmp_path / "collected")

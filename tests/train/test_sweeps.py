@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleWarning
-from hscale.train.plan import plan_runs
-from hscale.train.quick import quick
-from hscale.train.spec import ExperimentSpec, load_spec
-from hscale.train.sweeps import MAX_SWEPT_ARMS
+from hscale.train.planning._plan import plan_runs
+from hscale.train.spec._experiment import ExperimentSpec, load_spec
+from hscale.train.spec._quick import quick
+from hscale.train.spec._sweeps import MAX_SWEPT_ARMS
 from tests.cli import Result, hscale
 
 ROOT = Path(__file__).resolve().parents[2]

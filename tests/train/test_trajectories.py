@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness.blackbox import HARNESSES
-from hscale.harness.blackbox_run import Served, new_session, run_blackbox
-from hscale.harness.world import generate
-from hscale.train.lm.record import RECORD_COLUMNS, read_record
+from hscale.harness._blackbox import HARNESSES
+from hscale.harness._blackbox_run import Served, new_session, run_blackbox
+from hscale.harness._world import generate
+from hscale.train.lm._record import RECORD_COLUMNS, read_record
+from hscale.train.lm._trajectories import EpisodeLog, samples
 from hscale.train.serving import serve
-from hscale.train.serving.scripted import ScriptedChat, solution_commands
-from hscale.train.trajectories import EpisodeLog, samples
+from hscale.train.serving._scripted import ScriptedChat, solution_commands
 
 
 def _row(session, k, prompt="[1, 2]", ids="[3]", status=200, by="model",

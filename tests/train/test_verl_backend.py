@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.plan import plan
+from hscale.train.planning._plan import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -60,7 +60,7 @@ def test_train_rows_follow_the_schedule(prepared):
 
 
 def test_val_rows_cover_every_eval_setting(prepared):
-    from hscale.train.spec import EVAL_TASKS
+    from hscale.train.spec._experiment import EVAL_TASKS
 
     _, manifest, result = prepared
     val = pd.read_parquet(result["val"])
@@ -186,7 +186,7 @@ def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
     """One val row per episode the embedded evaluator samples: every run, setting, harness
     and task, with the run recorded (so runs rotate over tasks on both backends)."""
     from hscale.train.backends.verl import prepare_verl_run
-    from hscale.train.workload import eval_jobs, eval_tasks
+    from hscale.train.planning._workload import eval_jobs, eval_tasks
 
     spec = tmp_path / "capped.yaml"
     spec.write_text(yaml.safe_dump({**SPEC, "seeds": [1], "evaluation": {

@@ -15,7 +15,7 @@ import yaml
 from hscale.cli import main
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.plan import plan
+from hscale.train.planning._plan import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -68,7 +68,7 @@ def write_spec(folder: Path, **changes) -> Path:
 def install_fake_main(run_dir: Path, monkeypatch) -> None:
     """Put the stand-in beside launch.sh (the launch's working folder, and a Ray job's
     working_dir) and make launch.sh run it instead of veRL's main_ppo."""
-    from hscale.train.backends.verl import inputs
+    from hscale.train.backends.verl import _inputs as inputs
 
     (run_dir / "verl").mkdir(parents=True, exist_ok=True)
     (run_dir / "verl" / f"{FAKE_MODULE}.py").write_text(FAKE_MAIN)
@@ -80,7 +80,7 @@ def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     one episode per val row (greedy run 0, then each sampled run of a setting, harness and
     task) at each validation step."""
     from hscale.contracts import EVAL_COLUMNS
-    from hscale.harness.behaviour import BEHAVIOUR
+    from hscale.harness._behaviour import BEHAVIOUR
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
     assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error", *BEHAVIOUR]
@@ -124,11 +124,14 @@ def closed_port() -> int:
 
 @pytest.fixture
 def gpu_machine(monkeypatch):
-    """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has."""
-    from hscale.train import environment
+    """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has: where the package's
+    own checks read them and where the other packages do (its public names)."""
+    import hscale.train.running as running
+    from hscale.train.running import _environment as environment
 
-    monkeypatch.setattr(environment, "cuda_gpus", lambda: 2)
-    monkeypatch.setattr(environment, "has_module", lambda name: True)
+    for module in (environment, running):
+        monkeypatch.setattr(module, "cuda_gpus", lambda: 2)
+        monkeypatch.setattr(module, "has_module", lambda name: True)
     return environment
 
 
@@ -160,7 +163,7 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from hscale.train.environment import cuda_gpus
+    from hscale.train.running._environment import cuda_gpus
 
     if cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
@@ -419,7 +422,7 @@ def test_a_killed_runner_takes_its_launch_with_it(tmp_path):
         "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(300)\" "
         f"{pid_file}\n")
     runner = subprocess.Popen([sys.executable, "-c", "import sys; from hscale.train.backends."
-                               "verl.launch import launch_local; launch_local(sys.argv[1])",
+                               "verl._launch import launch_local; launch_local(sys.argv[1])",
                                str(tmp_path / "run")])
     try:
         deadline = time.monotonic() + 120
@@ -444,8 +447,8 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
-    from hscale.train.backends.verl.launch import check_launch
-    from hscale.train.environment import has_module
+    from hscale.train.backends.verl._launch import check_launch
+    from hscale.train.running._environment import has_module
 
     (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")
     if not has_module("vllm"):

@@ -23,12 +23,12 @@ from verl.trainer.ppo.rollout_corr_helper import (  # noqa: E402
 from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
 from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
-from hscale.harness.space import harness_space  # noqa: E402
-from hscale.train.backends.verl.dumps import import_profiles  # noqa: E402
+from hscale.harness._space import factor_space  # noqa: E402
+from hscale.train.backends.verl._dumps import import_profiles  # noqa: E402
 from hscale.train.backends.verl.rescue import _classes  # noqa: E402
 
 RESCUE, ROUTE = "rescue", "route"  # the rows' extra_info keys (hscale.contracts.RowInfo)
-from hscale.train.profile_router import PROFILES, PROFILES_ENV  # noqa: E402
+from hscale.train.harness_s._profiles import PROFILES, PROFILES_ENV  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,
     PerRequestServer,
@@ -57,7 +57,7 @@ def task():
 
 def rescue_row(task, router: str, index: int = 0) -> dict:
     row = row_kwargs(task, FULL)
-    factors = {f.name: list(f.levels) for f in harness_space().factors}
+    factors = {f.name: list(f.levels) for f in factor_space().factors}
     info = {"router": router, "pool": POOL, "base": FULL, "factors": factors, "seed": 7,
             "measure_on": {"benchmark": {"name": "builtin", "tasks": 20, "seed": 0},
                            "count": 3},
@@ -157,7 +157,7 @@ def _judges(asked: list):
     import re
     from http.server import BaseHTTPRequestHandler
 
-    from hscale.train.profile_router import PROFILE_SYSTEM
+    from hscale.train.harness_s._profiles import PROFILE_SYSTEM
     from tests.harness.helpers import send_json
     from tests.train.test_profile_router import _ranking
 

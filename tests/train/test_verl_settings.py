@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError, HscaleWarning
-from hscale.train.models import ALIASES, resolve_model
-from hscale.train.plan import plan
+from hscale.train.planning._plan import plan
+from hscale.train.spec._models import ALIASES, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = sorted((ROOT / "experiments" / "paper").glob("*.yaml"))
@@ -39,7 +39,7 @@ def write(tmp_path: Path, **changes) -> Path:
 def hf_model() -> Path:
     """A tiny Hugging Face model folder on this machine (config, tokenizer, chat template)."""
     pytest.importorskip("transformers")
-    from hscale.train.backends.verl.check import stand_in_model
+    from hscale.train.backends.verl._check import stand_in_model
 
     return stand_in_model()
 
@@ -80,7 +80,7 @@ def test_every_paper_spec_builds_verls_configs(spec, tmp_path):
     from verl.utils.config import omega_conf_to_dataclass
 
     from hscale.train.backends.verl import build_overrides, validate_overrides
-    from hscale.train.backends.verl.check import _missing
+    from hscale.train.backends.verl._check import _missing
 
     run = plan(spec, tmp_path / "runs")[0]
     config = validate_overrides(build_overrides(run.path, run.manifest, gpus_per_node=8))
@@ -155,7 +155,7 @@ def test_verls_file_logger_becomes_train_parquet(tmp_path):
 
     from verl.utils.tracking import Tracking
 
-    from hscale.train.backends.verl.dumps import import_metrics
+    from hscale.train.backends.verl._dumps import import_metrics
 
     folder = tmp_path / "verl" / "metrics"
     folder.mkdir(parents=True)

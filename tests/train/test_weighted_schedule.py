@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.design.hamming import distance_matrix, tie_key
-from hscale.design.recipes import random_n, structured
-from hscale.design.weights import resolve_weights
+from hscale.design._hamming import distance_matrix, tie_key
+from hscale.design._recipes import random_n, structured
+from hscale.design._weights import resolve_weights
 from hscale.errors import HscaleError
-from hscale.harness.space import harness_space
-from hscale.train.schedule import adaptive_k, build_schedule
+from hscale.harness._space import factor_space
+from hscale.train.planning._schedule import adaptive_k, build_schedule
 
-SPACE = harness_space()
+SPACE = factor_space()
 TRAIN = structured(SPACE, runs=18)
 # the OA is regular (every anchor sees the same distances); a random set is not
 RANDOM = random_n(SPACE, 18, seed=1)

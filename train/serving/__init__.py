@@ -9,8 +9,6 @@ agent harnesses speak, every request recorded.
 - ``app``: the ASGI routes; ``server``: starting and stopping it (uvicorn).
 """
 
-from hscale.lazy import lazy_exports
+import lazy_loader as lazy
 
-_EXPORTS = {"serve": "hscale.train.serving.server", "Server": "hscale.train.serving.server"}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

@@ -8,12 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hscale.harness.harness import Harness  # noqa: E402
-from hscale.harness.tokenizer import tokenizer  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
-from hscale.train.embedded.sampler import Sampler, view_ids  # noqa: E402
-from hscale.train.embedded.sequences import build, token_logprobs  # noqa: E402
-from hscale.train.embedded.warmstart import base_model  # noqa: E402
+from hscale.harness._harness import Harness  # noqa: E402
+from hscale.harness._tokenizer import tokenizer  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
+from hscale.train.embedded._sampler import Sampler, view_ids  # noqa: E402
+from hscale.train.embedded._sequences import build, token_logprobs  # noqa: E402
+from hscale.train.embedded._warmstart import base_model  # noqa: E402
 
 LABELS = ["S0-T0-O0-C1-W0", "S1-T1-O2-C2-W1", "S2-T2-O1-C1-W2", "S0-T1-O0-C2-W0",
           "oos/shell", "oos/actions"]
@@ -77,7 +77,7 @@ def test_the_first_prompt_is_the_harness_rendering(model):
 
 
 def test_the_tick_width_pads_least_for_the_rows_at_hand():
-    from hscale.train.embedded.sampler import CHUNK, WIDTHS, tick_width
+    from hscale.train.embedded._sampler import CHUNK, WIDTHS, tick_width
 
     assert tick_width([1] * 64, 100) == 1  # everyone samples: no forced chunk to wait for
     assert tick_width([200] * 64, 100) >= CHUNK // 2  # everyone reads a long prompt

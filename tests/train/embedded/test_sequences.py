@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hscale.harness.engine import Generation  # noqa: E402
-from hscale.harness.harness import Harness  # noqa: E402
-from hscale.harness.loop import run_episode  # noqa: E402
-from hscale.harness.policies import Oracle  # noqa: E402
-from hscale.harness.tokenizer import tokenizer  # noqa: E402
-from hscale.harness.world import generate  # noqa: E402
-from hscale.train.embedded.sequences import build, episode_sequences  # noqa: E402
+from hscale.harness._engine import Generation  # noqa: E402
+from hscale.harness._harness import Harness  # noqa: E402
+from hscale.harness._loop import run_episode  # noqa: E402
+from hscale.harness._policies import Oracle  # noqa: E402
+from hscale.harness._tokenizer import tokenizer  # noqa: E402
+from hscale.harness._world import generate  # noqa: E402
+from hscale.train.embedded._sequences import build, episode_sequences  # noqa: E402
 
 
 class Scripted:

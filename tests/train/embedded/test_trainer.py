@@ -15,8 +15,8 @@ pytest.importorskip("torch")
 pytest.importorskip("verl")
 
 from hscale.contracts import Manifest  # noqa: E402
-from hscale.train.embedded.trainer import Trainer  # noqa: E402
-from hscale.train.plan import plan  # noqa: E402
+from hscale.train.embedded._trainer import Trainer  # noqa: E402
+from hscale.train.planning._plan import plan  # noqa: E402
 
 BASE = {
     "name": "tiny", "model": "hscale-test",

@@ -1,4 +1,4 @@
-"""A black-box harness's rollout inside veRL: the real CLI (hscale.harness.blackbox_run) run
+"""A black-box harness's rollout inside veRL: the real CLI (hscale.harness._blackbox_run) run
 against an endpoint of its own, ``hscale serve`` in front of veRL's rollout servers.
 
 hscale's agent loop (hscale.harness.verl_agent_loop) hands a ``bb/...`` row to :func:`play`
@@ -20,12 +20,17 @@ from typing import Any
 from uuid import uuid4
 
 from hscale.contracts import RowInfo
-from hscale.harness.blackbox_run import Served, run_blackbox
-from hscale.harness.engine import EPISODE_TURNS
+from hscale.harness import EPISODE_TURNS, Served, run_blackbox
 from hscale.harness.tasks import Task
 from hscale.harness.verl_agent_loop import episode_fields
-from hscale.train.serving.chat import BadRequest, Reply, Request
-from hscale.train.serving.tool_prompt import parse_calls, renders_tools, template_chat
+from hscale.train.serving import (
+    BadRequest,
+    Reply,
+    Request,
+    parse_calls,
+    renders_tools,
+    template_chat,
+)
 
 PLAYER = f"{__name__}:play"
 

@@ -20,7 +20,7 @@ they measure on (see :func:`rescue_info`). Those routers rank siblings by the po
 success on them per task category, measured by the worker through the same servers when it
 first rescues (``rule``) or again after every evaluation checkpoint (``profile``); the picks
 are reproducible from the seed, the row's index and the scores. The ``profiles`` router
-(hscale.train.profile_router) measures the base harness too, with the trajectories, and its
+(hscale.train.harness_s._profiles) measures the base harness too, with the trajectories, and its
 first judge writes the siblings' profiles from them; its judges' votes pick the rescue; and
 its Rank-1 routing validation rows (``extra_info["route"]``) run under the sibling voted
 first for their task, said back as ``routed_to`` (its index in the pool) in every row.
@@ -38,8 +38,8 @@ from typing import Any
 
 from hscale.contracts import EXTRA_INFO, RescueInfo, RowInfo
 from hscale.errors import HscaleError
-from hscale.train.profile_router import PROFILES_ENV
-from hscale.train.workload import harness_space
+from hscale.train.harness_s import PROFILES_ENV
+from hscale.train.planning import harness_space
 
 RESCUING = "_hscale_rescuing"  # keyword that marks a rescue rollout inside the worker
 MANAGER_PATH = f"{__name__}.RescueManager"
@@ -49,7 +49,7 @@ def rescue_info(manifest: Any) -> RescueInfo:
     """What a rescue arm's rows carry for the worker to rescue their group; a described
     space, or one with composed harnesses (an evolved pool's children), rides with them (the
     siblings are its labels and harnesses)."""
-    from hscale.train.workload import ROUTER_TASKS
+    from hscale.train.planning import ROUTER_TASKS
 
     a, space = manifest.assignment, harness_space(manifest)
     return RescueInfo(router=a.router or "original", pool=tuple(a.pool or ()),
@@ -64,7 +64,7 @@ def rescue_info(manifest: Any) -> RescueInfo:
 def check_rescue(manifests: Sequence[Any]) -> None:
     """A rescue group replaces the failed one session for session: on veRL both have
     ``rollouts`` members; a profiles router has its judges."""
-    from hscale.train.routers import require_judges
+    from hscale.train.harness_s import require_judges
 
     require_judges(manifests, " where veRL's rollout workers run")
     for m in manifests:
@@ -76,12 +76,12 @@ def check_rescue(manifests: Sequence[Any]) -> None:
 
 
 def router_for(info: RescueInfo, index: int) -> Any:
-    """The row's router (hscale.train.routers), its generator seeded by the run and the row."""
+    """The row's router (hscale.train.harness_s), its generator seeded by the run and the row."""
     import numpy as np
 
-    from hscale.design.space import Factor, FactorSpace
+    from hscale.design import Factor, FactorSpace
     from hscale.harness.verl_agent_loop import row_space
-    from hscale.train.routers import Router
+    from hscale.train.harness_s import Router
 
     space = FactorSpace(tuple(Factor(k, tuple(v)) for k, v in info.factors.items()))
     rng = np.random.default_rng([info.seed, zlib.crc32(f"rescue-{index}".encode())])
@@ -90,7 +90,7 @@ def router_for(info: RescueInfo, index: int) -> Any:
 
 def measure_tasks(info: RescueInfo) -> list[Any]:
     from hscale.contracts import BenchmarkRecord
-    from hscale.train.workload import router_pool
+    from hscale.train.planning import router_pool
 
     return router_pool(BenchmarkRecord.model_validate(info.benchmark))[:info.count]
 
@@ -211,7 +211,7 @@ class _RescueWorker:
         """The policy's greedy success per pool harness and task category (rule: measured
         once; profile: again after every evaluation checkpoint), measured once per worker;
         for the profiles router the base harness's trajectories too, and the profiles its
-        first judge writes from them (hscale.train.profile_router): (scores, profiles)."""
+        first judge writes from them (hscale.train.harness_s._profiles): (scores, profiles)."""
         from hscale.harness.verl_agent_loop import TRANSCRIPT, row_space, to_verl_rows
 
         step = int(trajectory.get("step") or 0)
@@ -250,7 +250,7 @@ def _episode(output: Any) -> Any:
     loop handed them back, its messages."""
     from types import SimpleNamespace
 
-    from hscale.harness.types import Message
+    from hscale.harness import Message
     from hscale.harness.verl_agent_loop import TRANSCRIPT
 
     final = output[-1] if isinstance(output, list) else output

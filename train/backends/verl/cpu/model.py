@@ -4,7 +4,7 @@ download, every byte a token.
 Its tokenizer is byte-level (GPT-2's byte-to-unicode alphabet, no merges) with ChatML
 specials, because veRL loads tokenizers with ``AutoTokenizer``, which under transformers 5
 rebuilds a ``qwen2`` folder's tokenizer as ``Qwen2Tokenizer`` (byte-level BPE) whatever
-``tokenizer_config.json`` names: a plain character vocabulary (hscale.train.lm.tiny) then loses
+``tokenizer_config.json`` names: a plain character vocabulary (hscale.train.lm._tiny) then loses
 every whitespace character, and veRL's Qwen token builder refuses it ("Expected Qwen newline
 to tokenize to one token").
 """
@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hscale.train.lm.tiny import CHAT_TEMPLATE
+from hscale.train.lm import CHAT_TEMPLATE
 
 SPECIALS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 

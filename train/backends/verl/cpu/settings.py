@@ -1,6 +1,6 @@
 """What a veRL run on the CPU adds to hscale's launch: a spec selects it with
-``verl: {rollout: hscale_hf}`` (hscale.train.backends.verl.overrides adds :func:`overrides`,
-hscale.train.backends.verl.inputs writes :func:`launch_lines` into launch.sh, and the launch needs
+``verl: {rollout: hscale_hf}`` (hscale.train.backends.verl._overrides adds :func:`overrides`,
+hscale.train.backends.verl._inputs writes :func:`launch_lines` into launch.sh, and the launch needs
 no GPU or vLLM). Importing this module is cheap (no veRL, no torch).
 """
 

@@ -1,0 +1,129 @@
+"""veRL backend: a planned run becomes veRL 0.9.1 inputs and a launch script (inputs), checked
+on CPU against veRL's own config (overrides), launched here (launch) or as a Ray job (the
+runner's Ray executor), and its validation dumps become eval.parquet (dumps). veRL, Hydra,
+torch and Ray are imported lazily."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from hscale.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
+from hscale.files import write_parquet
+from hscale.train.backends._base import Backend, Progress, RayJob, StepProgress
+from hscale.train.backends.verl._check import validate_overrides
+from hscale.train.backends.verl._dumps import (
+    import_metrics,
+    import_profiles,
+    import_validation,
+)
+from hscale.train.backends.verl._inputs import OUT_ENV, prepare_verl_run
+from hscale.train.backends.verl._launch import (
+    JOB_RECORD,
+    LOG,
+    RAY_EXCLUDES,
+    check_launch,
+    launch_local,
+    launch_requirements,
+)
+from hscale.train.backends.verl._overrides import VERL_DIR, build_overrides, settings
+from hscale.train.backends.verl.rescue import check_rescue
+from hscale.train.lm import fine_tuned, sft_rows
+from hscale.train.planning import is_blackbox_sft
+from hscale.train.running import Requirement, drop_checkpoints, require
+
+
+class VerlBackend(Backend):
+    """Run a planned run with veRL: its inputs and launch.sh written, launch.sh run here (one
+    at a time: it holds this machine's GPUs) or as a job on a Ray cluster; then its
+    validation dumps become eval.parquet. ``export`` writes the inputs and launch.sh only.
+    ``overrides``: more Hydra overrides for every launch (after the spec's own), validated
+    like them."""
+
+    name = "verl"
+    max_workers: ClassVar[int | None] = 1
+    ray: ClassVar[Literal["task", "job"] | None] = "job"
+
+    def __init__(self, overrides: Sequence[str] = ()) -> None:
+        self.overrides = list(overrides)
+
+    def check(self, manifests: Sequence[Manifest]) -> None:
+        """Every run's overrides validated against veRL's own config (veRL is needed for
+        that), its rescue arms against what veRL can rescue."""
+        require(launch_requirements(False)[:1])
+        check_rescue(manifests)
+        for manifest in manifests:
+            validate_overrides([*build_overrides(Path("."), manifest), *self.overrides])
+
+    def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None,
+                on_ray: bool = False) -> None:
+        """What a launch needs here (GPUs and vLLM, or veRL's CPU platform), or on a Ray
+        cluster (the GPUs of its nodes, said in the spec), before anything is written."""
+        if manifests:
+            check_launch(manifests, on_ray)
+
+    def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
+            ) -> None:
+        run_dir = Path(run_dir)
+        _fine_tune(run_dir, manifest, progress)
+        prepare_verl_run(run_dir, manifest, validate=False)
+        steps = manifest.budget.steps
+        if progress is not None:
+            progress(0 if not is_blackbox_sft(manifest) else steps, steps)
+        launch_local(run_dir, self.overrides)
+        self.collect(run_dir, manifest)
+        if progress is not None:
+            progress(steps, steps)
+
+    def export(self, run_dir: Path, manifest: Manifest) -> Path:
+        """The run's veRL inputs and its launch.sh, which runs anywhere veRL is installed."""
+        prepare_verl_run(Path(run_dir), manifest, validate=False)
+        return Path(run_dir) / VERL_DIR / "launch.sh"
+
+    def ray_work(self, run_dir: Path, manifest: Manifest) -> RayJob:
+        """launch.sh as a job whose working_dir is verl/; its outputs go to this run
+        folder's absolute path, so the cluster must see the runs folder at the same path."""
+        run_dir = Path(run_dir).resolve()
+        _fine_tune(run_dir, manifest)  # here: the job validates what it wrote
+        prepare_verl_run(run_dir, manifest, validate=False)
+        out = run_dir / VERL_DIR
+        return RayJob(shlex.join(["bash", "launch.sh", *self.overrides]), out, out / LOG,
+                      out / JOB_RECORD, env_vars={OUT_ENV: str(out)}, excludes=RAY_EXCLUDES)
+
+    def collect(self, run_dir: Path, manifest: Manifest) -> None:
+        """veRL's validation dumps and metrics as eval.parquet and train.parquet; a black-box
+        SFT run's one validation is of its fine-tuned model (its final step), its train rows
+        the fine-tune's."""
+        evals = import_validation(run_dir, manifest)
+        if is_blackbox_sft(manifest):
+            write_parquet(run_dir / EVAL, evals.assign(step=manifest.budget.steps))
+            write_parquet(run_dir / TRAIN, train_frame(sft_rows(_fine_tune(run_dir, manifest))))
+        else:
+            write_parquet(run_dir / EVAL, evals)
+            write_parquet(run_dir / TRAIN, import_metrics(run_dir))
+            import_profiles(run_dir)
+        if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed
+            drop_checkpoints(run_dir)
+
+    def requirements(self) -> list[Requirement]:
+        return launch_requirements(False)
+
+    def verify(self, run_dir: Path, manifest: Manifest) -> list[str]:
+        # train rows come from veRL's logger: their absence must not relaunch a GPU job
+        return result_problems(run_dir, manifest, train=False)
+
+    def announce(self, run_dir: Path) -> str | None:
+        return f"{run_dir}: veRL (log: {Path(run_dir) / VERL_DIR / LOG})"
+
+
+def _fine_tune(run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
+               ) -> dict | None:
+    """A black-box SFT run's teacher episodes and fine-tune, before veRL validates the
+    result (done once: a resumed run finds them); its sft.json. Nothing for other runs."""
+    if not is_blackbox_sft(manifest):
+        return None
+    from hscale.train.spec import resolve_model
+
+    return fine_tuned(run_dir, manifest, resolve_model(manifest.model), progress)[1]

@@ -1,0 +1,45 @@
+"""The public API of hscale.train.embedded (read lazily by __init__.py)."""
+
+from ._model import (
+    TinyGPT as TinyGPT,
+)
+from ._model import (
+    load as load,
+)
+from ._presets import (
+    PRESETS as PRESETS,
+)
+from ._presets import (
+    preset as preset,
+)
+from ._sequences import (
+    banned as banned,
+)
+from ._trainer import (
+    train_run as train_run,
+)
+from ._warmstart import (
+    available as available,
+)
+from ._warmstart import (
+    base_model_path as base_model_path,
+)
+from ._warmstart import (
+    build as build,
+)
+from ._warmstart import (
+    content_hash as content_hash,
+)
+
+__all__ = [
+    "PRESETS",
+    "TinyGPT",
+    "available",
+    "banned",
+    "base_model_path",
+    "build",
+    "content_hash",
+    "load",
+    "preset",
+    "train_run",
+]

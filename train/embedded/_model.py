@@ -1,0 +1,191 @@
+"""The embedded policy: a small GPT in plain torch, with a KV cache that a batched sampler
+can reset row by row.
+
+Plain torch rather than a Hugging Face class: the sampler needs per-row positions and a
+per-row validity mask over one shared cache (a row whose context window slid starts again
+at position 0 while the others go on), which the HF cache classes do not offer.
+
+Checkpoint format (``save``/``load``): one ``torch.save`` file holding ``config`` (the
+ModelConfig fields), ``tokenizer`` (the vocabulary fingerprint), ``state_dict`` and, for base
+models, ``content_hash`` (see hscale.train.embedded._warmstart).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hscale.errors import HscaleError, reason
+from hscale.files import atomic_write_bytes
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    max_positions: int = 512
+    mlp_ratio: int = 4
+
+
+@cache
+def _rotation(half: int, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    freq = 10000.0 ** (-torch.arange(half, dtype=torch.float32) / half)
+    angle = torch.arange(positions, dtype=torch.float32)[:, None] * freq
+    return angle.cos(), angle.sin()
+
+
+def rotation(pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (cos, sin) of positions ``pos`` (B, T) or (T,), shaped to broadcast over heads;
+    looked up once a forward call and shared by every layer."""
+    cos_table, sin_table = _rotation(head_dim // 2, 4096)
+    cos, sin = cos_table[pos], sin_table[pos]
+    if pos.dim() == 2:
+        cos, sin = cos[:, None], sin[:, None]
+    return cos, sin
+
+
+def rotary(x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (B, H, T, dh) at the positions of ``rot``
+    (:func:`rotation`).
+
+    Attention then depends on relative position, which lets copying (read the file the
+    query names) form far sooner than with learned absolute positions."""
+    cos, sin = rot
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.n_heads = cfg.n_heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, cfg.mlp_ratio * d)
+        self.out = nn.Linear(cfg.mlp_ratio * d, d)
+
+    def _heads(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        shape = (b, t, self.n_heads, d // self.n_heads)
+        q, k = q.view(shape).transpose(1, 2), k.view(shape).transpose(1, 2)
+        return rotary(q, rot), rotary(k, rot), v.view(shape).transpose(1, 2)
+
+    def _finish(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+        b, _, t, _ = att.shape
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, -1))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    def forward(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        q, k, v = self._heads(x, rot)
+        return self._finish(x, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+    def step(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
+             cache: tuple[torch.Tensor, torch.Tensor], t0: int, mask: torch.Tensor
+             ) -> torch.Tensor:
+        """Feed ``x`` (B, n) at the positions of ``rot`` (B, n) into cache slots
+        t0..t0+n-1; ``mask`` (B, 1, n, t0+n) says which slots each new token may attend to.
+        Keys are cached already rotated, so a row's restart at position 0 needs nothing
+        else."""
+        q, k, v = self._heads(x, rot)
+        n = x.shape[1]
+        cache[0][:, :, t0:t0 + n] = k
+        cache[1][:, :, t0:t0 + n] = v
+        att = F.scaled_dot_product_attention(q, cache[0][:, :, :t0 + n],
+                                             cache[1][:, :, :t0 + n], attn_mask=mask)
+        return self._finish(x, att)
+
+
+class TinyGPT(nn.Module):
+    """Token embeddings, rotary positions, pre-LN blocks, tied unembedding, a value head."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.value_head = nn.Linear(cfg.d_model, 1)
+        self.apply(self._init)
+        for block in self.blocks:  # scaled residual projections (GPT-2)
+            for layer in (block.proj, block.out):
+                nn.init.normal_(layer.weight, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (B, T, d) of right-padded sequences starting at position 0."""
+        t = ids.shape[1]
+        if t > self.cfg.max_positions:
+            raise HscaleError(f"sequence of {t} tokens exceeds the model's "
+                              f"{self.cfg.max_positions} positions")
+        x = self.tok(ids)
+        rot = rotation(torch.arange(t, device=ids.device), self.cfg.d_model // self.cfg.n_heads)
+        for block in self.blocks:
+            x = block(x, rot)
+        return self.ln_f(x)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden @ self.tok.weight.T
+
+    def values(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.value_head(hidden).squeeze(-1)
+
+    # --- incremental decoding ---------------------------------------------------------
+    def new_cache(self, batch: int, slots: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        h = self.cfg.n_heads
+        shape = (batch, h, slots, self.cfg.d_model // h)
+        return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.blocks]
+
+    def step(self, ids: torch.Tensor, pos: torch.Tensor, cache: list, t0: int,
+             mask: torch.Tensor) -> torch.Tensor:
+        """Hidden states (B, n, d) for ``ids`` (B, n) at positions ``pos`` (B, n)."""
+        x = self.tok(ids)
+        rot = rotation(pos, self.cfg.d_model // self.cfg.n_heads)
+        for block, layer_cache in zip(self.blocks, cache, strict=True):
+            x = block.step(x, rot, layer_cache, t0, mask)
+        return self.ln_f(x)
+
+
+def save(model: TinyGPT, path: str | Path, tokenizer_fingerprint: str, **extra: str) -> None:
+    buffer = io.BytesIO()
+    torch.save({"config": asdict(model.cfg), "tokenizer": tokenizer_fingerprint,
+                "state_dict": model.state_dict(), **extra}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load(path: str | Path, tokenizer_fingerprint: str | None = None) -> TinyGPT:
+    try:
+        with warnings.catch_warnings():  # torch's notes on a foreign file: the error says it
+            warnings.simplefilter("ignore")
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        model = TinyGPT(ModelConfig(**blob["config"]))
+        model.load_state_dict(blob["state_dict"])
+    except Exception as exc:  # torch.load's errors are of any type (EOFError, pickle's...)
+        raise HscaleError(f"{path}: not an hscale checkpoint ({reason(exc)})",
+                          "delete it; it is rebuilt on the next run") from None
+    if tokenizer_fingerprint and blob.get("tokenizer") != tokenizer_fingerprint:
+        raise HscaleError(f"{path}: checkpoint was trained with another vocabulary",
+                          "delete it; it is rebuilt on the next run")
+    return model

@@ -1,0 +1,65 @@
+"""Many episodes through one chat model, in waves: every live episode's view goes to the
+model in one ``generate`` call (a batch, where the model batches), each reply goes through
+the harness's turn engine (hscale.harness._engine.TurnEngine: parse, workflow, tool, observation),
+and the episodes still running make the next wave. The same engine the embedded sampler and
+the veRL agent loop drive, so a real model meets exactly the harness a trained one does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from hscale.harness import EPISODE_TURNS, Episode, Harness, TurnEngine
+from hscale.harness.tasks import Task
+from hscale.train.lm._base import MAX_NEW_TOKENS, ChatModel, mix
+
+
+def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
+          max_new_tokens: int = MAX_NEW_TOKENS, max_turns: int = EPISODE_TURNS,
+          seed: int = 0, seeds: Sequence[int] | None = None, max_batch: int = 32,
+          done: Callable[[int, Episode], None] | None = None) -> list[Episode]:
+    """One episode per (harness, task, greedy) job, in order. Up to ``max_batch`` episodes
+    run together; ``done(index, episode)`` is called as each ends (for progress and for
+    saving finished work). Each episode samples from a seed of its own, ``seeds[index]``
+    (or one drawn from ``seed`` and its index), mixed with its turn: what it draws does not
+    depend on which episodes share its batch, so rerunning part of the jobs draws what the
+    whole run drew, wherever the model is deterministic for a seed."""
+    own = list(seeds) if seeds is not None else [mix(seed, i) for i in range(len(jobs))]
+    if len(own) != len(jobs):
+        raise ValueError(f"{len(own)} seeds for {len(jobs)} jobs")
+    episodes: dict[int, Episode] = {}
+    waiting = list(range(len(jobs)))[::-1]
+    live: dict[int, TurnEngine] = {}
+    turns: dict[int, int] = {}
+    try:
+        while waiting or live:
+            while waiting and len(live) < max_batch:
+                i = waiting.pop()
+                harness, task, _ = jobs[i]
+                live[i], turns[i] = TurnEngine(harness, task, max_turns), 0
+                if live[i].done:  # no turns allowed
+                    _end(i, live.pop(i), episodes, done)
+            order = list(live)
+            if not order:
+                continue
+            views = [live[i].view() for i in order]
+            replies = model.generate(views, [jobs[i][2] for i in order], max_new_tokens,
+                                     seed=[mix(own[i], turns[i]) for i in order])
+            for i, reply in zip(order, replies, strict=True):
+                turns[i] += 1
+                if live[i].submit(reply):
+                    _end(i, live.pop(i), episodes, done)
+    finally:
+        for engine in live.values():
+            engine.env.close()
+    return [episodes[i] for i in range(len(jobs))]
+
+
+def _end(index: int, engine: TurnEngine, episodes: dict[int, Episode],
+         done: Callable[[int, Episode], None] | None) -> None:
+    episodes[index] = engine.finish()
+    if done is not None:
+        done(index, episodes[index])
+
+
+__all__ = ["drive"]

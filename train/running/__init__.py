@@ -1,0 +1,8 @@
+"""Running: the runner (the only writer of status.json), what a backend needs
+installed, dropping finished runs' checkpoints, and the contract suite a
+backend of your own proves itself with (:class:`BackendContract`).
+"""
+
+import lazy_loader as lazy
+
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

@@ -1,0 +1,173 @@
+"""The Anthropic Messages face: ``POST /v1/messages`` (Claude Code adds ``?beta=true``), as
+its clients speak it: ``system`` a string or a list of text blocks (and ``role: system``
+entries among the messages, which some clients send), content as blocks (``text``,
+``tool_use``, ``tool_result``; images, thinking and documents are passed over), ``tools``
+with ``input_schema``, ``tool_choice`` ``auto|any|tool|none``; streamed as ``message_start``,
+``content_block_*``, ``message_delta``, ``message_stop``. Fields a local model cannot use
+(``thinking``, ``context_management``, ``output_config``, ``metadata``, ``cache_control``)
+are accepted and ignored. ``/v1/messages/count_tokens`` counts a request's prompt."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from hscale.train.serving._chat import (
+    BadRequest,
+    Call,
+    Reply,
+    Request,
+    Tool,
+    Turn,
+    integer,
+    new_id,
+    number,
+    text_of,
+    tool_name,
+    tools_of,
+)
+
+STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+def parse(data: Any, session: str = "", counting: bool = False) -> Request:
+    """A messages body as a Request (``counting``: for count_tokens, no max_tokens needed)."""
+    if not isinstance(data, dict):
+        raise BadRequest("body must be a JSON object")
+    turns = []
+    if data.get("system") is not None:
+        turns.append(Turn("system", text_of(data["system"], "system")))
+    raw = data.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest("messages: must be a non-empty list", "messages")
+    for i, message in enumerate(raw):
+        turns.extend(_message(i, message))
+    max_tokens = data.get("max_tokens")
+    if max_tokens is None and not counting:
+        raise BadRequest("max_tokens: Field required", "max_tokens")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest("stream: must be a boolean", "stream")
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return Request(
+        api="messages", turns=turns, tools=_tools(data.get("tools")),
+        tool_choice=_choice(data.get("tool_choice")),
+        max_tokens=integer(max_tokens, "max_tokens", 256), temperature=number(
+            data.get("temperature"), "temperature", 1.0), stream=stream,
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        session=session or str(metadata.get("user_id") or ""))
+
+
+def _message(index: int, message: Any) -> list[Turn]:
+    where = f"messages.{index}"
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant",
+                                                                    "system"):
+        raise BadRequest(f"{where}.role: must be user or assistant", where)
+    role, content = message["role"], message.get("content")
+    if isinstance(content, str) or content is None:
+        return [Turn(role, content or "")]
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content: must be a string or a list of blocks", where)
+    texts, calls, results = [], [], []
+    for k, block in enumerate(content):
+        at = f"{where}.content.{k}"
+        if not isinstance(block, dict):
+            raise BadRequest(f"{at}: must be an object", at)
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(text_of([block], at))
+        elif kind == "tool_use":
+            calls.append(Call(str(block.get("id") or ""), tool_name(block.get("name"),
+                                                                     f"{at}.name"),
+                              json.dumps(block.get("input") or {}, ensure_ascii=False)))
+        elif kind == "tool_result":
+            body = block.get("content")
+            text = body if isinstance(body, str) else text_of(body, f"{at}.content")
+            if block.get("is_error"):
+                text = f"error: {text}"
+            results.append(Turn("tool", text, call_id=str(block.get("tool_use_id") or "")))
+    text = "\n".join(t for t in texts if t)
+    if role == "assistant":
+        return [Turn("assistant", text, tuple(calls))]
+    return results + ([Turn(role, text)] if text or not results else [])
+
+
+def _tools(raw: Any) -> list[Tool]:
+    """Custom tools; server tools (web search, ...) are not the model's to call here."""
+    return tools_of(raw, lambda i: f"tools.{i}",
+                    lambda t: t if t.get("type") in (None, "custom") else None, "input_schema")
+
+
+def _choice(raw: Any) -> str:
+    if raw is None:
+        return "auto"
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind in ("auto", "none"):
+        return kind
+    if kind == "any":
+        return "required"
+    if kind == "tool":
+        return tool_name(raw.get("name"), "tool_choice.name")
+    raise BadRequest("tool_choice: type must be auto, any, tool or none", "tool_choice")
+
+
+# --- replies ----------------------------------------------------------------------------------
+def _blocks(reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.text or not reply.calls:
+        blocks.append({"type": "text", "text": reply.text})
+    blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments_dict()}
+               for c in reply.calls]
+    return blocks
+
+
+def _usage(reply: Reply, output: bool = True) -> dict[str, Any]:
+    return {"input_tokens": reply.prompt_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": reply.completion_tokens if output else 0}
+
+
+def body(request: Request, reply: Reply, message_id: str, model: str) -> dict[str, Any]:
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
+            "content": _blocks(reply), "stop_reason": STOP.get(reply.finish, "end_turn"),
+            "stop_sequence": None, "usage": _usage(reply)}
+
+
+def stream(request: Request, reply: Reply, message_id: str, model: str) -> Iterator[str]:
+    def event(kind: str, **fields: Any) -> str:
+        payload = {"type": kind, **fields}
+        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    start = {**body(request, reply, message_id, model), "content": [], "stop_reason": None,
+             "usage": _usage(reply, output=False)}
+    yield event("message_start", message=start)
+    yield event("ping")
+    for index, block in enumerate(_blocks(reply)):
+        if block["type"] == "text":
+            yield event("content_block_start", index=index,
+                        content_block={"type": "text", "text": ""})
+            if block["text"]:
+                yield event("content_block_delta", index=index,
+                            delta={"type": "text_delta", "text": block["text"]})
+        else:
+            yield event("content_block_start", index=index,
+                        content_block={**block, "input": {}})
+            yield event("content_block_delta", index=index, delta={
+                "type": "input_json_delta",
+                "partial_json": json.dumps(block["input"], ensure_ascii=False)})
+        yield event("content_block_stop", index=index)
+    yield event("message_delta", delta={"stop_reason": STOP.get(reply.finish, "end_turn"),
+                                        "stop_sequence": None},
+                usage={"output_tokens": reply.completion_tokens})
+    yield event("message_stop")
+
+
+def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    kind = {400: "invalid_request_error", 404: "not_found_error",
+            413: "request_too_large"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def new_message_id() -> str:
+    return new_id("msg_")

@@ -1,0 +1,232 @@
+"""``hscale serve`` as an ASGI app (Starlette, run by uvicorn): three API faces over one
+batcher, every request recorded.
+
+Routes: ``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` (and
+``/v1/messages/count_tokens``), the same without ``/v1``; ``GET /v1/models`` (with the
+model's context length), ``/health``, ``HEAD /`` and ``GET /``. Anything else is a 404 in
+the shape of the API its path resembles, recorded like every other request. A row (request,
+reply, tool calls, token ids, the client's session) is on disk before its reply is sent, so
+SIGTERM or SIGKILL of the server loses no answered request (hscale.train.lm._record). Binds to
+loopback unless told otherwise: the endpoint has no authentication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request as HTTPRequest
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from hscale.errors import HscaleError
+from hscale.train.lm import Recorder
+from hscale.train.serving import _anthropic as anthropic
+from hscale.train.serving import _openai_chat as openai_chat
+from hscale.train.serving import _responses as responses
+from hscale.train.serving._chat import BadRequest, Reply, new_id
+from hscale.train.serving._engine import Batcher, Completer
+from hscale.train.serving._tool_prompt import to_messages
+
+MAX_BODY = 32 << 20  # bytes of one request
+TURN_LIMIT = "(the turn limit of this episode is reached)"
+FACES = {"chat": (openai_chat, "chatcmpl-"), "responses": (responses, "resp_"),
+         "messages": (anthropic, "msg_")}
+# headers harnesses name their session by (Claude Code, Codex CLI, OpenClaw, hscale's own)
+SESSION_HEADERS = ("x-hscale-session", "x-claude-code-session-id", "session_id",
+                   "x-session-id", "x-openclaw-session")
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+class Service:
+    """The state routes share: the completer, its batcher, the record."""
+
+    def __init__(self, completer: Completer, batcher: Batcher, recorder: Recorder | None,
+                 verbose: bool = False) -> None:
+        self.completer, self.batcher, self.recorder = completer, batcher, recorder
+        self.verbose, self.started = verbose, int(time.time())
+        self.limits: dict[str, int] = {}  # session -> requests the model answers
+        self.temperatures: dict[str, float] = {}  # session -> the decoding it gets
+        self.counts: Counter[str] = Counter()  # session -> requests made
+
+    def limit(self, session: str, requests: int, temperature: float | None = None) -> None:
+        """Answer ``session``'s requests past ``requests`` with a final text, no tool call:
+        a black-box harness then ends its episode (its turn bound). With ``temperature``,
+        its requests are decoded so whatever the harness asks (an evaluation's greedy
+        pass is greedy under every CLI)."""
+        self.limits[session] = requests
+        if temperature is not None:
+            self.temperatures[session] = temperature
+
+    def requests(self, session: str) -> int:
+        return self.counts[session]
+
+    def record(self, row: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder.add(row)
+
+    def row(self, http: HTTPRequest, api: str, request_id: str) -> dict[str, Any]:
+        return {"time": datetime.now(UTC), "request_id": request_id, "path": http.url.path,
+                "method": http.method, "api": api, "status": 200,
+                "model": self.completer.name, "messages": "", "params": "", "tools": "",
+                "tool_specs": "", "reply": "", "tool_calls": "", "token_ids": "",
+                "prompt_ids": "", "logprobs": "", "by": "", "finish_reason": "",
+                "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "error": "",
+                "session": _session(http)}
+
+
+def _session(http: HTTPRequest) -> str:
+    return next((http.headers[h] for h in SESSION_HEADERS if h in http.headers), "")
+
+
+async def _body(http: HTTPRequest) -> Any:
+    declared = http.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise _TooLarge(f"body of {declared} bytes; at most {MAX_BODY}")
+    data = bytearray()
+    async for chunk in http.stream():
+        data += chunk
+        if len(data) > MAX_BODY:
+            raise _TooLarge(f"body over {MAX_BODY} bytes")
+    try:
+        return json.loads(bytes(data))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("body is JSON nested too deeply") from None
+
+
+def _endpoint(api: str, counting: bool = False):
+    face, prefix = FACES[api]
+
+    async def answer(http: HTTPRequest) -> Response:
+        service: Service = http.app.state.service
+        began, request_id = time.perf_counter(), new_id(prefix)
+        row = service.row(http, api, request_id)
+        status, payload, parsed, reply = 200, {}, None, None
+        try:
+            data = await _body(http)
+            parsed = (anthropic.parse(data, row["session"], counting=True) if counting
+                      else face.parse(data, row["session"]))
+            if row["session"] in service.temperatures:  # the decoding the session is given
+                parsed = replace(parsed, temperature=service.temperatures[row["session"]])
+            row.update(parsed.record())
+            if counting:
+                payload = {"input_tokens": _count(service, parsed)}
+            else:
+                service.counts[row["session"]] += 1
+                if service.counts[row["session"]] > service.limits.get(row["session"], 1 << 62):
+                    reply = Reply(TURN_LIMIT, by="server")
+                else:
+                    try:
+                        reply = await asyncio.wrap_future(service.batcher.submit(parsed))
+                    except asyncio.CancelledError:  # the server stops under this request
+                        row.update(status=503, error="the server stopped first",
+                                   seconds=time.perf_counter() - began)
+                        service.record(row)
+                        return JSONResponse(face.error(503, "the server is stopping"),
+                                            status_code=503)
+                row.update(reply.record())
+        except BadRequest as exc:
+            status, payload = 400, face.error(400, str(exc), exc.param)
+        except _TooLarge as exc:
+            status, payload = 413, face.error(413, str(exc))
+        except HscaleError as exc:  # the model's own refusals (a prompt past its context)
+            status, payload = 400, face.error(400, exc.one_line())
+        except Exception as exc:  # noqa: BLE001 -- a model failure is a 500, not a traceback
+            message = f"{type(exc).__name__}: {exc}"
+            print(f"hscale serve: {request_id} failed: {message}", file=sys.stderr)
+            status, payload = 500, face.error(500, f"the model failed: {message}")
+        row.update(status=status, seconds=time.perf_counter() - began,
+                   error=_message(payload) if status != 200 else "")
+        service.record(row)  # on disk before the reply is sent
+        if status != 200 or counting:
+            return JSONResponse(payload, status_code=status)
+        model = service.completer.name
+        if parsed.stream:
+            return StreamingResponse(face.stream(parsed, reply, request_id, model),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return JSONResponse(face.body(parsed, reply, request_id, model))
+
+    return answer
+
+
+def _message(payload: dict[str, Any]) -> str:
+    error = payload.get("error")
+    return str(error.get("message", "")) if isinstance(error, dict) else ""
+
+
+def _count(service: Service, request: Any) -> int:
+    model = getattr(service.completer, "model", None)
+    if getattr(service.completer, "template_tools", False):
+        prompt = service.completer.template_prompt(request)
+        if isinstance(prompt, BadRequest):
+            raise prompt
+        return len(prompt)
+    count = getattr(model, "prompt_tokens", None)
+    messages = to_messages(request.turns, request.tools, request.tool_choice)
+    if callable(count):
+        return int(count(messages))
+    return sum(len(m.content) for m in messages) // 4 + 1  # proxy: an estimate
+
+
+async def _models(http: HTTPRequest) -> Response:
+    service: Service = http.app.state.service
+    context = service.completer.context
+    entry = {"id": service.completer.name, "object": "model", "created": service.started,
+             "owned_by": "hscale", "type": "model", "display_name": service.completer.name,
+             "created_at": datetime.fromtimestamp(service.started, UTC).isoformat()}
+    if context:
+        entry.update(context_length=context, max_model_len=context)
+    return JSONResponse({"object": "list", "data": [entry], "has_more": False,
+                         "first_id": entry["id"], "last_id": entry["id"]})
+
+
+async def _health(http: HTTPRequest) -> Response:
+    return JSONResponse({"status": "ok", "model": http.app.state.service.completer.name})
+
+
+async def _root(http: HTTPRequest) -> Response:
+    if http.method == "HEAD":
+        return Response(status_code=200)
+    return await _health(http)
+
+
+async def _unknown(http: HTTPRequest) -> Response:
+    """A 404 in the shape of the API the path resembles; recorded with what was sent."""
+    service: Service = http.app.state.service
+    api = "messages" if "/messages" in http.url.path else "chat"
+    row = service.row(http, api, new_id("req_"))
+    body = (await http.body())[:4096].decode(errors="replace")
+    message = f"no such path {http.method} {http.url.path}"
+    row.update(status=404, error=message, params=json.dumps({"body": body}))
+    service.record(row)
+    return JSONResponse(FACES[api][0].error(404, message), status_code=404)
+
+
+def build_app(service: Service) -> Starlette:
+    routes = [Route("/", _root, methods=["GET", "HEAD"]),
+              Route("/health", _health), Route("/v1/health", _health),
+              Route("/v1/models", _models), Route("/models", _models)]
+    for api, paths in (("chat", ("/v1/chat/completions", "/chat/completions")),
+                       ("responses", ("/v1/responses", "/responses")),
+                       ("messages", ("/v1/messages", "/messages"))):
+        routes += [Route(p, _endpoint(api), methods=["POST"]) for p in paths]
+    routes += [Route(p, _endpoint("messages", counting=True), methods=["POST"])
+               for p in ("/v1/messages/count_tokens", "/messages/count_tokens")]
+    routes.append(Route("/{path:path}", _unknown,
+                        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]))
+    app = Starlette(routes=routes)
+    app.state.service = service
+    return app

@@ -1,0 +1,203 @@
+"""The OpenAI Responses face: ``POST /v1/responses``, as Codex CLI speaks it. The input is a
+string or a list of items (messages with a ``developer``, ``system``, ``user`` or
+``assistant`` role, ``function_call`` and ``function_call_output`` items; reasoning and other
+items are passed over); ``instructions`` is the system message; tools are flat
+``{type: function, name, parameters}``. Streamed as the typed events its clients read
+(``response.created`` ... ``response.output_item.done`` ... ``response.completed``). The
+server keeps no state: ``previous_response_id`` is refused (send the whole input)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from hscale.train.serving._chat import (
+    BadRequest,
+    Call,
+    Reply,
+    Request,
+    Tool,
+    Turn,
+    integer,
+    new_id,
+    number,
+    text_of,
+    tool_name,
+    tools_of,
+)
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+TEXT_PARTS = ("input_text", "output_text", "text", "summary_text")
+
+
+def parse(data: Any, session: str = "") -> Request:
+    if not isinstance(data, dict):
+        raise BadRequest("body must be a JSON object")
+    if data.get("previous_response_id"):
+        raise BadRequest("previous_response_id is not supported: this server stores no "
+                         "responses; send the whole conversation as input",
+                         "previous_response_id")
+    turns = []
+    instructions = data.get("instructions")
+    if instructions is not None:
+        turns.append(Turn("system", text_of(instructions, "instructions", TEXT_PARTS)))
+    raw = data.get("input")
+    if isinstance(raw, str):
+        turns.append(Turn("user", raw))
+    elif isinstance(raw, list) and raw:
+        for i, item in enumerate(raw):
+            turns.extend(_item(i, item))
+    else:
+        raise BadRequest("'input' must be a string or a non-empty list of items", "input")
+    if not any(t.role != "system" for t in turns):
+        raise BadRequest("'input' holds no message to answer", "input")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest("'stream' must be true or false", "stream")
+    return Request(
+        api="responses", turns=_merge_calls(turns), tools=_tools(data.get("tools")),
+        tool_choice=_choice(data.get("tool_choice")),
+        max_tokens=integer(data.get("max_output_tokens"), "max_output_tokens", 256),
+        temperature=number(data.get("temperature"), "temperature", 1.0), stream=stream,
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        session=session or str(data.get("prompt_cache_key") or data.get("user") or ""))
+
+
+def _item(index: int, item: Any) -> list[Turn]:
+    where = f"input[{index}]"
+    if not isinstance(item, dict):
+        raise BadRequest(f"{where} must be an object", where)
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = ROLES.get(item.get("role"))
+        if role is None:
+            raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}", where)
+        return [Turn(role, text_of(item.get("content"), f"{where}.content", TEXT_PARTS))]
+    if kind == "function_call":
+        arguments = item.get("arguments", "{}")
+        return [Turn("assistant", calls=(Call(
+            str(item.get("call_id") or item.get("id") or ""),
+            tool_name(item.get("name"), f"{where}.name"),
+            arguments if isinstance(arguments, str) else json.dumps(arguments)),))]
+    if kind == "function_call_output":
+        output = item.get("output", "")
+        text = output if isinstance(output, str) else text_of(output, f"{where}.output",
+                                                              TEXT_PARTS)
+        return [Turn("tool", text, call_id=str(item.get("call_id") or ""))]
+    return []  # reasoning, web search calls, ...: nothing a local model reads
+
+
+def _merge_calls(turns: list[Turn]) -> list[Turn]:
+    """An assistant message and the function calls after it are one assistant turn (the
+    Responses API lists them as separate items)."""
+    out: list[Turn] = []
+    for turn in turns:
+        last = out[-1] if out else None
+        if (turn.role == "assistant" and turn.calls and last is not None
+                and last.role == "assistant"):
+            out[-1] = Turn("assistant", last.content, last.calls + turn.calls)
+        else:
+            out.append(turn)
+    return out
+
+
+def _tools(raw: Any) -> list[Tool]:
+    """Function tools; hosted ones (web search, ...) are not the model's to call here."""
+    return tools_of(raw, lambda i: f"tools[{i}]",
+                    lambda t: t if t.get("type") == "function" else None, "parameters")
+
+
+def _choice(raw: Any) -> str:
+    if raw is None:
+        return "auto"
+    if raw in ("auto", "none", "required"):
+        return raw
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        return tool_name(raw.get("name"), "tool_choice.name")
+    raise BadRequest("'tool_choice' must be auto, none, required or a function", "tool_choice")
+
+
+# --- replies ----------------------------------------------------------------------------------
+def _items(reply: Reply) -> list[dict[str, Any]]:
+    items = []
+    if reply.text or not reply.calls:
+        items.append({"type": "message", "id": new_id("msg_"), "status": "completed",
+                      "role": "assistant", "content": [
+                          {"type": "output_text", "text": reply.text, "annotations": []}]})
+    for call in reply.calls:
+        items.append({"type": "function_call", "id": new_id("fc_"), "call_id": call.id,
+                      "name": call.name, "arguments": call.arguments, "status": "completed"})
+    return items
+
+
+def _response(request: Request, reply: Reply | None, response_id: str, model: str,
+              items: list[dict[str, Any]], created: int) -> dict[str, Any]:
+    done = reply is not None
+    cut = done and reply.finish == "length"
+    usage = None if not done else {
+        "input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0}}
+    return {"id": response_id, "object": "response", "created_at": created,
+            "status": ("incomplete" if cut else "completed") if done else "in_progress",
+            "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+            "model": model, "output": items, "parallel_tool_calls": True,
+            "tool_choice": request.tool_choice if request.tool_choice in
+            ("auto", "none", "required") else {"type": "function", "name": request.tool_choice},
+            "tools": [{"type": "function", "name": t.name, "description": t.description,
+                       "parameters": t.parameters, "strict": False} for t in request.tools],
+            "temperature": request.temperature, "max_output_tokens": request.max_tokens,
+            "usage": usage, "store": False}
+
+
+def body(request: Request, reply: Reply, response_id: str, model: str) -> dict[str, Any]:
+    return _response(request, reply, response_id, model, _items(reply), int(time.time()))
+
+
+def stream(request: Request, reply: Reply, response_id: str, model: str) -> Iterator[str]:
+    created, items, n = int(time.time()), _items(reply), 0
+
+    def event(kind: str, **fields: Any) -> str:
+        nonlocal n
+        n += 1
+        payload = {"type": kind, "sequence_number": n - 1, **fields}
+        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    started = _response(request, None, response_id, model, [], created)
+    yield event("response.created", response=started)
+    yield event("response.in_progress", response=started)
+    for index, item in enumerate(items):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            empty = {"type": "output_text", "text": "", "annotations": []}
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "content": []})
+            yield event("response.content_part.added", item_id=item["id"],
+                        output_index=index, content_index=0, part=empty)
+            if text:
+                yield event("response.output_text.delta", item_id=item["id"],
+                            output_index=index, content_index=0, delta=text, logprobs=[])
+            yield event("response.output_text.done", item_id=item["id"], output_index=index,
+                        content_index=0, text=text, logprobs=[])
+            yield event("response.content_part.done", item_id=item["id"], output_index=index,
+                        content_index=0, part=item["content"][0])
+        else:
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "arguments": ""})
+            yield event("response.function_call_arguments.delta", item_id=item["id"],
+                        output_index=index, delta=item["arguments"])
+            yield event("response.function_call_arguments.done", item_id=item["id"],
+                        output_index=index, arguments=item["arguments"])
+        yield event("response.output_item.done", output_index=index, item=item)
+    final = _response(request, reply, response_id, model, items, created)
+    kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+    yield event(kind, response=final)
+
+
+def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": param, "code": None}}

@@ -1,0 +1,53 @@
+"""The public API of hscale.train.spec (read lazily by __init__.py)."""
+
+from ._experiment import (
+    BUILTIN_TASKS as BUILTIN_TASKS,
+)
+from ._experiment import (
+    NAME as NAME,
+)
+from ._experiment import (
+    Arm as Arm,
+)
+from ._experiment import (
+    Benchmark as Benchmark,
+)
+from ._experiment import (
+    ExperimentSpec as ExperimentSpec,
+)
+from ._experiment import (
+    load_spec as load_spec,
+)
+from ._models import (
+    is_local_path as is_local_path,
+)
+from ._models import (
+    resolve_model as resolve_model,
+)
+from ._quick import (
+    quick as quick,
+)
+from ._space import (
+    resolve_space as resolve_space,
+)
+from ._verl import (
+    VerlSettings as VerlSettings,
+)
+from ._weights import (
+    spec_weights as spec_weights,
+)
+
+__all__ = [
+    "Arm",
+    "BUILTIN_TASKS",
+    "Benchmark",
+    "ExperimentSpec",
+    "NAME",
+    "VerlSettings",
+    "is_local_path",
+    "load_spec",
+    "quick",
+    "resolve_model",
+    "resolve_space",
+    "spec_weights",
+]

@@ -1,0 +1,75 @@
+"""What a spec's ``model`` names, per backend: an embedded preset (local backend), or a
+Hugging Face hub id or local model folder (veRL and evaluation), with short aliases for the
+papers' models as published.
+
+A local folder is checked before anything is written (it must hold a ``config.json``); a hub
+id is taken as written, since a GPU node downloads it, not this machine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from hscale.errors import HscaleError
+
+# The papers' models, by the names they and hscale's specs use, as published on the hub.
+ALIASES = {
+    "Qwen3-4B-Instruct-2507": "Qwen/Qwen3-4B-Instruct-2507",
+    "Qwen3-4B-Instruct": "Qwen/Qwen3-4B-Instruct-2507",
+    "Qwen3-30B-A3B-Instruct-2507": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+    "Qwen3-30B-A3B-Instruct": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+    "Qwen3.5-4B": "Qwen/Qwen3.5-4B",
+}
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+HINT = ("name a hub id (org/name), a local model folder (./path, holding config.json), or "
+        f"one of {', '.join(ALIASES)}")
+
+
+def is_local_path(name: str) -> bool:
+    """Written as a path: ./x, ../x, /x, ~/x, or an existing folder."""
+    return name.startswith(("./", "../", "/", "~")) or Path(name).is_dir()
+
+
+def resolve_model(name: str, base: str | Path = ".") -> str:
+    """The hub id or absolute folder a Hugging Face backend loads for ``name``; relative paths
+    are read from ``base`` (the spec's folder). One-line error when it cannot be."""
+    if name in ALIASES:
+        return ALIASES[name]
+    if is_local_path(name):
+        folder = (Path(base) / Path(name).expanduser()).resolve()
+        if not folder.is_dir():
+            raise HscaleError(f"model {name!r}: no such folder {folder}", HINT)
+        if not (folder / "config.json").is_file():
+            raise HscaleError(f"model {name!r}: {folder} holds no config.json",
+                              "give a Hugging Face model folder (config.json, weights, "
+                              "tokenizer)")
+        return str(folder)
+    if _HUB_ID.fullmatch(name):
+        return name
+    close = difflib.get_close_matches(name, list(ALIASES), n=1)
+    raise HscaleError(f"model {name!r} is neither a hub id, a local folder nor a known alias",
+                      (f"did you mean {close[0]!r}? " if close else "") + HINT)
+
+
+def check_spec_model(name: str, base: str | Path = ".") -> None:
+    """A spec's ``model`` names something a backend can start from: an embedded preset (the
+    local backend), a known alias, a hub id (org/name), or a model folder (relative to
+    ``base``, the spec's folder). One line otherwise, with the nearest known name."""
+    from hscale.train.embedded import PRESETS
+
+    if name in PRESETS:
+        return
+    try:
+        resolve_model(name, base)
+    except HscaleError as exc:
+        if is_local_path(name):
+            raise
+        close = difflib.get_close_matches(name, [*PRESETS, *ALIASES], n=1)
+        raise HscaleError(f"model {name!r} is not an embedded preset, a hub id, a local "
+                          "folder nor a known alias",
+                          (f"did you mean {close[0]!r}? " if close else "")
+                          + f"use one of {', '.join(PRESETS)} (the local backend), or "
+                          + HINT) from exc
+
