@@ -201,7 +201,7 @@ def test_a_space_from_a_spec_is_the_same_under_both_drivers(label, tokenizer):
     from hscale.harness import verl_agent_loop as vl
     from hscale.harness._policies import Oracle
     from hscale.train.planning._manifest import space_of
-    from hscale.train.spec._experiment import load_spec
+    from hscale.train.spec import load_spec
 
     spec = Path(__file__).resolve().parents[2] / "experiments" / "sixth-factor.yaml"
     space = space_of(load_spec(spec))

@@ -303,7 +303,7 @@ def test_a_long_file_is_read_in_windows_that_say_where_to_go_on(tmp_path):
 
 def test_a_spec_sets_the_asset_limit_of_a_real_pinchbench_set(tmp_path):
     from hscale.contracts import BenchmarkRecord
-    from hscale.train.spec._experiment import load_spec
+    from hscale.train.spec import load_spec
 
     real = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "pinchbench"
     if not real.is_dir():

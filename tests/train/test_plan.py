@@ -155,7 +155,7 @@ def test_a_changed_spec_is_refused_without_force(tmp_path, capsys):
 def test_manifest_hash_is_the_same_across_python_runs(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(small()))
-    code = ("import sys; from hscale.train.spec._experiment import load_spec; "
+    code = ("import sys; from hscale.train.spec import load_spec; "
             "from hscale.train.planning._manifest import *; "
             "s = load_spec(sys.argv[1]); sp = space_of(s); e = eval_sets(s, sp); "
             "a = s.resolved_arms(); "

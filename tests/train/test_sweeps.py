@@ -12,7 +12,7 @@ import yaml
 
 from hscale.errors import HscaleWarning
 from hscale.train.planning._plan import plan_runs
-from hscale.train.spec._experiment import ExperimentSpec, load_spec
+from hscale.train.spec import ExperimentSpec, load_spec
 from hscale.train.spec._quick import quick
 from hscale.train.spec._sweeps import MAX_SWEPT_ARMS
 from tests.cli import Result, hscale

@@ -15,7 +15,7 @@ from ._experiment import (
 from ._experiment import (
     ExperimentSpec as ExperimentSpec,
 )
-from ._experiment import (
+from ._load import (
     load_spec as load_spec,
 )
 from ._models import (
