@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.harness.helpers
 
 from hscale.harness._types import Message  # noqa: E402
+from hscale.harness.components import available, get  # noqa: E402
 from hscale.harness.components._context import summarize  # noqa: E402
-from hscale.harness.components._registry import available, get  # noqa: E402
 from tests.harness.helpers import hostile_turns  # noqa: E402
 
 RATIO_TARGET = 20.0

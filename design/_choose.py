@@ -150,7 +150,6 @@ class _Search:
         self.strides = FactorSpace.from_levels(target).strides
         self.include_codes = include @ self.strides
         self.exclude_codes = np.unique(exclude @ self.strides)
-        self.perms = [np.array(list(permutations(range(s))), dtype=np.int64) for s in target]
         self.tried = self.with_include = self.without_exclude = 0
 
     def evaluate(self, codes: np.ndarray) -> np.ndarray:
@@ -179,7 +178,8 @@ class _Search:
         anchored = bool(len(self.include))
         counts = [factorial(s - 1) if anchored else factorial(s) for s in self.target]
         table = np.zeros((k, self.lmax, max(counts), self.lmax), dtype=np.int64)
-        for p, (perms, s) in enumerate(zip(self.perms, self.target, strict=True)):
+        for p, s in enumerate(self.target):  # s! relabellings: only for an exhaustive search
+            perms = np.array(list(permutations(range(s))), dtype=np.int64)
             for a in range(s):
                 chosen = perms[perms[:, a] == self.include[0][p]] if anchored else perms
                 table[p, a, :len(chosen), :s] = chosen

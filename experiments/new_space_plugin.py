@@ -8,9 +8,13 @@ before the edit refuses to start.
 
 from dataclasses import dataclass, field
 
-from hscale.harness.components._extra import Extra, component_kind
-from hscale.harness.components._registry import register
-from hscale.harness.components._system_prompt import PromptParts, SystemPrompt
+from hscale.harness.components import (
+    Extra,
+    PromptParts,
+    SystemPrompt,
+    component_kind,
+    register,
+)
 
 component_kind("reminder", "task reminder")
 

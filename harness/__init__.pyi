@@ -22,6 +22,9 @@ from ._blackbox_run import (
     Served as Served,
 )
 from ._blackbox_run import (
+    cli_failed as cli_failed,
+)
+from ._blackbox_run import (
     new_session as new_session,
 )
 from ._blackbox_run import (
@@ -292,6 +295,7 @@ __all__ = [
     "isolation",
     "left_out_summary",
     "load_tasks",
+    "cli_failed",
     "new_session",
     "open_benchmark",
     "overlap",

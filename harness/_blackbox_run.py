@@ -35,6 +35,7 @@ from hscale.harness._types import Message
 from hscale.harness.tasks import Task
 
 SESSION_HEADER = "x-hscale-session"
+CLI_ERROR = "cli: "  # an episode error that is the CLI's own failure (cli_failed)
 CLOSED_PROXY = "http://127.0.0.1:9"  # the discard port: nothing answers there
 SYSTEM = ("You are an agent working on a task in the current folder. Use the shell to "
           "read and change files there. When done, give the final answer as plain text.")
@@ -81,8 +82,14 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
         run = BUILDERS[name](harness, served, session, env.workspace, home, task, max_turns,
                              timeout_s)
         with isolated(run.argv, served.url) as argv:  # no network but the endpoint
-            final, termination, error = _execute(replace(run, argv=argv), env.workspace,
-                                                 timeout_s)
+            final, termination, said = _execute(replace(run, argv=argv), env.workspace,
+                                                timeout_s)
+        asked = served.requests(session) if served.requests is not None else None
+        error = said if cli_failed(said) else ""
+        if asked == 0 and termination != "error":  # it never reached the model
+            what = "ended" if termination == "answer" else f"hung {timeout_s:.0f} s"
+            termination, error = "error", (f"{CLI_ERROR}{what} without asking the model"
+                                           + (f": {said}" if said else ""))
         transcript = [{"role": "user", "content": task.user_query},
                       {"role": "assistant", "content": final}]
         reward = env.score(final, transcript)
@@ -114,29 +121,41 @@ def _homes() -> Path:
 
 def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str]:
     """(final answer, termination, error) of the CLI's run; its process group is killed
-    when it ends or runs out of time."""
+    when it ends or runs out of time. Its output is bytes: what is not UTF-8 is replaced,
+    never the episode's end."""
+    termination = "answer"
     proc = subprocess.Popen(run.argv, cwd=workspace, env=run.env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-        termination = "answer"
+        raw_out, raw_err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        out, err, termination = "", "", "timeout"
+        termination = "timeout"
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        if termination == "timeout":
-            out, err = proc.communicate()
+    if termination == "timeout":
+        raw_out, raw_err = proc.communicate()
+    out, err = (b.decode("utf-8", errors="replace") for b in (raw_out or b"", raw_err or b""))
     try:
-        final = run.final(out or "")
+        final = run.final(out)
     except (ValueError, KeyError, TypeError, IndexError):
         final = ""
-    error = ""
+    last = _last_line(err) or _last_line(out)
     if termination == "answer" and proc.returncode != 0:
-        last = ((err or "").strip().splitlines() or ["(no output)"])[-1][:300]
-        termination, error = "error", f"exit {proc.returncode}: {last}"
-    return final, termination, error
+        return final, "error", f"{CLI_ERROR}exit {proc.returncode}: {last or '(no output)'}"
+    return final, termination, last
+
+
+def _last_line(text: str) -> str:
+    return next((line.strip()[:300] for line in reversed(text.splitlines()) if line.strip()),
+                "")
+
+
+def cli_failed(error: str) -> bool:
+    """Whether an episode's error is its CLI's own failure (it crashed, or ended or hung
+    without asking the model): the harness did not run, so the episode measures nothing."""
+    return error.startswith(CLI_ERROR)
 
 
 def _base_env(harness: BlackBox, home: Path) -> dict[str, str]:

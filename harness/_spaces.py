@@ -25,6 +25,7 @@ from typing import Any
 
 from hscale.design import Factor, FactorSpace
 from hscale.errors import HscaleError
+from hscale.harness._plugin_probe import probe
 from hscale.harness._space import (
     BASE,
     COMPONENTS,
@@ -234,7 +235,10 @@ def plugin_of(source: str, base: Path | None = None) -> Plugin:
         path = (base / path if base is not None and not path.is_absolute() else path).resolve()
         data = _read(path, source)
         plugin = Plugin(_module_name(path), sha256_of(data), str(path))
+        probe(source, plugin.module, plugin.sha256, path)
     else:
+        if importlib.util.find_spec(source.split(".")[0]) is not None:  # else _import says so
+            probe(source, source, "", None)
         module = _import(source)
         file = getattr(module, "__file__", None)
         if not file:
@@ -272,6 +276,9 @@ def load_plugin(plugin: Plugin) -> None:
     spec = importlib.util.spec_from_file_location(plugin.module, path)
     if spec is None or spec.loader is None:
         raise HscaleError(f"plugin {path}: not a Python file", "give a .py file")
+    from hscale.harness.components import load_builtins
+
+    load_builtins()  # hscale's own kinds and realizations first: a plugin's clash is its own
     module = importlib.util.module_from_spec(spec)
     sys.modules[plugin.module] = module
     try:
@@ -279,7 +286,7 @@ def load_plugin(plugin: Plugin) -> None:
     except HscaleError as exc:
         sys.modules.pop(plugin.module, None)
         raise HscaleError(f"plugin {path}: {exc.message}", exc.hint) from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # its exit is never hscale's
         sys.modules.pop(plugin.module, None)
         raise HscaleError(f"plugin {path} failed to load: {type(exc).__name__}: {exc}",
                           "run it with python to see the traceback") from None
@@ -350,6 +357,6 @@ def _import(name: str) -> Any:
     except ImportError as exc:
         raise HscaleError(f"plugin {name}: cannot import it ({exc})",
                           "install the module, or give the path of a .py file") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise HscaleError(f"plugin {name} failed to load: {type(exc).__name__}: {exc}",
                           "import it in python to see the traceback") from None

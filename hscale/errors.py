@@ -24,8 +24,17 @@ class HscaleError(ValueError):
         self.hint = hint
 
     def one_line(self) -> str:
+        """The message and hint on one line; a value the user gave that runs long (a
+        pasted file, a 5,000-character name) is cut, so the line stays readable."""
         text = self.message if not self.hint else f"{self.message} (hint: {self.hint})"
-        return " ".join(text.split())
+        return " ".join(_cut(word) for word in text.split())
+
+
+WORD = 240  # characters of one word of a message (paths fit)
+
+
+def _cut(word: str) -> str:
+    return word if len(word) <= WORD else f"{word[:60]}...({len(word):,} characters)"
 
 
 def reason(exc: BaseException, limit: int = 160) -> str:

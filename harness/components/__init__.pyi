@@ -12,6 +12,9 @@ from ._extra import (
 from ._extra import (
     Extra as Extra,
 )
+from ._extra import (
+    component_kind as component_kind,
+)
 from ._observation import (
     Observation as Observation,
 )
@@ -91,6 +94,7 @@ __all__ = [
     "Context",
     "EXTRA_KINDS",
     "Extra",
+    "component_kind",
     "Kind",
     "MSG_LONG",
     "MSG_ONE",

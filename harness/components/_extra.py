@@ -11,6 +11,7 @@ unchanged by default, so a realization overrides only what it changes.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +28,15 @@ class Kind:
 
     name: str
     description: str = ""
+    module: str = ""  # the module that declared it: another declaring it too is a clash
 
 
 EXTRA_KINDS: Registry[Kind] = Registry("component kind")
 
 
 def component_kind(name: str, description: str = "") -> Kind:
-    """Declare a component kind (idempotent: a re-imported plugin declares it again)."""
+    """Declare a component kind (idempotent: a re-imported plugin declares it again; another
+    module declaring the same name is refused, as a realization's name is)."""
     from hscale.harness._space import COMPONENTS
 
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name or ""):
@@ -42,7 +45,12 @@ def component_kind(name: str, description: str = "") -> Kind:
     if name in COMPONENTS:
         raise HscaleError(f"{name} is one of the papers' components already",
                           "register realizations of it with @register instead")
-    kind = Kind(name, description or name.replace("_", " "))
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    old = EXTRA_KINDS.registered(name)
+    if isinstance(old, Kind) and old.module != module:
+        raise HscaleError(f"component kind {name!r} is declared by {old.module} already",
+                          "give this plugin's kind another name, or load one of the two")
+    kind = Kind(name, description or name.replace("_", " "), module)
     EXTRA_KINDS.register(name, kind, replace=True)
     return kind
 

@@ -3,6 +3,7 @@ black-box harness, recorded for training (hscale.train.lm._collect)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -27,17 +28,25 @@ def collect_cmd(
     """Play TEACHER through a black-box harness on a task set, recording every model call
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
     hscale.train.lm._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
+    from hscale.cli._progress import progress
     from hscale.train.lm import Collection, EpisodeLog, collect
 
     asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task("episodes", total=None)
-        record = collect(asked, out, lambda done, total: bar.update(task, completed=done,
-                                                                     total=total))
+    failures: list[tuple[str, str]] = []
+
+    def failed(task_id: str, error: str) -> None:
+        failures.append((task_id, error))
+        print(f"{task_id}: {harness} failed: {error.removeprefix('cli: ')}", file=sys.stderr,
+              flush=True)
+
+    with progress("episodes") as update:
+        record = collect(asked, out, update, failed=failed)
     rows = EpisodeLog(record).read()
     solved = sum(r["reward"] >= 1.0 for r in rows)
     print(f"collected {len(rows)} episodes of {teacher} through {harness}, {solved} solved; "
           f"record in {record}")
+    if failures:
+        print(f"{len(failures)} episode{'s' * (len(failures) != 1)} not collected: the CLI "
+              f"failed ({failures[0][1].removeprefix('cli: ')}); rerun to play "
+              f"{'them' if len(failures) > 1 else 'it'} again", file=sys.stderr)
+        raise typer.Exit(1)

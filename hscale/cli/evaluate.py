@@ -59,8 +59,9 @@ def evaluate_cmd(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from hscale.train.lm import Request, evaluate, plan_evaluation
+    from hscale.train.lm import Request, evaluate, is_endpoint, plan_evaluation
 
+    is_endpoint(model)  # a malformed endpoint URL is one line here, before any planning
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,
                       tasks=tasks, runs=runs, decoding=decoding, experiment=experiment,
                       label=label, max_new_tokens=max_new_tokens, max_batch=batch,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,6 +14,10 @@ from rich.table import Table
 from hscale.errors import HscaleError
 
 console = Console(highlight=False, soft_wrap=True, emoji=False)
+# each proposal is an editor request and its child's evaluation on every task: bounded so a
+# typo cannot start days of work (the paper's AppWorld pool: 7,8,8)
+MAX_ROUNDS, MAX_A_ROUND, MAX_IN_ALL = 20, 64, 256
+CHECKPOINT_FORMAT = "hscale-evolving/1"
 
 
 def _rounds(text: str) -> tuple[int, ...]:
@@ -19,9 +25,14 @@ def _rounds(text: str) -> tuple[int, ...]:
         rounds = tuple(int(x) for x in text.split(","))
     except ValueError:
         rounds = ()
-    if not rounds or min(rounds) < 1 or len(rounds) > 20:
+    if not rounds or min(rounds) < 1 or len(rounds) > MAX_ROUNDS:
         raise HscaleError(f"--rounds {text!r}: give proposals per round, e.g. 7,8,8",
-                          "one to twenty positive numbers joined with commas")
+                          f"one to {MAX_ROUNDS} positive numbers joined with commas")
+    if max(rounds) > MAX_A_ROUND or sum(rounds) > MAX_IN_ALL:
+        raise HscaleError(f"--rounds {text[:40]!r}: at most {MAX_A_ROUND} proposals a round "
+                          f"and {MAX_IN_ALL} in all (each is an editor request and its "
+                          "child's evaluation on every task)",
+                          "the paper's pool took 7,8,8; give a few rounds of a few proposals")
     return rounds
 
 
@@ -43,6 +54,46 @@ def _editor(source: str, served_name: str | None):
         raise HscaleError(f"{source}: scripted editor replies are a list (one a proposal)",
                           "write a YAML or JSON list of edits ({set: {...}, why: ...})")
     return ScriptedEditor(data)
+
+
+def _digest(source: str | Path) -> str:
+    """A file's sha256 (what it holds, wherever it lies), or an endpoint as given."""
+    from hscale.harness import sha256_of
+    from hscale.train.lm import is_endpoint
+
+    return str(source) if is_endpoint(str(source)) else sha256_of(Path(source).read_bytes())
+
+
+def _checkpoint(out: Path) -> Path:
+    return out.with_name(out.stem + ".evolving.json")
+
+
+def _saved(path: Path, inputs: dict[str, Any], force: bool) -> dict[str, Any] | None:
+    """The state an interrupted evolution of the same inputs left in ``path``, or None (start
+    afresh). One of other inputs is refused, naming what differs, unless ``force``: then it
+    is started over (and replaced at the first checkpoint)."""
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        theirs = raw["inputs"] if raw.get("format") == CHECKPOINT_FORMAT and "state" in raw \
+            else None
+    except (OSError, ValueError, KeyError, AttributeError):
+        raw, theirs = {}, None
+    if theirs == inputs:
+        return raw["state"]
+    what = (f"an unfinished evolution of other inputs ("
+            f"{', '.join(k for k in inputs if theirs.get(k) != inputs[k])} differ)"
+            if isinstance(theirs, dict) else "not a checkpoint this version reads")
+    if not force:
+        raise HscaleError(f"{path}: {what}", "rerun with the inputs it was started with to "
+                          "resume it, or pass --force to start over")
+    import warnings
+
+    from hscale.errors import HscaleWarning
+
+    warnings.warn(f"{path}: {what}; --force: starting over", HscaleWarning, stacklevel=2)
+    return None
 
 
 def _tasks(spec: Path | None, count: int):
@@ -78,20 +129,29 @@ def evolve_cmd(
     spec: Annotated[Path | None, typer.Option(
         "--spec", help="An experiment spec: its space, base harness and training "
                        "benchmark (default: the papers' space, the built-in world).")] = None,
-    rounds: Annotated[str, typer.Option(help="Proposals per round.")] = "7,8,8",
+    rounds: Annotated[str, typer.Option(help=f"Proposals per round, comma-separated (at "
+                                             f"most {MAX_A_ROUND} a round, {MAX_IN_ALL} in "
+                                             f"all, {MAX_ROUNDS} rounds).")] = "7,8,8",
     tasks: Annotated[int, typer.Option(min=2, help="Training tasks whose failures are "
                                                    "grouped by root cause.")] = 24,
     served_name: Annotated[str | None, typer.Option(help="The editor endpoint's model name.")
                            ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing pool file.")
-                     ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing pool file, or "
+                                                        "start over from a checkpoint of "
+                                                        "other inputs.")] = False,
 ) -> None:
     """Grow a sibling pool from the base harness: each round, parents chosen for joint
     coverage of the validation tasks, their training failures grouped by root cause, one
     editor proposal per direction; every child that builds, keeps the protocol and runs joins
     (the rest are counted with their reason). The pool is then frozen (content-hashed): a
-    rescue arm names it with assignment.pool: FILE."""
-    from hscale.harness import harness_named
+    rescue arm names it with assignment.pool: FILE.
+
+    Progress is shown from the start (a bar on a terminal, plain lines on stderr off one).
+    The work is checkpointed in <out name>.evolving.json after the base harness's evaluation
+    and after each round: after Ctrl-C or a kill the same command resumes after the last
+    finished round and writes the pool an uninterrupted run writes; a checkpoint of other
+    inputs (editor, model, spec, rounds, tasks) is refused, or started over with --force."""
+    from hscale.harness import canonical, harness_named, sha256_of
     from hscale.train.harness_s import Evolution, write_pool
     from hscale.train.lm import drive, open_chat_model
 
@@ -105,10 +165,29 @@ def evolve_cmd(
     space, train, validation = _tasks(spec, tasks)
     factors = space.factor_space
     base = harness_named(factors.label(factors.base), space)
-    policy = open_chat_model(model)
+    inputs = {"--editor": _digest(editor), "--served-name": served_name, "--model": model,
+              "--spec": None if spec is None else _digest(spec), "--rounds": list(plan),
+              "--tasks": tasks, "the tasks": [space.name, base.name,
+                                              [t.task_id for t in train],
+                                              [t.task_id for t in validation]]}
+    checkpoint = _checkpoint(out)
+    saved = _saved(checkpoint, inputs, force)
+    live = console.is_terminal
 
-    def play(jobs):
-        return drive(policy, [(h, t, True) for h, t in jobs])
+    def say(line: str) -> None:
+        if live:
+            console.print(line, markup=False)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    policy = open_chat_model(model)  # a bad model is one line, before any progress
+    say(f"evolving a pool from {base.name} for {model}: {_count(len(plan), 'round')} of "
+        f"{','.join(map(str, plan))} proposals, checkpointed in {checkpoint}")
+    if saved is not None:
+        done = len(saved["rounds"])
+        say("resuming after " + (f"round {done} of {len(plan)}" if done else "the base "
+            "harness's evaluation") + f" ({_count(saved['requests'], 'editor request')} "
+            "made before): its work is not repeated")
 
     def said(r: int, accepted: int, dropped: list) -> None:
         reasons: dict[str, int] = {}
@@ -121,19 +200,49 @@ def evolve_cmd(
         for drop in dropped[:3]:
             console.print(f"  {drop['reason']}: {drop['detail']}", markup=False)
 
+    def save(state: dict) -> None:
+        from hscale.files import atomic_write_text
+
+        atomic_write_text(checkpoint, json.dumps({
+            "format": CHECKPOINT_FORMAT, "fingerprint": sha256_of(canonical(inputs)),
+            "inputs": inputs, "state": state}))
+
     from rich.progress import Progress
 
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("evaluating the base harness", total=None)
+    try:
+        with Progress(console=console, transient=True, disable=not live) as progress:
+            bar = progress.add_task("starting", total=None)
 
-        def asking(r: int, done: int, total: int) -> None:
-            progress.update(bar, description=f"round {r}: proposal {done + 1} of {total} "
-                            "(then its children are evaluated)", completed=done, total=total)
+            def play(jobs):  # the bar counts the episodes
+                return drive(policy, [(h, t, True) for h, t in jobs],
+                             done=lambda *_: progress.advance(bar))
 
-        evolution = Evolution(play, base, space.name, train, validation, chosen, plan,
-                              said, asking)
-        pool = evolution.run()
+            def asking(r: int, done: int, total: int) -> None:
+                line = f"round {r}: asking the editor for proposal {done + 1} of {total}"
+                progress.update(bar, description=line, completed=done, total=total)
+                if not live:
+                    say(line)
+
+            def evaluating(r: int, harnesses: int, episodes: int) -> None:
+                what = "the base harness" if r == 0 else \
+                    f"round {r}: {_count(harnesses, 'child', 'children')} that built and ran"
+                line = (f"evaluating {what} on {len(train)} training and {len(validation)} "
+                        f"validation tasks ({_count(episodes, 'episode')})")
+                progress.update(bar, description=line, completed=0, total=episodes)
+                say(line)
+
+            evolution = Evolution(play, base, space.name, train, validation, chosen, plan,
+                                  said, asking, evaluating, save)
+            if saved is not None:
+                evolution.resume(saved)
+            pool = evolution.run()
+    except KeyboardInterrupt:
+        if checkpoint.exists():
+            print(f"{checkpoint} keeps the finished work: rerun the same command to resume",
+                  file=sys.stderr)
+        raise
     if not pool.children:
+        checkpoint.unlink(missing_ok=True)  # finished: a rerun would end here again
         raise HscaleError("no proposal made a child: nothing to freeze",
                           "see the reasons above; give the editor more rounds or proposals")
     episodes = out.with_name(out.stem + ".episodes.parquet")
@@ -141,6 +250,7 @@ def evolve_cmd(
 
     write_parquet(episodes, evolution.evaluations())
     write_pool(out, pool)
+    checkpoint.unlink(missing_ok=True)
     _summary(pool, evolution.evaluations())
     console.print(f"froze {len(pool.children)} children of {pool.base} in {out} (sha256 "
                   f"{pool.sha256[:12]}); their episodes in {episodes.name}", markup=False)

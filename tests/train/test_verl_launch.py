@@ -129,7 +129,8 @@ def gpu_machine(monkeypatch):
     import hscale.train.running as running
     from hscale.train.running import _environment as environment
 
-    for module in (environment, running):
+    for module in (running, environment):  # the package first: read through it lazily, the
+        # module's patched name would be what the package "had" and is restored to
         monkeypatch.setattr(module, "cuda_gpus", lambda: 2)
         monkeypatch.setattr(module, "has_module", lambda name: True)
     return environment

@@ -141,7 +141,7 @@ BAD = [
     ({"weights": {"C": -1.0}}, "weights:\n  C", "greater than 0"),
     ({"weights": {"C": True}}, "weights:\n  C", "valid number"),
     ({"weights": {"C": ".inf"}}, "weights:\n  C", "finite number"),
-    ({"weights": [1, 2, 3, 4, 5]}, "weights:", "valid dictionary"),
+    ({"weights": [1, 2, 3, 4, 5]}, "weights:", "is not a mapping"),
     ({"weights": {"C": 2.0, "context": 1.0}}, "weights:\n  C: 2.0\n  context", "twice"),
     ({"arms": {"a": {"assignment": {"mode": "repeat", "radius": 2}}}},
      "arms:\n  a:\n    assignment", "needs locality assignment, not repeat"),

@@ -10,6 +10,10 @@ a child (:mod:`hscale.harness._edits`); a reply that does not parse, a child tha
 build, breaks the protocol, does not run or repeats a member is dropped and counted with its
 reason. Every child that passes joins; after the last round the pool is frozen
 (:mod:`hscale.train.harness_s`). The paper's AppWorld pool: 3 rounds of 7/8/8 proposals, 20 kept.
+
+An evolution's :meth:`Evolution.state` after the base harness's evaluation and after each
+round is all it needs to go on (:meth:`Evolution.resume`): an interrupted one is resumed
+after its last finished round, and ends with the pool an uninterrupted one gives.
 """
 
 from __future__ import annotations
@@ -105,6 +109,9 @@ class Editor(Protocol):
 
     def propose(self, request: str) -> str: ...
 
+    def skip(self, requests: int) -> None:
+        """A resumed evolution's editor: the first ``requests`` were answered before."""
+
 
 @dataclass
 class ScriptedEditor:
@@ -112,13 +119,18 @@ class ScriptedEditor:
 
     replies: list[Any]
     asked: list[str] = field(default_factory=list)
+    skipped: int = 0  # replies a resumed evolution's earlier requests took
 
     def propose(self, request: str) -> str:
         self.asked.append(request)
-        if len(self.asked) > len(self.replies):
+        index = self.skipped + len(self.asked) - 1
+        if index >= len(self.replies):
             return ""
-        reply = self.replies[len(self.asked) - 1]
+        reply = self.replies[index]
         return reply if isinstance(reply, str) else json.dumps(reply)
+
+    def skip(self, requests: int) -> None:
+        self.skipped = requests
 
 
 @dataclass
@@ -134,6 +146,9 @@ class ModelEditor:
         reply = self.model.generate([[Message("system", EDITOR_SYSTEM),
                                       Message("user", request)]], True, self.max_new_tokens)
         return reply[0].text
+
+    def skip(self, requests: int) -> None:
+        """Nothing to skip: a greedy model's reply depends on the request alone."""
 
 
 EDITOR_SYSTEM = (
@@ -199,26 +214,62 @@ class Evolution:
     # (round, children accepted, the dropped proposals' records) after each round
     on_round: Callable[[int, int, list[dict[str, Any]]], None] | None = None
     on_proposal: Callable[[int, int, int], None] | None = None  # (round, done, proposals)
+    # (round: 0 the base harness, harnesses, episodes) before each evaluation
+    on_evaluate: Callable[[int, int, int], None] | None = None
+    # the state after the base harness's evaluation and after each round (see resume)
+    on_save: Callable[[dict[str, Any]], None] | None = None
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
+    children: list[Child] = field(default_factory=list)
+    tallies: list[dict[str, Any]] = field(default_factory=list)  # one a finished round
+    requests: int = 0  # the editor's requests so far
 
     def run(self) -> Pool:
+        """Evolve from where the state stands: the base harness's evaluation unless done,
+        then each round not finished yet."""
         base = self.base.name
-        self.members[base] = components_of(self.base)
-        self._evaluate([base], 0)
-        children: list[Child] = []
-        tallies = []
-        for r, proposals in enumerate(self.rounds, start=1):
+        if not self.members:
+            self.members[base] = components_of(self.base)
+            self._evaluate([base], 0)
+            self._save()
+        for r in range(len(self.tallies) + 1, len(self.rounds) + 1):
+            proposals = self.rounds[r - 1]
             accepted, dropped = self._round(r, proposals)
-            children += accepted
+            self.children += accepted
             self._evaluate([c.name for c in accepted], r)
-            tallies.append({"round": r, "proposals": proposals, "accepted": len(accepted),
-                            "dropped": dropped})
+            self.tallies.append({"round": r, "proposals": proposals,
+                                 "accepted": len(accepted), "dropped": dropped})
+            self._save()
             if self.on_round is not None:
                 self.on_round(r, len(accepted), dropped)
-        return Pool(self.space, base, tuple(children), tuple(tallies),
+        return Pool(self.space, base, tuple(self.children), tuple(self.tallies),
                     {"train_tasks": [t.task_id for t in self.train],
                      "validation_tasks": [t.task_id for t in self.validation]})
+
+    def state(self) -> dict[str, Any]:
+        """What going on needs, as JSON: the members, their evaluation rows, the children,
+        each finished round's tally and how many requests the editor has answered."""
+        return json.loads(json.dumps({
+            "members": self.members, "results": self.results,
+            "children": [c.record() for c in self.children], "rounds": self.tallies,
+            "requests": self.requests}))
+
+    def resume(self, state: Mapping[str, Any]) -> int:
+        """Go on from a saved :meth:`state` (the same inputs'): its rounds are not repeated
+        and the editor skips the requests it answered. Returns the rounds it finished."""
+        self.members = dict(state["members"])
+        self.results = list(state["results"])
+        self.children = [Child(c["name"], c["parent"], int(c["round"]), tuple(c["causes"]),
+                               dict(c["edit"]), dict(c["components"]))
+                         for c in state["children"]]
+        self.tallies = list(state["rounds"])
+        self.requests = int(state["requests"])
+        self.editor.skip(self.requests)
+        return len(self.tallies)
+
+    def _save(self) -> None:
+        if self.on_save is not None:
+            self.on_save(self.state())
 
     def evaluations(self) -> pd.DataFrame:
         """Every member's greedy episodes: harness, round, split, task_id, success, cause."""
@@ -228,6 +279,8 @@ class Evolution:
         jobs = [(name, split, task) for name in names
                 for split, tasks in (("train", self.train), ("validation", self.validation))
                 for task in tasks]
+        if names and self.on_evaluate is not None:
+            self.on_evaluate(round_, len(names), len(jobs))
         episodes = self.play([(self._harness(n), t) for n, _, t in jobs])
         for (name, split, task), ep in zip(jobs, episodes, strict=True):
             self.results.append({"harness": name, "round": round_, "split": split,
@@ -276,6 +329,7 @@ class Evolution:
         request = request_text(parent, self.members[parent],
                                self._harness(parent).render_system(), direction, examples,
                                {k: available(k) for k in dict.fromkeys(kinds)})
+        self.requests += 1
         reply = self.editor.propose(request)
         try:
             edit = parse_reply(reply)

@@ -19,7 +19,8 @@ from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness import canonical, child_name
 
-POOL_FORMAT = "hscale-pool/1"
+POOL_FORMAT = "hscale-pool/2"  # 2: the hash covers the tallies and notes too
+_CHILDREN_ONLY = "hscale-pool/1"  # its hash covers the children: files of it still read
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Pool:
     children: tuple[Child, ...]
     rounds: tuple[dict[str, Any], ...] = ()
     notes: dict[str, Any] = field(default_factory=dict)
+    format: str = POOL_FORMAT
 
     @property
     def names(self) -> list[str]:
@@ -57,15 +59,18 @@ class Pool:
     def sha256(self) -> str:
         from hscale.harness import sha256_of
 
-        return sha256_of(canonical({"space": self.space, "base": self.base,
-                                    "children": [c.record() for c in self.children]}))
+        body = {"space": self.space, "base": self.base,
+                "children": [c.record() for c in self.children]}
+        if self.format != _CHILDREN_ONLY:  # every word of the file is frozen
+            body |= {"rounds": list(self.rounds), "notes": self.notes}
+        return sha256_of(canonical(body))
 
     def composed(self) -> list[tuple[str, str]]:
         """The children as a space's composed harnesses (name, components as JSON)."""
         return [(c.name, canonical(c.components)) for c in self.children]
 
     def record(self) -> dict[str, Any]:
-        return {"format": POOL_FORMAT, "space": self.space, "base": self.base,
+        return {"format": self.format, "space": self.space, "base": self.base,
                 "sha256": self.sha256, "children": [c.record() for c in self.children],
                 "rounds": list(self.rounds), **({"notes": self.notes} if self.notes else {})}
 
@@ -102,7 +107,7 @@ def read_pool(path: str | Path) -> Pool:
     except (OSError, ValueError) as exc:
         raise HscaleError(f"{path}: not a pool file ({exc})", "write it with hscale harness "
                           "evolve") from None
-    if not isinstance(raw, dict) or raw.get("format") != POOL_FORMAT:
+    if not isinstance(raw, dict) or raw.get("format") not in (POOL_FORMAT, _CHILDREN_ONLY):
         raise HscaleError(f"{path}: not a pool file (format is not {POOL_FORMAT})",
                           "write it with hscale harness evolve")
     try:
@@ -110,7 +115,7 @@ def read_pool(path: str | Path) -> Pool:
                                tuple(c.get("causes") or ()), dict(c["edit"]),
                                dict(c["components"])) for c in raw["children"])
         pool = Pool(str(raw["space"]), str(raw["base"]), children,
-                    tuple(raw.get("rounds") or ()), dict(raw.get("notes") or {}))
+                    tuple(raw.get("rounds") or ()), dict(raw.get("notes") or {}), raw["format"])
     except (KeyError, TypeError, ValueError) as exc:
         raise HscaleError(f"{path}: a pool entry lacks {exc}", "write it with hscale harness "
                           "evolve") from None

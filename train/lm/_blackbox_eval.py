@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from hscale.errors import HscaleError
 from hscale.harness import Served, run_blackbox
 from hscale.harness.tasks import Task
 from hscale.train.lm._base import ChatModel
@@ -35,14 +36,50 @@ def play(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
         service = server.service
         served = Served(server.url, service.completer.name, service.completer.context,
                         service.limit, service.requests)
+        failures = CliFailures(jobs)
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = {pool.submit(run_blackbox, name, task, served, timeout_s=timeout_s,
                                    max_turns=max_turns,
                                    greedy=None if greedy is None else greedy[i],
                                    session=None if sessions is None else sessions[i]): i
                        for i, (name, task) in enumerate(jobs)}
-            for future in as_completed(futures):
-                done(futures[future], future.result())
+            try:
+                for future in as_completed(futures):
+                    episode = future.result()
+                    done(futures[future], episode)
+                    failures.add(jobs[futures[future]][0], episode.error)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)  # what has not begun never will
+                raise
+
+
+FIRST = 4  # a CLI that fails its first this many episodes, none run, is broken
+
+
+class CliFailures:
+    """Each harness's episodes whose CLI failed (hscale.harness.cli_failed): a harness whose
+    first episodes all failed, or whose every episode did, stops the work with its CLI's
+    own words, where it would otherwise pass for an agent that solves nothing."""
+
+    def __init__(self, jobs: Sequence[tuple[str, Task]]) -> None:
+        self.planned = {name: sum(1 for n, _ in jobs if n == name) for name, _ in jobs}
+        self.failed: dict[str, list[str]] = {name: [] for name in self.planned}
+        self.ran: dict[str, int] = dict.fromkeys(self.planned, 0)
+
+    def add(self, harness: str, error: str) -> None:
+        from hscale.harness import cli_failed
+
+        if not cli_failed(error):
+            self.ran[harness] += 1
+            return
+        failed = self.failed[harness]
+        failed.append(error)
+        if not self.ran[harness] and len(failed) >= min(FIRST, self.planned[harness]):
+            common = max(set(failed), key=failed.count).removeprefix("cli: ")
+            raise HscaleError(f"{harness} failed in each of its first {len(failed)} "
+                              f"episodes, so nothing was measured: {common}",
+                              f"run the CLI by hand to see why (hscale harness install "
+                              f"{harness} reinstalls it)")
 
 
 def played(model: ChatModel, jobs: Sequence[tuple[str, Task]],

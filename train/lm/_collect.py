@@ -42,10 +42,20 @@ class Collection:
 
 def collect(asked: Collection, out: str | Path,
             progress: Callable[[int, int], None] | None = None,
-            tasks: Sequence[Task] | None = None) -> Path:
+            tasks: Sequence[Task] | None = None,
+            failed: Callable[[str, str], None] | None = None) -> Path:
     """Collect into ``out`` (created); returns the record folder. ``tasks``: the ones to
-    play, in place of the benchmark's that ``asked`` names (a run's own training tasks)."""
-    from hscale.harness import HARNESSES, new_session, open_benchmark, require_installed
+    play, in place of the benchmark's that ``asked`` names (a run's own training tasks).
+    An episode whose CLI failed is not logged (a rerun plays it again): ``failed(task_id,
+    error)`` hears it; a CLI that fails its first episodes stops the collection
+    (hscale.train.lm._blackbox_eval.CliFailures)."""
+    from hscale.harness import (
+        HARNESSES,
+        cli_failed,
+        new_session,
+        open_benchmark,
+        require_installed,
+    )
     from hscale.train.lm._blackbox_eval import play
     from hscale.train.lm._trajectories import EpisodeLog
 
@@ -57,7 +67,10 @@ def collect(asked: Collection, out: str | Path,
     if not tasks:
         raise HscaleError(f"--benchmark {asked.benchmark}: no {asked.split} tasks",
                           "choose a split the benchmark has")
-    model = _teacher(asked, tasks)  # before anything is written
+    try:
+        model = _teacher(asked, tasks)  # before anything is written
+    except HscaleError as exc:
+        raise HscaleError(f"teacher {asked.teacher!r}: {exc.message}", exc.hint) from None
     out = Path(out)
     _own(out, asked)
     log = EpisodeLog(out / RECORD)
@@ -68,6 +81,10 @@ def collect(asked: Collection, out: str | Path,
     sessions = [new_session() for _ in todo]
 
     def finished(i: int, episode: Any) -> None:
+        if cli_failed(episode.error):
+            if failed is not None:
+                failed(todo[i].task_id, episode.error)
+            return
         log.add(sessions[i], asked.harness, todo[i].task_id, episode.reward)
         done.add(todo[i].task_id)
         if progress is not None:

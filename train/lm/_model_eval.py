@@ -255,8 +255,12 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
             if progress is not None:
                 progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
 
-        with journal:
-            play(plan, model, 0, todo, request, done)
+        try:
+            with journal:
+                play(plan, model, 0, todo, request, done)
+        except HscaleError as exc:
+            write_status(run_dir, RunState.FAILED, manifest.hash, error=exc.message)
+            raise
     write_parquet(run_dir / EVAL, eval_frame(rows))
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)
@@ -311,9 +315,12 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
 
 
 def _saved(run_dir: Path) -> list[dict[str, Any]]:
-    """Episodes an interrupted evaluation finished, each once (a torn last line is lost)."""
+    """Episodes an interrupted evaluation finished, each once (a torn last line is lost);
+    one whose CLI failed is played again."""
+    from hscale.harness import cli_failed
+
     rows = {tuple(r.get(k) for k in _KEY): r for r in read_journal(run_dir / PARTIAL)
-            if all(k in r for k in _KEY)}
+            if all(k in r for k in _KEY) and not cli_failed(str(r.get("error") or ""))}
     return list(rows.values())
 
 

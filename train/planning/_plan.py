@@ -8,6 +8,7 @@ caller (the runner, a backend's prerequisites) can refuse a plan that would not 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +46,14 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
     if quick:
         spec = quick_spec(spec)
     space = space_of(spec)
-    evals = eval_sets(spec, space)
+    with _located(spec_path, ("evaluation",)):
+        evals = eval_sets(spec, space)
     sources = resolve_sources(spec, spec_path)
-    manifests = [build_manifest(spec, arm_name, arm, seed, space, evals, sources)
-                 for arm_name, arm in spec.resolved_arms().items() for seed in spec.seeds]
+    manifests = []
+    for arm_name, arm in spec.resolved_arms().items():
+        with _located(spec_path, spec.swept.get(arm_name, ("arms", arm_name)), arm_name):
+            manifests += [build_manifest(spec, arm_name, arm, seed, space, evals, sources)
+                          for seed in spec.seeds]
     if spec.evaluation.base_model:
         manifests += [base_model_manifest(spec, seed, space, evals, sources)
                       for seed in spec.seeds]
@@ -67,9 +72,26 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
         if previous == manifest.hash:
             runs.append(Planned(run_dir, manifest, "unchanged"))
             continue
-        runs.append(Planned(run_dir, manifest, "replaced" if previous else "written",
-                            Schedule.for_manifest(manifest)))
+        with _located(spec_path, spec.swept.get(manifest.arm, ("arms", manifest.arm)),
+                      manifest.arm):  # what cannot be scheduled names its arm
+            schedule = Schedule.for_manifest(manifest)
+        runs.append(Planned(run_dir, manifest, "replaced" if previous else "written", schedule))
     return runs
+
+
+@contextlib.contextmanager
+def _located(spec_path: str | Path, loc: tuple, arm: str | None = None):
+    """A problem found while planning, located in the spec (file, line, the arm) as
+    validation locates its own."""
+    try:
+        yield
+    except HscaleError as exc:
+        from hscale.yamlio import key_line, read_yaml
+
+        _, tree = read_yaml(Path(spec_path), "experiment YAML")
+        named = arm and not exc.message.startswith(f"arm {arm}")
+        where = f"{spec_path}:{key_line(tree, loc) or 1}: " + (f"arm {arm}: " if named else "")
+        raise HscaleError(where + exc.message, exc.hint) from None
 
 
 def _fit_notes(spec, manifest: Manifest) -> list[str]:

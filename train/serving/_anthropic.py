@@ -5,13 +5,16 @@ entries among the messages, which some clients send), content as blocks (``text`
 with ``input_schema``, ``tool_choice`` ``auto|any|tool|none``; streamed as ``message_start``,
 ``content_block_*``, ``message_delta``, ``message_stop``. Fields a local model cannot use
 (``thinking``, ``context_management``, ``output_config``, ``metadata``, ``cache_control``)
-are accepted and ignored. ``/v1/messages/count_tokens`` counts a request's prompt."""
+are accepted and ignored; a system prompt, message or tool of the wrong shape is a 400 naming
+the field. ``/v1/messages/count_tokens`` counts a request's prompt."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictBool, StrictStr
 
 from hscale.train.serving._chat import (
     BadRequest,
@@ -27,22 +30,68 @@ from hscale.train.serving._chat import (
     tool_name,
     tools_of,
 )
+from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, kinds, text_or
 
 STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+# --- the request's shape (what the real API requires of what is read here) -------------------
+class _Text(Wire):
+    type: Literal["text"]
+    text: StrictStr
+
+
+class _Sourced(Wire):
+    """An image or a document (passed over)."""
+
+    type: StrictStr
+    source: dict[str, Any]
+
+
+class _ToolUse(Wire):
+    type: Literal["tool_use"]
+    id: StrictStr
+    name: Name
+    input: dict[str, Any]
+
+
+class _ToolResult(Wire):
+    type: Literal["tool_result"]
+    tool_use_id: StrictStr
+    content: text_or(kinds({"text": _Text, "image": _Sourced, "document": _Sourced},
+                           Kind)) | None = None
+    is_error: StrictBool | None = None
+
+
+class _Message(Wire):
+    role: Literal["user", "assistant", "system"]
+    content: text_or(kinds({"text": _Text, "image": _Sourced, "document": _Sourced,
+                            "tool_use": _ToolUse, "tool_result": _ToolResult}, Kind))
+
+
+class _Tool(Wire):
+    name: Name
+    description: StrictStr | None = None
+    input_schema: Schema
+
+
+class _Body(Wire):
+    system: text_or(_Text) | None = None
+    messages: Annotated[list[_Message], Field(min_length=1)]
+    tools: list[kinds({"custom": _Tool}, Kind,
+                      lambda tool: tool.get("type") or "custom")] | None = None
 
 
 def parse(data: Any, session: str = "", counting: bool = False) -> Request:
     """A messages body as a Request (``counting``: for count_tokens, no max_tokens needed)."""
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object")
+    check(_Body, data)  # from here on the system prompt, messages and tools have their shape
     turns = []
     if data.get("system") is not None:
         turns.append(Turn("system", text_of(data["system"], "system")))
-    raw = data.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("messages: must be a non-empty list", "messages")
-    for i, message in enumerate(raw):
-        turns.extend(_message(i, message))
+    for message in data["messages"]:
+        turns.extend(_message(message))
     max_tokens = data.get("max_tokens")
     if max_tokens is None and not counting:
         raise BadRequest("max_tokens: Field required", "max_tokens")
@@ -59,34 +108,25 @@ def parse(data: Any, session: str = "", counting: bool = False) -> Request:
         session=session or str(metadata.get("user_id") or ""))
 
 
-def _message(index: int, message: Any) -> list[Turn]:
-    where = f"messages.{index}"
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant",
-                                                                    "system"):
-        raise BadRequest(f"{where}.role: must be user or assistant", where)
-    role, content = message["role"], message.get("content")
-    if isinstance(content, str) or content is None:
-        return [Turn(role, content or "")]
-    if not isinstance(content, list):
-        raise BadRequest(f"{where}.content: must be a string or a list of blocks", where)
+def _message(message: dict[str, Any]) -> list[Turn]:
+    """A message's turns (a checked one): tool results first, as their own turns."""
+    role, content = message["role"], message["content"]
+    if isinstance(content, str):
+        return [Turn(role, content)]
     texts, calls, results = [], [], []
-    for k, block in enumerate(content):
-        at = f"{where}.content.{k}"
-        if not isinstance(block, dict):
-            raise BadRequest(f"{at}: must be an object", at)
-        kind = block.get("type")
+    for block in content:
+        kind = block["type"]
         if kind == "text":
-            texts.append(text_of([block], at))
+            texts.append(block["text"])
         elif kind == "tool_use":
-            calls.append(Call(str(block.get("id") or ""), tool_name(block.get("name"),
-                                                                     f"{at}.name"),
-                              json.dumps(block.get("input") or {}, ensure_ascii=False)))
+            calls.append(Call(block["id"], block["name"],
+                              json.dumps(block["input"], ensure_ascii=False)))
         elif kind == "tool_result":
             body = block.get("content")
-            text = body if isinstance(body, str) else text_of(body, f"{at}.content")
+            text = body if isinstance(body, str) else text_of(body, "content")
             if block.get("is_error"):
                 text = f"error: {text}"
-            results.append(Turn("tool", text, call_id=str(block.get("tool_use_id") or "")))
+            results.append(Turn("tool", text, call_id=block["tool_use_id"]))
     text = "\n".join(t for t in texts if t)
     if role == "assistant":
         return [Turn("assistant", text, tuple(calls))]
@@ -102,14 +142,17 @@ def _tools(raw: Any) -> list[Tool]:
 def _choice(raw: Any) -> str:
     if raw is None:
         return "auto"
-    kind = raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise BadRequest("tool_choice: must be an object, {type: auto|any|tool|none}",
+                         "tool_choice")
+    kind = raw.get("type")
     if kind in ("auto", "none"):
         return kind
     if kind == "any":
         return "required"
     if kind == "tool":
         return tool_name(raw.get("name"), "tool_choice.name")
-    raise BadRequest("tool_choice: type must be auto, any, tool or none", "tool_choice")
+    raise BadRequest("tool_choice.type: must be auto, any, tool or none", "tool_choice.type")
 
 
 # --- replies ----------------------------------------------------------------------------------
@@ -164,8 +207,8 @@ def stream(request: Request, reply: Reply, message_id: str, model: str) -> Itera
 
 
 def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 404: "not_found_error",
-            413: "request_too_large"}.get(status, "api_error")
+    kind = {404: "not_found_error", 413: "request_too_large"}.get(
+        status, "invalid_request_error" if status < 500 else "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 

@@ -3,8 +3,11 @@ batcher, every request recorded.
 
 Routes: ``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` (and
 ``/v1/messages/count_tokens``), the same without ``/v1``; ``GET /v1/models`` (with the
-model's context length), ``/health``, ``HEAD /`` and ``GET /``. Anything else is a 404 in
-the shape of the API its path resembles, recorded like every other request. A row (request,
+model's context length), ``/health``, ``HEAD /`` and ``GET /``. Anything else is a 404 (a
+known path asked with another method a 405 naming the methods it takes) in the shape of the
+API its path resembles, recorded like every other request; so are a body past MAX_BODY (413)
+and headers past MAX_HEADERS (431), the body read to its end first so that a client still
+sending hears the reply rather than a reset. A row (request,
 reply, tool calls, token ids, the client's session) is on disk before its reply is sent, so
 SIGTERM or SIGKILL of the server loses no answered request (hscale.train.lm._record). Binds to
 loopback unless told otherwise: the endpoint has no authentication.
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import re
 import sys
 import time
 from collections import Counter
@@ -22,9 +27,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request as HTTPRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from hscale.errors import HscaleError
 from hscale.train.lm import Recorder
@@ -35,8 +43,11 @@ from hscale.train.serving._chat import BadRequest, Reply, new_id
 from hscale.train.serving._engine import Batcher, Completer
 from hscale.train.serving._tool_prompt import to_messages
 
-MAX_BODY = 32 << 20  # bytes of one request
+MAX_BODY = 32 << 20  # bytes of one request's body; past them a 413
+MAX_DRAIN = 4 * MAX_BODY  # bytes of a refused body read and dropped; past them, a reset
+MAX_HEADERS = 32 << 10  # bytes of one request's headers; past them a 431
 TURN_LIMIT = "(the turn limit of this episode is reached)"
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the escape of a surrogate, paired or not
 FACES = {"chat": (openai_chat, "chatcmpl-"), "responses": (responses, "resp_"),
          "messages": (anthropic, "msg_")}
 # headers harnesses name their session by (Claude Code, Codex CLI, OpenClaw, hscale's own)
@@ -90,20 +101,71 @@ def _session(http: HTTPRequest) -> str:
 
 
 async def _body(http: HTTPRequest) -> Any:
-    declared = http.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+    declared = http.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        if not _waits(http):
+            await _drain(http)
         raise _TooLarge(f"body of {declared} bytes; at most {MAX_BODY}")
     data = bytearray()
     async for chunk in http.stream():
         data += chunk
         if len(data) > MAX_BODY:
+            await _drain(http)
             raise _TooLarge(f"body over {MAX_BODY} bytes")
     try:
-        return json.loads(bytes(data))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"body is not JSON: {exc}") from None
+        value = json.loads(bytes(data), parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         raise BadRequest("body is JSON nested too deeply") from None
+    except ValueError as exc:  # not UTF-8, not JSON, an integer past Python's 4300 digits
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    if _SURROGATE.search(data) and not _unicode(value):
+        raise BadRequest("body is not JSON text: a string holds a lone surrogate "
+                         "(\\ud800-\\udfff unpaired), which no UTF-8 text can hold")
+    return value
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float; past a float's range it is refused, as NaN and Infinity
+    are: no reply that echoes it could be written as JSON."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is past a float's range")
+    return value
+
+
+def _unicode(value: Any) -> bool:
+    """Whether every string of a JSON value is Unicode text (no lone surrogate): what a
+    tokenizer, the record and the reply can encode."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+async def _drain(http: HTTPRequest, keep: int = 0) -> bytes:
+    """Read the rest of a body and drop it but for its first ``keep`` bytes: a client still
+    sending a body the server refuses then reads the refusal, where a reply sent before the
+    body ends meets a reset. Past MAX_DRAIN bytes the rest is left (the connection closes)."""
+    head, read, more = bytearray(), 0, True
+    while more and read <= MAX_DRAIN:
+        message = await http.receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        head += chunk[:keep - len(head)]
+        read, more = read + len(chunk), message.get("more_body", False)
+    return bytes(head)
+
+
+def _waits(http: HTTPRequest) -> bool:
+    """Whether the client waits for ``100 Continue`` before it sends the body: a request
+    refused before the body is read then gets none to drain."""
+    return http.headers.get("expect", "").lower() == "100-continue"
 
 
 def _endpoint(api: str, counting: bool = False):
@@ -203,16 +265,55 @@ async def _root(http: HTTPRequest) -> Response:
     return await _health(http)
 
 
-async def _unknown(http: HTTPRequest) -> Response:
-    """A 404 in the shape of the API the path resembles; recorded with what was sent."""
+def _api_of(path: str) -> str:
+    """The API whose error shape a path that no route answers gets."""
+    return ("messages" if "/messages" in path else "responses" if "/responses" in path
+            else "chat")
+
+
+async def _refuse(http: HTTPRequest, status: int, message: str,
+                  headers: dict[str, str] | None = None) -> Response:
+    """An error no route answers, in the shape of the API the path resembles; recorded with
+    the start of what was sent, its body read to the end first."""
     service: Service = http.app.state.service
-    api = "messages" if "/messages" in http.url.path else "chat"
+    api = _api_of(http.url.path)
+    body = b"" if _waits(http) else await _drain(http, keep=4096)
     row = service.row(http, api, new_id("req_"))
-    body = (await http.body())[:4096].decode(errors="replace")
-    message = f"no such path {http.method} {http.url.path}"
-    row.update(status=404, error=message, params=json.dumps({"body": body}))
+    row.update(status=status, error=message,
+               params=json.dumps({"body": body.decode(errors="replace")}))
     service.record(row)
-    return JSONResponse(FACES[api][0].error(404, message), status_code=404)
+    return JSONResponse(FACES[api][0].error(status, message), status_code=status,
+                        headers=headers)
+
+
+async def _unrouted(http: HTTPRequest, exc: Exception) -> Response:
+    """The router's 404 (no such path) and 405 (a path asked with a method it does not
+    take: ``Allow`` names those it takes)."""
+    where = f"{http.method} {http.url.path}"
+    if not isinstance(exc, HTTPException) or exc.status_code != 405:
+        return await _refuse(http, 404, f"no such path {where}")
+    allow = ", ".join(sorted((exc.headers or {}).get("Allow", "").split(", ")))
+    return await _refuse(http, 405, f"method not allowed: {where}; it takes {allow}",
+                         {"Allow": allow})
+
+
+class _HeaderLimit:
+    """A 431 for a request whose headers pass MAX_HEADERS bytes, before any route (uvicorn's
+    h11 bounds only a header block that arrives in pieces, at its
+    h11_max_incomplete_event_size)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        size = sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
+        if scope["type"] != "http" or size <= MAX_HEADERS:
+            await self.app(scope, receive, send)
+            return
+        http = HTTPRequest(scope, receive)
+        response = await _refuse(http, 431, f"request headers of {size} bytes; at most "
+                                            f"{MAX_HEADERS}", {"Connection": "close"})
+        await response(scope, receive, send)
 
 
 def build_app(service: Service) -> Starlette:
@@ -225,8 +326,7 @@ def build_app(service: Service) -> Starlette:
         routes += [Route(p, _endpoint(api), methods=["POST"]) for p in paths]
     routes += [Route(p, _endpoint("messages", counting=True), methods=["POST"])
                for p in ("/v1/messages/count_tokens", "/messages/count_tokens")]
-    routes.append(Route("/{path:path}", _unknown,
-                        methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]))
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(_HeaderLimit)],
+                    exception_handlers={404: _unrouted, 405: _unrouted})
     app.state.service = service
     return app

@@ -2,14 +2,17 @@
 (``data:`` chunks ending in ``data: [DONE]``), with ``tools``/``tool_choice``, ``tool_calls``
 out and ``tool`` results in. Fields the real API has and hscale does not use (``top_p``,
 ``user``, ``metadata``, ...) are accepted and ignored, as the real API ignores what a model
-does not support."""
+does not support. A message or tool of the wrong shape is a 400 whose ``param`` names the
+field (``messages[0].content[1].text``)."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictStr
 
 from hscale.train.serving._chat import (
     BadRequest,
@@ -25,22 +28,96 @@ from hscale.train.serving._chat import (
     tool_name,
     tools_of,
 )
+from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, either, kinds, text_or
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
          "tool": "tool", "function": "tool"}
+
+
+# --- the messages' shape (what the real API requires of what is read here) --------------------
+class _Text(Wire):
+    type: Literal["text"]
+    text: StrictStr
+
+
+class _Refusal(Wire):
+    type: Literal["refusal"]
+    refusal: StrictStr
+
+
+class _Function(Wire):
+    name: Name
+    arguments: either("must be a JSON string or an object", str=StrictStr,
+                      dict=dict[str, Any]) = "{}"
+
+
+class _Call(Wire):
+    id: StrictStr
+    type: Literal["function"] = "function"
+    function: _Function
+
+
+class _Prompt(Wire):  # system, developer
+    role: StrictStr
+    content: text_or(_Text)
+
+
+class _User(Wire):
+    role: StrictStr
+    content: text_or(kinds({"text": _Text}, Kind))
+
+
+class _Assistant(Wire):
+    role: StrictStr
+    content: text_or(kinds({"text": _Text, "refusal": _Refusal}, Kind)) | None = None
+    tool_calls: list[_Call] | None = None
+
+
+class _Result(Wire):  # hscale's own client sends no tool_call_id
+    role: StrictStr
+    content: text_or(_Text)
+    tool_call_id: StrictStr | None = None
+    name: StrictStr | None = None
+
+
+class _FunctionResult(Wire):  # the deprecated function role
+    role: StrictStr
+    name: StrictStr
+    content: StrictStr | None = None
+
+
+class _Role(Wire):
+    role: Literal[tuple(ROLES)]
+
+
+class _FunctionSpec(Wire):
+    name: Name
+    description: StrictStr | None = None
+    parameters: Schema | None = None
+
+
+class _Tool(Wire):
+    type: Literal["function"] = "function"
+    function: _FunctionSpec
+
+
+class _Body(Wire):
+    messages: Annotated[list[kinds({
+        "system": _Prompt, "developer": _Prompt, "user": _User, "assistant": _Assistant,
+        "tool": _Result, "function": _FunctionResult}, _Role, lambda m: m.get("role"))],
+                        Field(min_length=1)]
+    tools: list[_Tool] | None = None
 
 
 def parse(data: Any, session: str = "") -> Request:
     """A chat-completions body as a Request; BadRequest names the field."""
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object")
-    raw = data.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("'messages' must be a non-empty list", "messages")
-    turns = [_turn(i, m) for i, m in enumerate(raw)]
+    check(_Body, data, indexed=True)  # from here on the messages and tools have their shape
+    turns = [_turn(m) for m in data["messages"]]
     if data.get("n", 1) != 1:
         raise BadRequest("only n = 1 is supported", "n")
-    limit = data.get("max_completion_tokens", data.get("max_tokens"))
+    cap = "max_completion_tokens" if "max_completion_tokens" in data else "max_tokens"
     logprobs = data.get("logprobs", False)
     if not isinstance(logprobs, bool):
         raise BadRequest("'logprobs' must be true or false", "logprobs")
@@ -51,7 +128,7 @@ def parse(data: Any, session: str = "") -> Request:
     return Request(
         api="chat", turns=turns, tools=_tools(data.get("tools")),
         tool_choice=_choice(data.get("tool_choice")),
-        max_tokens=integer(limit, "max_tokens", 256), temperature=number(
+        max_tokens=integer(data.get(cap), cap, 256), temperature=number(
             data.get("temperature"), "temperature", 1.0), seed=seed_of(data.get("seed")),
         stream=stream, model=data.get("model") if isinstance(data.get("model"), str) else None,
         logprobs=logprobs, session=session or str(data.get("user") or ""),
@@ -59,31 +136,19 @@ def parse(data: Any, session: str = "") -> Request:
                                        and options.get("include_usage"))})
 
 
-def _turn(index: int, m: Any) -> Turn:
-    where = f"messages[{index}]"
-    if not isinstance(m, dict) or m.get("role") not in ROLES:
-        raise BadRequest(f"{where} needs a role, one of {', '.join(ROLES)}", where)
+def _turn(m: dict[str, Any]) -> Turn:
+    """A (checked) message as a turn."""
     role = ROLES[m["role"]]
-    content = text_of(m.get("content"), f"{where}.content")
-    calls = ()
-    if role == "assistant" and m.get("tool_calls"):
-        raw = m["tool_calls"]
-        if not isinstance(raw, list):
-            raise BadRequest(f"{where}.tool_calls must be a list", f"{where}.tool_calls")
-        calls = tuple(_call(f"{where}.tool_calls[{k}]", c) for k, c in enumerate(raw))
+    calls = tuple(_call(c) for c in m.get("tool_calls") or ()) if role == "assistant" else ()
     call_id = (m.get("tool_call_id") or m.get("name") or "") if role == "tool" else ""
-    return Turn(role, content, calls, str(call_id))
+    return Turn(role, text_of(m.get("content"), "content"), calls, call_id)
 
 
-def _call(where: str, raw: Any) -> Call:
-    function = raw.get("function") if isinstance(raw, dict) else None
-    if not isinstance(function, dict):
-        raise BadRequest(f"{where} needs a function with a name and arguments", where)
-    arguments = function.get("arguments", "{}")
+def _call(raw: dict[str, Any]) -> Call:
+    arguments = raw["function"].get("arguments", "{}")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)
-    return Call(str(raw.get("id") or ""), tool_name(function.get("name"), f"{where}.name"),
-                arguments)
+    return Call(raw["id"], raw["function"]["name"], arguments)
 
 
 def _tools(raw: Any) -> list[Tool]:
@@ -165,7 +230,6 @@ def _event(payload: dict[str, Any]) -> str:
 
 
 def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 404: "invalid_request_error",
-            413: "invalid_request_error"}.get(status, "server_error")
+    kind = "invalid_request_error" if status < 500 else "server_error"
     return {"error": {"message": message, "type": kind, "param": param,
                       "code": "not_found" if status == 404 else None}}

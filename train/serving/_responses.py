@@ -4,14 +4,17 @@ string or a list of items (messages with a ``developer``, ``system``, ``user`` o
 items are passed over); ``instructions`` is the system message; tools are flat
 ``{type: function, name, parameters}``. Streamed as the typed events its clients read
 (``response.created`` ... ``response.output_item.done`` ... ``response.completed``). The
-server keeps no state: ``previous_response_id`` is refused (send the whole input)."""
+server keeps no state: ``previous_response_id`` is refused (send the whole input). An item or
+tool of the wrong shape is a 400 whose ``param`` names the field (``input[0].content[1].text``)."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictStr
 
 from hscale.train.serving._chat import (
     BadRequest,
@@ -27,9 +30,67 @@ from hscale.train.serving._chat import (
     tool_name,
     tools_of,
 )
+from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, either, kinds, text_or
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 TEXT_PARTS = ("input_text", "output_text", "text", "summary_text")
+
+
+# --- the input's shape (what the real API requires of what is read here) ----------------------
+class _Text(Wire):
+    type: Literal[TEXT_PARTS]
+    text: StrictStr
+
+
+class _Refusal(Wire):
+    type: Literal["refusal"]
+    refusal: StrictStr
+
+
+_PARTS = text_or(kinds({**dict.fromkeys(TEXT_PARTS, _Text), "refusal": _Refusal}, Kind))
+
+
+class _Message(Wire):
+    type: Literal["message"] = "message"
+    role: Literal[tuple(ROLES)]
+    content: _PARTS
+
+
+class _FunctionCall(Wire):
+    type: Literal["function_call"]
+    call_id: StrictStr
+    name: Name
+    arguments: either("must be a JSON string or an object", str=StrictStr,
+                      dict=dict[str, Any]) = "{}"
+
+
+class _Output(Wire):
+    type: Literal["function_call_output"]
+    call_id: StrictStr
+    output: _PARTS
+
+
+class _Tool(Wire):
+    type: Literal["function"]
+    name: Name
+    description: StrictStr | None = None
+    parameters: Schema | None = None
+
+
+def _item_kind(item: dict[str, Any]) -> Any:
+    """An item's type; one without is a message where it has a role or content (as the API
+    reads it)."""
+    return item.get("type", "message" if "role" in item or "content" in item else None)
+
+
+class _Body(Wire):
+    instructions: _PARTS | None = None
+    tools: list[kinds({"function": _Tool}, Kind)] | None = None
+    input: either("must be a string or a non-empty list of items", str=StrictStr,
+                  list=Annotated[list[kinds({
+                      "message": _Message, "function_call": _FunctionCall,
+                      "function_call_output": _Output}, Kind, _item_kind)],
+                      Field(min_length=1)])
 
 
 def parse(data: Any, session: str = "") -> Request:
@@ -39,18 +100,17 @@ def parse(data: Any, session: str = "") -> Request:
         raise BadRequest("previous_response_id is not supported: this server stores no "
                          "responses; send the whole conversation as input",
                          "previous_response_id")
+    check(_Body, data, indexed=True)  # from here on instructions, input and tools have their shape
     turns = []
     instructions = data.get("instructions")
     if instructions is not None:
         turns.append(Turn("system", text_of(instructions, "instructions", TEXT_PARTS)))
-    raw = data.get("input")
+    raw = data["input"]
     if isinstance(raw, str):
         turns.append(Turn("user", raw))
-    elif isinstance(raw, list) and raw:
-        for i, item in enumerate(raw):
-            turns.extend(_item(i, item))
     else:
-        raise BadRequest("'input' must be a string or a non-empty list of items", "input")
+        for item in raw:
+            turns.extend(_item(item))
     if not any(t.role != "system" for t in turns):
         raise BadRequest("'input' holds no message to answer", "input")
     stream = data.get("stream", False)
@@ -65,27 +125,20 @@ def parse(data: Any, session: str = "") -> Request:
         session=session or str(data.get("prompt_cache_key") or data.get("user") or ""))
 
 
-def _item(index: int, item: Any) -> list[Turn]:
-    where = f"input[{index}]"
-    if not isinstance(item, dict):
-        raise BadRequest(f"{where} must be an object", where)
+def _item(item: dict[str, Any]) -> list[Turn]:
+    """A (checked) input item's turns."""
     kind = item.get("type", "message")
     if kind == "message":
-        role = ROLES.get(item.get("role"))
-        if role is None:
-            raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}", where)
-        return [Turn(role, text_of(item.get("content"), f"{where}.content", TEXT_PARTS))]
+        return [Turn(ROLES[item["role"]], text_of(item["content"], "content", TEXT_PARTS))]
     if kind == "function_call":
         arguments = item.get("arguments", "{}")
         return [Turn("assistant", calls=(Call(
-            str(item.get("call_id") or item.get("id") or ""),
-            tool_name(item.get("name"), f"{where}.name"),
+            item["call_id"], item["name"],
             arguments if isinstance(arguments, str) else json.dumps(arguments)),))]
     if kind == "function_call_output":
-        output = item.get("output", "")
-        text = output if isinstance(output, str) else text_of(output, f"{where}.output",
-                                                              TEXT_PARTS)
-        return [Turn("tool", text, call_id=str(item.get("call_id") or ""))]
+        output = item["output"]
+        text = output if isinstance(output, str) else text_of(output, "output", TEXT_PARTS)
+        return [Turn("tool", text, call_id=item["call_id"])]
     return []  # reasoning, web search calls, ...: nothing a local model reads
 
 
@@ -114,9 +167,12 @@ def _choice(raw: Any) -> str:
         return "auto"
     if raw in ("auto", "none", "required"):
         return raw
-    if isinstance(raw, dict) and raw.get("type") == "function":
-        return tool_name(raw.get("name"), "tool_choice.name")
-    raise BadRequest("'tool_choice' must be auto, none, required or a function", "tool_choice")
+    if not isinstance(raw, dict):
+        raise BadRequest("'tool_choice' must be auto, none, required or a function",
+                         "tool_choice")
+    if raw.get("type") != "function":
+        raise BadRequest("'tool_choice.type' must be function", "tool_choice.type")
+    return tool_name(raw.get("name"), "tool_choice.name")
 
 
 # --- replies ----------------------------------------------------------------------------------

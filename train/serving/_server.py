@@ -16,6 +16,9 @@ from hscale.train.serving._app import Service, build_app
 from hscale.train.serving._engine import Batcher, Completer, LocalCompleter, ProxyCompleter
 
 GRACE_S = 5  # seconds a stopping server waits for requests in flight, then cancels them
+# bytes of a request line and headers h11 buffers while they arrive; past them uvicorn answers
+# 400 and closes. Headers that arrive whole are bounded by the app's MAX_HEADERS (a 431).
+MAX_HEADER_BLOCK = 1 << 20
 
 
 class Server:
@@ -32,7 +35,8 @@ class Server:
         self.url = f"http://{shown}:{self.port}/v1"
         config = uvicorn.Config(build_app(service), log_level="info" if verbose else "warning",
                                 access_log=verbose, lifespan="off",
-                                timeout_graceful_shutdown=GRACE_S)
+                                timeout_graceful_shutdown=GRACE_S, http="h11",
+                                h11_max_incomplete_event_size=MAX_HEADER_BLOCK)
         self._server = uvicorn.Server(config)
         self._sock = sock
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},

@@ -12,6 +12,7 @@ are, so its rows sit beside them in the report's tables.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -43,6 +44,23 @@ class BlackBoxTraining(_Strict):
         except HscaleError as exc:
             raise UnknownName(f"unknown black-box harness {name!r}", exc.hint) from None
         return name
+
+    @field_validator("teacher")
+    @classmethod
+    def _teacher(cls, name: str) -> str:
+        from hscale.train.embedded import PRESETS
+        from hscale.train.lm import is_endpoint
+        from hscale.train.spec._models import is_local_path
+
+        known = ("scripted", "smollm2", *PRESETS)
+        if name.strip() and (name in known or is_endpoint(name)  # a malformed URL says so
+                             or name.endswith(".pt") or is_local_path(name)):
+            return name
+        close = difflib.get_close_matches(name, known, n=1)
+        raise UnknownName(f"unknown teacher {name!r}", (f"did you mean {close[0]!r}? " if
+                          close else "") + "a teacher is scripted (the tasks' solutions), an "
+                          "endpoint (http://HOST:PORT/v1), smollm2, an embedded preset ("
+                          f"{', '.join(PRESETS)}), a model folder (./path) or a .pt checkpoint")
 
     @model_validator(mode="after")
     def _sft_fields_for_sft(self) -> BlackBoxTraining:

@@ -142,10 +142,21 @@ class Assignment(_Strict):
     # a rescue group is a GRPO group: 2 rollouts at least
     group: int = Field(8, ge=2, le=MAX_ROLLOUTS)
 
+    @field_validator("pool")
+    @classmethod
+    def _some_sibling(cls, pool: list[str] | str | None) -> list[str] | str | None:
+        if pool is not None and not pool:
+            raise HscaleError("an empty pool: a rescue arm with no sibling rescues nothing",
+                              "list siblings' labels, name a pool file (hscale harness "
+                              "evolve), or leave pool out for the structured OA's harnesses")
+        return pool
+
     @model_validator(mode="after")
     def _adaptive(self) -> Assignment:
-        if isinstance(self.pool, str) and self.mode != "rescue":
-            raise ValueError("a pool file is a rescue arm's sibling pool (give mode: rescue)")
+        if self.pool is not None and self.mode != "rescue":
+            raise HscaleError("pool is a rescue arm's sibling pool", "give mode: rescue, or "
+                              "drop pool")
+
         if self.radius is not None and not ASSIGNMENTS.get(self.mode).by_distance:
             raise ValueError(f"radius (adaptive K) needs locality assignment, not {self.mode}")
         return self

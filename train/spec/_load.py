@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from hscale.design import WeightError
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.registry import UnknownName
+from hscale.train.spec._blackbox import BlackBoxTraining
 from hscale.train.spec._experiment import (
     MAX_SCHEDULE_ROWS,
     Algorithm,
@@ -26,11 +27,21 @@ from hscale.train.spec._experiment import (
     _merge,
 )
 from hscale.train.spec._models import check_spec_model, is_local_path
-from hscale.train.spec._space import SpaceError, resolve_space
+from hscale.train.spec._space import (
+    ComposedHarness,
+    FactorSpec,
+    LevelSpec,
+    SpaceError,
+    SpaceSpec,
+    resolve_space,
+)
 from hscale.train.spec._sweeps import KSweep, SizeSweep, SweepError, Sweeps
+from hscale.train.spec._verl import VerlSettings
 from hscale.train.spec._weights import spec_weights
 from hscale.yamlio import key_line, read_yaml
 
+_MODELS = {m.__name__: m for m in (ExperimentSpec, Arm, SpaceSpec, FactorSpec, LevelSpec,
+                                    ComposedHarness, BlackBoxTraining, VerlSettings)}
 _FIELDS = {
     "ExperimentSpec": ExperimentSpec, "benchmark": Benchmark, "algorithm": Algorithm,
     "evaluation": Evaluation, "assignment": Assignment, "train": TrainSet,
@@ -38,13 +49,14 @@ _FIELDS = {
 }
 
 
-def _suggest(loc: tuple[Any, ...]) -> str:
-    """Did-you-mean for an unknown key, from the fields of the model that holds it."""
+def _suggest(loc: tuple[Any, ...], in_arm: bool) -> str:
+    """Did-you-mean for an unknown key, from the fields of the model that holds it: the
+    nearest model a union branch names in pydantic's location, else the nearest section."""
     if not loc:
         return ""
-    key, parent = str(loc[-1]), str(loc[-2]) if len(loc) > 1 else "ExperimentSpec"
-    in_arm = len(loc) >= 3 and loc[-3] == "arms"
-    model = Arm if in_arm else _FIELDS.get(parent, ExperimentSpec)
+    key = str(loc[-1])
+    model = next((_MODELS.get(str(p)) or _FIELDS.get(str(p)) for p in reversed(loc[:-1])
+                  if str(p) in _MODELS or str(p) in _FIELDS), Arm if in_arm else ExperimentSpec)
     close = difflib.get_close_matches(key, list(model.model_fields), n=1)
     known = ", ".join(model.model_fields)
     return (f"did you mean {close[0]!r}? " if close else "") + f"known keys: {known}"
@@ -59,12 +71,13 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        raise _spec_error(path, tree, exc, ()) from None
+        raise _spec_error(path, tree, exc, (), data) from None
     try:
         spec_weights(spec.weights, resolve_space(spec.space, path.parent,
                                                  spec.evaluation.out_of_space))
     except SpaceError as exc:
-        raise HscaleError(f"{path}:{key_line(tree, exc.loc) or 1}: {exc.message}",
+        where = ".".join(str(p) for p in exc.loc)
+        raise HscaleError(f"{path}:{key_line(tree, exc.loc) or 1}: {where}: {exc.message}",
                           exc.hint) from None
     except WeightError as exc:
         raise HscaleError(f"{path}:{key_line(tree, ('weights', exc.key or ''))}: {exc.message}",
@@ -74,9 +87,10 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     for name, body in spec.arms.items():
         loc = spec.swept.get(name, ("arms", name))
         try:
-            arm = Arm.model_validate(_merge(spec.defaults, body or {}))
+            merged = _merge(spec.defaults, body or {})
+            arm = Arm.model_validate(merged)
         except ValidationError as exc:
-            raise _spec_error(path, tree, exc, loc) from None
+            raise _spec_error(path, tree, exc, loc, merged) from None
         where = f"{path}:{key_line(tree, loc)}: arm {name}"
         if isinstance(arm.assignment.pool, str):  # a frozen pool file, checked now
             from hscale.train.harness_s import read_pool
@@ -85,6 +99,11 @@ def load_spec(path: str | Path) -> ExperimentSpec:
                 read_pool(path.parent / Path(arm.assignment.pool).expanduser())
             except HscaleError as exc:
                 raise HscaleError(f"{where}: assignment.pool: {exc.message}", exc.hint) from None
+        teacher = arm.blackbox.teacher if arm.blackbox else "scripted"
+        if _is_file(teacher) and not (path.parent / Path(teacher).expanduser()).exists():
+            raise HscaleError(f"{where}: blackbox.teacher: no such model folder or checkpoint "
+                              f"{teacher!r} (beside the spec)", "give the teacher's path "
+                              "relative to the spec's folder, or an endpoint URL")
         if arm.assignment.mode == "rescue" and arm.assignment.router is None:
             raise HscaleError(f"{where}: rescue assignment needs a router",
                               "add router: rule (or random)")
@@ -128,35 +147,97 @@ def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:
     space = spec.space if isinstance(spec.space, str) else spec.space.with_base(base)
     return spec.model_copy(update={"benchmark": resolve(spec.benchmark), "space": space,
                                    "evaluation": evaluation, "model": model,
-                                   "defaults": _pool_path(spec.defaults, base),
-                                   "arms": {n: _pool_path(b, base) if b else b
+                                   "defaults": _arm_paths(spec.defaults, base),
+                                   "arms": {n: _arm_paths(b, base) if b else b
                                             for n, b in spec.arms.items()}})
 
 
-def _pool_path(body: dict[str, Any], base: Path) -> dict[str, Any]:
-    """An arm body with its pool file (``assignment.pool: pool.json``) made absolute."""
-    assignment = body.get("assignment")
-    pool = assignment.get("pool") if isinstance(assignment, dict) else None
-    if not isinstance(pool, str) or Path(pool).expanduser().is_absolute():
-        return body
-    return {**body, "assignment": {**assignment,
-                                   "pool": str((base / Path(pool).expanduser()).resolve())}}
+def _is_file(teacher: str) -> bool:
+    return teacher.endswith(".pt") or is_local_path(teacher)
+
+
+def _arm_paths(body: dict[str, Any], base: Path) -> dict[str, Any]:
+    """An arm body with its pool file (``assignment.pool: pool.json``) and its black-box
+    teacher's model path made absolute."""
+    out = dict(body)
+    for section, key, is_path in (("assignment", "pool", lambda v: True),
+                                  ("blackbox", "teacher", _is_file)):
+        part = out.get(section)
+        value = part.get(key) if isinstance(part, dict) else None
+        if isinstance(value, str) and is_path(value) \
+                and not Path(value).expanduser().is_absolute():
+            out[section] = {**part, key: str((base / Path(value).expanduser()).resolve())}
+    return out
 
 
 def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,
-                prefix: tuple[Any, ...]) -> HscaleError:
-    errors = exc.errors()  # an unknown key first: a typo explains the "missing" field
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = prefix + tuple(err["loc"])
+                prefix: tuple[Any, ...], data: Any) -> HscaleError:
+    """One line for a validation failure: the error deepest in what the user wrote (an
+    unknown key first: a typo explains the "missing" field), located by the user's keys."""
+    scored = [(e, _user_loc(data, e["loc"], e["type"])) for e in exc.errors()]
+    extra = [s for s in scored if s[0]["type"] == "extra_forbidden"]
+    err, mine = max(extra or scored,
+                    key=lambda s: (len(s[1]), s[0]["type"] not in _WRONG_BRANCH))
+    loc = prefix + mine
     line = key_line(tree, loc) or 1
     where = ".".join(str(p) for p in loc) or "(top level)"
     if err["type"] == "extra_forbidden":
-        arm_loc = ("arms", prefix[-1], *err["loc"]) if prefix else loc  # a swept arm too
-        return HscaleError(f"{path}:{line}: unknown key {where!r}", _suggest(arm_loc))
+        return HscaleError(f"{path}:{line}: unknown key {where!r}",
+                           _suggest(err["loc"], bool(prefix)))
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, SweepError):
         return HscaleError(f"{path}:{key_line(tree, cause.loc) or 1}: {cause.message}", cause.hint)
     if isinstance(cause, UnknownName):
         return HscaleError(f"{path}:{line}: {where}: {cause}", cause.hint)
+    if isinstance(cause, HscaleError):
+        return HscaleError(f"{path}:{line}: {where}: {cause.message}", cause.hint)
+    if err["type"] == "too_short" and loc[:2] == ("space", "factors"):
+        n = err["ctx"]["actual_length"]
+        return HscaleError(f"{path}:{line}: {where}: {n} level{'s' * (n != 1)}, and a factor "
+                           "varies over at least 2", "add a level, or leave the factor out "
+                           "(then every harness holds the component's base realization)")
+    if err["type"] == "dict_type":
+        return HscaleError(f"{path}:{line}: {where}: {err['input']!r} is not a mapping",
+                           f"write {loc[-1] if loc else 'it'}: {{key: value, ...}}")
+    if err["type"] == "string_pattern_mismatch":
+        return HscaleError(f"{path}:{line}: {where}: {err['input']!r} is not a name here",
+                           "names are ASCII letters, digits and _ . - (up to 64, starting "
+                           "with a letter or digit): they become folder, file and label parts")
+    if err["type"] == "string_type" and not isinstance(err["input"], (dict, list)):
+        return HscaleError(f"{path}:{line}: {where}: {err['input']!r} is read as "
+                           f"{_yaml_type(err['input'])}, not text",
+                           "put it in double quotes as you wrote it, so YAML reads text")
     return HscaleError(f"{path}:{line}: {where}: {err['msg']}",
                        "see experiments/demo.yaml for a complete example")
+
+
+# What a union's other branch says when the user wrote the shape of this one: the deeper,
+# more specific error of the branch that fits explains the mistake.
+_WRONG_BRANCH = {"string_type", "model_type", "dict_type", "list_type", "int_type",
+                 "float_type", "bool_type", "model_attributes_type", "literal_error"}
+
+
+def _user_loc(data: Any, loc: tuple[Any, ...], kind: str) -> tuple[Any, ...]:
+    """The parts of a pydantic location that walk the user's YAML: a union's branch names
+    (``SpaceSpec``, ``list[...]``, ``function-after[...]``) are pydantic's, not keys the user
+    wrote; a missing key is kept though it is not there."""
+    node, out = data, []
+    for i, part in enumerate(loc):
+        inside = (part in node if isinstance(node, dict) else isinstance(node, list)
+                  and isinstance(part, int) and 0 <= part < len(node))
+        if inside:
+            node = node[part]
+        elif not (kind == "missing" and i == len(loc) - 1 and isinstance(node, dict)):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _yaml_type(value: Any) -> str:
+    import datetime
+
+    if isinstance(value, bool):
+        return "a boolean (YAML reads yes/no/on/off/true/false so)"
+    if isinstance(value, datetime.date):
+        return "a date"
+    return "a number" if isinstance(value, (int, float)) else type(value).__name__

@@ -29,7 +29,12 @@ HINT = ("name a hub id (org/name), a local model folder (./path, holding config.
 
 def is_local_path(name: str) -> bool:
     """Written as a path: ./x, ../x, /x, ~/x, or an existing folder."""
-    return name.startswith(("./", "../", "/", "~")) or Path(name).is_dir()
+    if name.startswith(("./", "../", "/", "~")):
+        return True
+    try:
+        return bool(name.strip()) and Path(name).is_dir()
+    except OSError:  # a name too long for a path is no folder
+        return False
 
 
 def resolve_model(name: str, base: str | Path = ".") -> str:

@@ -26,9 +26,9 @@ import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hscale.errors import HscaleError
 from hscale.harness import (
@@ -68,16 +68,27 @@ class LevelSpec(_Strict):
     text: str | None = Field(None, min_length=1, max_length=100_000)
 
 
+Levels = Annotated[list[str | LevelSpec], Field(min_length=2, max_length=256)]
+
+
+def _factor_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z_]*", name):
+        raise HscaleError(f"factor name {name!r} must be ASCII letters or underscores",
+                          "it starts each part of a label, such as S0-T1: name it S, T, "
+                          "Tools or Ctx_window")
+    return name
+
+
 class FactorSpec(_Strict):
     component: str | None = None
-    levels: list[str | LevelSpec] = Field(min_length=2, max_length=256)
+    levels: Levels
 
 
 class SpaceSpec(_Strict):
     name: str = Field("space", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     plugins: list[str] = Field(default_factory=list, max_length=64)
-    factors: dict[str, FactorSpec | list[str | LevelSpec]] = Field(min_length=1,
-                                                                  max_length=64)
+    factors: dict[Annotated[str, AfterValidator(_factor_name)], FactorSpec | Levels] = Field(
+        min_length=1, max_length=64)
     base: dict[str, str] | None = None
 
     def level_counts(self) -> str:
@@ -92,15 +103,6 @@ class SpaceSpec(_Strict):
         plugins = [str((base / Path(p).expanduser()).resolve()) if is_file_source(p)
                    and not Path(p).expanduser().is_absolute() else p for p in self.plugins]
         return self.model_copy(update={"plugins": plugins})
-
-    @field_validator("factors")
-    @classmethod
-    def _factor_names(cls, factors: dict[str, Any]) -> dict[str, Any]:
-        for name in factors:
-            if not re.fullmatch(r"[A-Za-z][A-Za-z_]*", name):
-                raise ValueError(f"factor name {name!r} must be letters or underscores (it "
-                                 "starts each part of a label, such as S0-T1)")
-        return factors
 
 
 class ComposedHarness(_Strict):

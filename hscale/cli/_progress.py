@@ -1,0 +1,42 @@
+"""Progress of long work, on a terminal and off one: a bar where someone watches, and plain
+lines to stderr where the output goes to a log or a pipe (CI, nohup, a notebook), so a
+log shows the work moving and how far it got."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+
+EVERY_S = 10.0  # off a terminal: a line at most this often, and at the end
+
+
+@contextmanager
+def progress(what: str, console: Console | None = None,
+             every_s: float = EVERY_S) -> Iterator[Callable[[int, int], None]]:
+    """A ``(done, total)`` callback for ``what`` (``"episodes"``) while the block runs."""
+    console = console or Console(stderr=True)
+    if console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeRemainingColumn(), console=console,
+                      transient=True) as bar:
+            task = bar.add_task(what, total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    began, said = time.monotonic(), {"at": -every_s, "line": ""}
+
+    def update(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - said["at"] < every_s and done < total:
+            return
+        line = f"{what}: {done}/{total} ({now - began:.0f} s)"
+        if line != said["line"]:
+            print(line, file=sys.stderr, flush=True)
+        said.update(at=now, line=line)
+
+    yield update
