@@ -41,6 +41,7 @@ class BlackBox:
     api: str
     node24: bool = False
     prompt_chars: int = 0
+    prompt_tokens: int = 0  # the same first request in SmolLM2's tokens (a model's context)
 
     @property
     def folder(self) -> Path:
@@ -61,11 +62,11 @@ class BlackBox:
 
 HARNESSES: Registry[BlackBox] = Registry("black-box harness")
 for _bb in (BlackBox("bb/claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude",
-                     "messages", prompt_chars=2_346),
+                     "messages", prompt_chars=2_346, prompt_tokens=589),
             BlackBox("bb/codex", "@openai/codex", "0.171.0", "codex", "responses",
-                     prompt_chars=27_499),
+                     prompt_chars=27_499, prompt_tokens=6_344),
             BlackBox("bb/openclaw", "openclaw", "2026.9.6", "openclaw", "chat", node24=True,
-                     prompt_chars=32_579)):
+                     prompt_chars=32_579, prompt_tokens=9_573)):
     HARNESSES.register(_bb.name, _bb)
 
 

@@ -86,6 +86,8 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
                                                 timeout_s)
         asked = served.requests(session) if served.requests is not None else None
         error = said if cli_failed(said) else ""
+        if asked and cli_failed(error):  # it ran, talked to the model, then gave up: the
+            error = error.removeprefix(CLI_ERROR)  # agent's failure (a reply too long, ...)
         if asked == 0 and termination != "error":  # it never reached the model
             what = "ended" if termination == "answer" else f"hung {timeout_s:.0f} s"
             termination, error = "error", (f"{CLI_ERROR}{what} without asking the model"
@@ -153,8 +155,9 @@ def _last_line(text: str) -> str:
 
 
 def cli_failed(error: str) -> bool:
-    """Whether an episode's error is its CLI's own failure (it crashed, or ended or hung
-    without asking the model): the harness did not run, so the episode measures nothing."""
+    """Whether an episode's error is its CLI's own failure (it crashed, ended or hung before
+    asking the model anything): the harness did not run, so the episode measures nothing.
+    A CLI that exits with an error after talking to the model is the agent's failure."""
     return error.startswith(CLI_ERROR)
 
 

@@ -118,6 +118,7 @@ def test_all_zero_variances_are_refused(tmp_path, components):
     assert_user_error(hscale("power", path, "--components", components), "all zero")
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_a_report_over_a_manifest_of_the_wrong_types_warns_and_reports(tmp_path):
     done = hscale("evaluate", "hscale-tiny", "--harnesses", "base+out_of_space", "--tasks", "2",
                   "--out", tmp_path / "runs")

@@ -76,6 +76,7 @@ def test_real_tasks_without_their_check_script_are_refused_and_grouped(tmp_path)
     assert first.startswith("python3: can't open file 'task_0000/reward/check.py'"), first
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_run_prints_the_checker_error_rate(tmp_path):
     _tasks(tmp_path, CRASH_ON_ANSWER)
     spec = _spec(tmp_path, "{name: jsonl, path: tasks.jsonl}")

@@ -57,8 +57,7 @@ def evaluate_cmd(
     out-of-space harnesses, 6 tasks, greedy: 126 episodes) takes minutes; `--harnesses all`
     (242 configurations) with 6 tasks takes hours. Interrupted work resumes on rerun.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
+    from hscale.cli._progress import progress
     from hscale.train.lm import Request, evaluate, is_endpoint, plan_evaluation
 
     is_endpoint(model)  # a malformed endpoint URL is one line here, before any planning
@@ -71,11 +70,8 @@ def evaluate_cmd(
     sizes = ", ".join(f"{k} {len(v)}" for k, v in manifest.eval_sets.items())
     print(f"evaluating {model} as {manifest.arm}: harnesses {sizes}; "
           f"{manifest.benchmark.tasks} tasks; decoding {decoding}")
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task("episodes", total=None)
-        run_dir = evaluate(request, out, force,
-                           lambda done, total: bar.update(task, completed=done, total=total))
+    with progress("episodes") as update:
+        run_dir = evaluate(request, out, force, update)
     import pandas as pd
 
     rows = pd.read_parquet(run_dir / "eval.parquet")

@@ -154,6 +154,7 @@ def test_a_registered_figure_is_drawn_by_the_report(demo_runs, mine, tmp_path):
     assert "<h3>My figure</h3>" in report.report_html(results, done)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_damaged_runs_are_named_in_the_report_or_fail_strict(demo_runs, tmp_path):
     import shutil
 

@@ -75,6 +75,14 @@ def test_output_that_is_not_utf8_is_read_with_replacements(fake):
     assert episode.final_answer == "caf\ufffd"
 
 
+def test_a_cli_that_asked_the_model_and_then_failed_is_the_agents_failure(fake):
+    fake("crashes")
+    task = BuiltinWorld().tasks(1, 0)[0]
+    episode = run_blackbox("bb/claude-code", task, _served(2), timeout_s=10)
+    assert episode.termination == "error" and not cli_failed(episode.error)
+    assert episode.error == "exit 1: Error: cannot find module ./dist/cli.js"
+
+
 def test_a_cli_that_asked_the_model_and_then_hung_is_the_agents_timeout(fake):
     fake("hangs")
     task = BuiltinWorld().tasks(1, 0)[0]

@@ -40,6 +40,7 @@ def uninterrupted(tmp_path_factory) -> pd.DataFrame:
     return _rows(out / "evaluate" / "hscale-tiny" / "0")
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_kill_9_and_rerun_gives_the_uninterrupted_rows(tmp_path, uninterrupted):
     run_dir = tmp_path / "evaluate" / "hscale-tiny" / "0"
     proc = subprocess.Popen([sys.executable, "-m", "hscale.cli", "evaluate", *ARGS,
@@ -66,6 +67,7 @@ def test_kill_9_and_rerun_gives_the_uninterrupted_rows(tmp_path, uninterrupted):
     assert (uninterrupted.decoding == "sampled").sum() == 4 * 6 * 2
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_the_rows_do_not_depend_on_the_batch(tmp_path):
     """Sampled episodes draw from seeds of their own: the same whatever shares their batch."""
     rows = []

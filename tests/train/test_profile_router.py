@@ -142,6 +142,7 @@ def _profiles_spec(tmp_path, verl: bool = False):
     return pool, _spec(tmp_path, "pool.json", "profiles", {"every": 1}, verl=verl)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_profiles_are_re_anchored_at_every_checkpoint_and_rank_1_routes_evaluation(
         endpoint, tmp_path):
     pytest.importorskip("torch")

@@ -69,6 +69,7 @@ def test_run_writes_the_contracted_files_and_skips_finished_runs(tmp_path):
     assert (run_dir / "train.parquet").stat().st_mtime_ns == before
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_kill_9_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path):
     spec = write_spec(tmp_path, steps=16, arms={"structured-18": {}})
     clean = tmp_path / "clean"
@@ -96,6 +97,7 @@ def test_kill_9_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path):
         pd.testing.assert_frame_equal(got, want)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_parallel_workers_give_the_rows_of_a_serial_run(tmp_path):
     spec = write_spec(tmp_path, steps=2)
     serial, parallel = tmp_path / "serial", tmp_path / "parallel"

@@ -168,6 +168,32 @@ def test_overrides_compose_and_a_typo_is_named(prepared):
     assert "total_training_steps" in (err.value.hint or "")
 
 
+def test_check_composes_runs_that_differ_only_in_their_names_once(prepared, monkeypatch):
+    """A dry run's runs differ mostly in their experiment name ({arm}-{seed}), which no check
+    reads: one verdict for them; any other difference, or a name Hydra would not read as the
+    plain text written, is checked on its own, and a wrong override still fails."""
+    from hscale.train.backends.verl import VerlBackend, _backend
+    from hscale.train.backends.verl._check import verdict_key
+
+    _, manifest, _ = prepared
+    seeds = [manifest.model_copy(update={"seed": s, "arm": f"arm{s}"}) for s in range(3)]
+    base = manifest.model_copy(update={"budget": manifest.budget.model_copy(
+        update={"steps": 0}), "seed": 3})
+    with monkeypatch.context() as m:
+        checked = []
+        m.setattr(_backend, "validate_overrides", checked.append)
+        VerlBackend().check([*seeds, base])
+    assert len(checked) == 2 and "trainer.val_only=True" in checked[1]
+    plain = verdict_key(["trainer.experiment_name=k4-0"])
+    assert plain == verdict_key(["trainer.experiment_name=repeat-2-1"])
+    for odd in ("a,b", "true", "1e3", "a${x}", "'k4-0'"):
+        assert verdict_key([f"trainer.experiment_name={odd}"]) != plain
+    assert verdict_key(["trainer.max_actor_ckpt_to_keep=1"]) \
+        != verdict_key(["trainer.max_actor_ckpt_to_keep=2"])
+    with pytest.raises(HscaleError, match="total_trainig_steps"):
+        VerlBackend(["trainer.total_trainig_steps=3"]).check(seeds)
+
+
 def test_ppo_maps_to_gae(prepared):
     from hscale.train.backends.verl import build_overrides, validate_overrides
 

@@ -266,6 +266,7 @@ def test_local_launch_runs_logs_completes_and_imports(tmp_path, capsys, gpu_mach
     assert (run_dir / "verl" / "train.log").read_text() == log
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
 def test_a_failed_launch_is_failed_with_the_log_line(tmp_path, capsys, gpu_machine,
                                                       monkeypatch):
     spec, out = write_spec(tmp_path), tmp_path / "runs"

@@ -53,6 +53,26 @@ def play(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
                 raise
 
 
+def check_context(model: Any, harnesses: Sequence[str]) -> None:
+    """Refuse, before any episode, a black-box harness whose first request alone is longer
+    than the model's context: each of its calls would be refused, so its episodes would
+    measure nothing (an endpoint's context is unknown here, and the embedded policy reads
+    its own compact view: nothing to check)."""
+    from hscale.harness import HARNESSES
+
+    context = getattr(model, "context", None)
+    if getattr(model, "own_syntax", False):  # the embedded policy reads its own view of it
+        return
+    for name in sorted(set(harnesses)) if context else ():
+        need = HARNESSES.get(name).prompt_tokens
+        if need > context:
+            raise HscaleError(f"{name}'s first request is about {need:,} tokens (its prompt and "
+                              f"tools in SmolLM2's tokens), more than {model.name}'s context "
+                              f"of {context:,}: every episode through it would be refused",
+                              f"leave {name} out for this model, or use one with a context "
+                              f"of at least {need + 1024:,} tokens")
+
+
 FIRST = 4  # a CLI that fails its first this many episodes, none run, is broken
 
 

@@ -56,7 +56,7 @@ def collect(asked: Collection, out: str | Path,
         open_benchmark,
         require_installed,
     )
-    from hscale.train.lm._blackbox_eval import play
+    from hscale.train.lm._blackbox_eval import check_context, play
     from hscale.train.lm._trajectories import EpisodeLog
 
     HARNESSES.check(asked.harness)
@@ -71,6 +71,7 @@ def collect(asked: Collection, out: str | Path,
         model = _teacher(asked, tasks)  # before anything is written
     except HscaleError as exc:
         raise HscaleError(f"teacher {asked.teacher!r}: {exc.message}", exc.hint) from None
+    check_context(model, [asked.harness])
     out = Path(out)
     _own(out, asked)
     log = EpisodeLog(out / RECORD)

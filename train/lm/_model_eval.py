@@ -229,7 +229,9 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
              progress: Callable[[int, int], None] | None = None) -> Path:
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
+    from hscale.harness import is_blackbox
     from hscale.train.lm import open_chat_model
+    from hscale.train.lm._blackbox_eval import check_context
     from hscale.train.planning import RunPlan
 
     manifest = plan_evaluation(request)
@@ -237,6 +239,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     if _finished(run_dir, manifest):
         return run_dir
     model = open_chat_model(request.model, request.served_name)  # before anything is written
+    check_context(model, [j.harness for j in RunPlan(manifest).evaluation()
+                          if is_blackbox(j.harness)])
     _own(run_dir, manifest, force)
     plan = RunPlan(manifest)
     jobs = plan.evaluation()

@@ -97,7 +97,8 @@ def test_ppo_trains_a_value_head_with_gae(tmp_path):
     assert not trainer.model.value_head.weight.detach().equal(before)
 
 
-@pytest.mark.parametrize("router", ["original", "random", "nearest", "rule", "profile"])
+@pytest.mark.parametrize("router", ["original", "random", "nearest", "rule",
+                                    pytest.param("profile", marks=pytest.mark.slow)])
 def test_rescue_replaces_zero_signal_groups_with_routed_siblings(tmp_path, router):
     arm = {"train": "single", "assignment": {"mode": "rescue", "router": router, "group": 3,
                                              "k": 1}}

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from hscale.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
 from hscale.files import write_parquet
 from hscale.train.backends._base import Backend, Progress, RayJob, StepProgress
-from hscale.train.backends.verl._check import validate_overrides
+from hscale.train.backends.verl._check import validate_overrides, verdict_key
 from hscale.train.backends.verl._dumps import (
     import_metrics,
     import_profiles,
@@ -51,11 +51,16 @@ class VerlBackend(Backend):
 
     def check(self, manifests: Sequence[Manifest]) -> None:
         """Every run's overrides validated against veRL's own config (veRL is needed for
-        that), its rescue arms against what veRL can rescue."""
+        that), its rescue arms against what veRL can rescue. Runs whose overrides differ only
+        in their log labels share a verdict (:func:`verdict_key`): each is composed once."""
         require(launch_requirements(False)[:1])
         check_rescue(manifests)
+        checked = set()
         for manifest in manifests:
-            validate_overrides([*build_overrides(Path("."), manifest), *self.overrides])
+            overrides = [*build_overrides(Path("."), manifest), *self.overrides]
+            if (key := verdict_key(overrides)) not in checked:
+                validate_overrides(overrides)
+                checked.add(key)
 
     def prepare(self, manifests: Sequence[Manifest], progress: Progress | None = None,
                 on_ray: bool = False) -> None:

@@ -29,6 +29,8 @@ from hscale.errors import HscaleError
 
 CONFIG_NAME = "ppo_trainer"
 HINT = "check the batch sizes and the spec's verl settings"
+# names veRL labels its logs, traces and default checkpoint folder with: no check reads them
+_LABELS = ("trainer.project_name", "trainer.experiment_name")
 
 
 def verl_config_dir() -> Path:
@@ -69,6 +71,23 @@ def validate_overrides(overrides: list[str]) -> Any:
                               hint) from None
     _check_built(config)
     return config
+
+
+def verdict_key(overrides: list[str]) -> tuple[str, ...]:
+    """``overrides`` with the run's log labels (:data:`_LABELS`) blanked where Hydra reads
+    them as the plain name written: runs that differ only there (the experiment's runs: each
+    its ``{arm}-{seed}``) get one verdict, so a dry run composes and checks each key once."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    out = []
+    for o in overrides:
+        key, _, text = o.partition("=")
+        if key in _LABELS and re.fullmatch(r"[A-Za-z0-9_.-]+", text) \
+                and parser.parse_override(o).value() == text:
+            o = f"{key}="
+        out.append(o)
+    return tuple(out)
 
 
 def _check_built(config: Any) -> None:
