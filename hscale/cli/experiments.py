@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -120,6 +121,9 @@ def run_cmd(
         print(f"wrote {chosen.name} inputs for {len(written)} runs under {out}")
         return
     runs = quick_spec(spec) if quick else spec
+    if quick:
+        print(_quick_line(spec, runs, out))
+    began = time.monotonic()
     with _progress() as progress:
         overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
         bars: dict = {}
@@ -135,6 +139,12 @@ def run_cmd(
                 finished.add(name)
                 progress.advance(overall)
                 progress.remove_task(bars.pop(name))
+                if not progress.console.is_terminal:  # a log still shows the work moving
+                    n, of = len(finished), progress.tasks[overall].total or len(finished)
+                    spent = time.monotonic() - began
+                    print(f"{name}: done, {n} of {of:.0f} runs in {spent:.0f} s"
+                          + (f", about {spent / n * (of - n):.0f} s to go" if n < of else ""),
+                          file=sys.stderr, flush=True)
 
         def announce(run_dir: Path) -> None:
             line = f"{run_dir}: Ray cluster at {ray_address}" if ray_address else \
@@ -145,7 +155,19 @@ def run_cmd(
         states = run_experiment(experiment, out, backend=chosen, progress=report,
                                 workers=workers or _default_workers(), quick=quick,
                                 on_start=announce, force=force, ray_address=ray_address)
-    _summary(states, out)
+    _summary(states, Path(out) / runs.name)
+
+
+def _quick_line(spec, runs, out: Path) -> str:
+    """What ``--quick`` replaced in the spec, and where its runs go."""
+    pairs = [("steps", spec.steps, runs.steps), ("seeds", len(spec.seeds), len(runs.seeds)),
+             ("tasks a step", spec.algorithm.tasks_per_step, runs.algorithm.tasks_per_step),
+             ("rollouts", spec.algorithm.rollouts, runs.algorithm.rollouts),
+             ("evaluation runs", spec.evaluation.runs, runs.evaluation.runs),
+             ("evaluation tasks", spec.evaluation.tasks, runs.evaluation.tasks)]
+    changed = ", ".join(f"{what} {a} -> {b}" for what, a, b in pairs if a != b)
+    return (f"--quick: {changed or 'nothing to shrink'}; the same arms, into "
+            f"{Path(out) / runs.name}")
 
 
 def _progress():
