@@ -9,6 +9,9 @@ from ._base import (
 from ._base import (
     chat_dicts as chat_dicts,
 )
+from ._base import (
+    row_generator as row_generator,
+)
 from ._blackbox_eval import (
     played as played,
 )
@@ -116,6 +119,7 @@ __all__ = [
     "SFT_DIR",
     "char_chat_tokenizer",
     "chat_dicts",
+    "row_generator",
     "collect",
     "collect_teacher",
     "content_hash",

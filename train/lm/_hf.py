@@ -16,10 +16,15 @@ meant to prevent this; cutting inside a message would break the template). If th
 message and the last message alone do not fit, that conversation gets an empty Generation
 with no tokens (finish reason ``length``), as the embedded sampler ends such an episode, and
 the rest of the batch runs.
+
+``hscale serve`` decodes such a model step by step instead (``continuous``: requests join
+and leave between steps, prompts reuse cached prefixes; hscale.train.serving._steps), picking
+tokens as ``generate`` does. Attention is sdpa reading grouped key/value heads in place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -34,6 +39,7 @@ from hscale.train.serving import renders_tools
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch
+GROUPED = "hscale_sdpa"  # the attention _grouped_attention registers
 
 
 def quiet_threads() -> None:
@@ -90,6 +96,7 @@ class HFChat:
             raise HscaleError(f"{folder}: the model does not load ({reason(exc)})",
                               "save the model there with save_pretrained, or import it "
                               "again") from None
+        _grouped_attention(self.model)
         # a template that renders ``tools`` is given a request's tools and calls itself
         # (hscale.train.serving._engine); else hscale's tool prompt
         self.template_tools = renders_tools(self.tok.chat_template)
@@ -114,6 +121,17 @@ class HFChat:
         if not out:
             raise HscaleError(f"{self.folder}: no end-of-turn token", "set eos_token")
         return out
+
+    @property
+    def continuous(self) -> bool:
+        """Whether ``hscale serve`` may decode it step by step, rows joining and leaving
+        between steps (hscale.train.serving._steps): a decoder whose every layer attends to
+        all earlier tokens, so its cache is plain keys and values a row."""
+        config = self.model.config.get_text_config(decoder=True)
+        kinds = getattr(config, "layer_types", None)  # else every layer slides, if any does
+        full = set(kinds) == {"full_attention"} if kinds else \
+            getattr(config, "sliding_window", None) is None
+        return full and not self.model.config.is_encoder_decoder
 
     def batched(self, max_batch: int) -> HFChat:
         """The same loaded model, up to ``max_batch`` conversations per forward pass."""
@@ -254,6 +272,36 @@ class HFChat:
                    use_cache=True, logits_to_keep=1)
         cache.batch_repeat_interleave(rows)
         return cache
+
+
+def _grouped_attention(model: Any) -> None:
+    """Give an sdpa model attention that reads grouped key/value heads in place: with a mask
+    (any padded batch) transformers' sdpa path repeats every key and value once per query
+    head first, on a CPU many times the attention's own cost; the kernel's ``enable_gqa``
+    gives the same numbers without the copies."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    if getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return
+    AttentionInterface.register(GROUPED, _grouped_sdpa)
+    AttentionMaskInterface.register(GROUPED, sdpa_mask)
+    with contextlib.suppress(ValueError, NotImplementedError):  # it keeps its own attention
+        model.set_attn_implementation(GROUPED)
+
+
+def _grouped_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
+                  dropout: float = 0.0, scaling: float | None = None,
+                  is_causal: bool | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """transformers' sdpa attention, grouped heads passed as they are (``enable_gqa``)."""
+    import torch
+
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
+        is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal),
+        enable_gqa=getattr(module, "num_key_value_groups", 1) > 1)
+    return out.transpose(1, 2).contiguous(), None
 
 
 def _common_prefix(prompts: list[list[int]]) -> int:

@@ -6,6 +6,10 @@ agent harnesses speak, every request recorded.
   stream it, say an error), one per API.
 - ``tool_prompt``: how tools reach a local model whose template has none, and come back.
 - ``engine``: what answers (a local ChatModel, or a proxy), behind a batcher.
+- ``scheduler``: continuous batching for a model that decodes step by step (an HF model):
+  ``steps`` decodes the rows, ``kv`` holds their keys and values, ``prefix`` what earlier
+  requests computed, ``packed`` the linear layers a many-row step runs; ``live`` streams a
+  reply's text as it is decoded.
 - ``app``: the ASGI routes; ``server``: starting and stopping it (uvicorn).
 """
 

@@ -29,6 +29,7 @@ from hscale.train.serving._chat import (
     text_of,
     tool_name,
     tools_of,
+    unsent,
 )
 from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, kinds, text_or
 
@@ -178,32 +179,69 @@ def body(request: Request, reply: Reply, message_id: str, model: str) -> dict[st
 
 
 def stream(request: Request, reply: Reply, message_id: str, model: str) -> Iterator[str]:
-    def event(kind: str, **fields: Any) -> str:
-        payload = {"type": kind, **fields}
-        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+    out = Stream(request, message_id, model)
+    yield from out.start(reply.prompt_tokens)
+    yield from out.end(reply)
 
-    start = {**body(request, reply, message_id, model), "content": [], "stop_reason": None,
-             "usage": _usage(reply, output=False)}
-    yield event("message_start", message=start)
-    yield event("ping")
-    for index, block in enumerate(_blocks(reply)):
-        if block["type"] == "text":
-            yield event("content_block_start", index=index,
-                        content_block={"type": "text", "text": ""})
-            if block["text"]:
-                yield event("content_block_delta", index=index,
-                            delta={"type": "text_delta", "text": block["text"]})
-        else:
-            yield event("content_block_start", index=index,
-                        content_block={**block, "input": {}})
-            yield event("content_block_delta", index=index, delta={
-                "type": "input_json_delta",
-                "partial_json": json.dumps(block["input"], ensure_ascii=False)})
-        yield event("content_block_stop", index=index)
-    yield event("message_delta", delta={"stop_reason": STOP.get(reply.finish, "end_turn"),
-                                        "stop_sequence": None},
-                usage={"output_tokens": reply.completion_tokens})
-    yield event("message_stop")
+
+def _event(kind: str, **fields: Any) -> str:
+    payload = {"type": kind, **fields}
+    return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+class Stream:
+    """A reply's events as it is written: ``start``, ``text`` for each new piece of text as it
+    is decoded (in a text block opened at the first), ``end`` with the reply (the text not yet
+    sent, its tool_use blocks, the stop reason)."""
+
+    def __init__(self, request: Request, message_id: str, model: str) -> None:
+        self.request, self.message_id, self.model = request, message_id, model
+        self.open = False  # a text block is open
+
+    def start(self, prompt_tokens: int = 0) -> list[str]:
+        empty = Reply("", prompt_tokens=prompt_tokens)
+        start = {**body(self.request, empty, self.message_id, self.model), "content": [],
+                 "stop_reason": None, "usage": _usage(empty, output=False)}
+        return [_event("message_start", message=start), _event("ping")]
+
+    def text(self, delta: str) -> list[str]:
+        if not delta:
+            return []
+        out = [] if self.open else [_event("content_block_start", index=0,
+                                           content_block={"type": "text", "text": ""})]
+        self.open = True
+        return [*out, _event("content_block_delta", index=0,
+                             delta={"type": "text_delta", "text": delta})]
+
+    def end(self, reply: Reply, sent: str = "") -> list[str]:
+        out, blocks = [], _blocks(reply)
+        if self.open and blocks[0]["type"] != "text":
+            blocks.insert(0, {"type": "text", "text": sent})  # what was sent stays sent
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                opened = self.open
+                rest = unsent(block["text"], sent) if opened else block["text"]
+                if not opened:
+                    out.append(_event("content_block_start", index=index,
+                                      content_block={"type": "text", "text": ""}))
+                if rest:
+                    out.append(_event("content_block_delta", index=index,
+                                      delta={"type": "text_delta", "text": rest}))
+            else:
+                out.append(_event("content_block_start", index=index,
+                                  content_block={**block, "input": {}}))
+                out.append(_event("content_block_delta", index=index, delta={
+                    "type": "input_json_delta",
+                    "partial_json": json.dumps(block["input"], ensure_ascii=False)}))
+            out.append(_event("content_block_stop", index=index))
+        out.append(_event("message_delta", delta={
+            "stop_reason": STOP.get(reply.finish, "end_turn"), "stop_sequence": None},
+            usage={"output_tokens": reply.completion_tokens}))
+        return [*out, _event("message_stop")]
+
+    def failed(self, message: str) -> list[str]:
+        """A failure after the stream began (its status is sent): an error event."""
+        return [_event("error", error=error(500, message)["error"])]
 
 
 def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +42,7 @@ from hscale.train.serving import _openai_chat as openai_chat
 from hscale.train.serving import _responses as responses
 from hscale.train.serving._chat import BadRequest, Reply, new_id
 from hscale.train.serving._engine import Batcher, Completer
+from hscale.train.serving._live import Live
 from hscale.train.serving._tool_prompt import to_messages
 
 MAX_BODY = 32 << 20  # bytes of one request's body; past them a 413
@@ -78,6 +80,12 @@ class Service:
         self.limits[session] = requests
         if temperature is not None:
             self.temperatures[session] = temperature
+
+    def live(self, request: Any) -> bool:
+        """Whether a request streams its text as it is decoded (the scheduler's; a request
+        for log-probs gets its text with them at the end)."""
+        return bool(request.stream and not request.logprobs
+                    and getattr(self.batcher, "streams", False))
 
     def requests(self, session: str) -> int:
         return self.counts[session]
@@ -190,9 +198,15 @@ def _endpoint(api: str, counting: bool = False):
                 if service.counts[row["session"]] > service.limits.get(row["session"], 1 << 62):
                     reply = Reply(TURN_LIMIT, by="server")
                 else:
+                    live = Live(asyncio.get_running_loop()) if service.live(parsed) else None
+                    waiter = asyncio.wrap_future(service.batcher.submit(parsed, live)
+                                                 if live else service.batcher.submit(parsed))
                     try:
-                        reply = await asyncio.wrap_future(service.batcher.submit(parsed))
+                        if live is not None and await live.started():
+                            return _streamed(service, face, parsed, live, waiter, row, began)
+                        reply = await waiter
                     except asyncio.CancelledError:  # the server stops under this request
+                        waiter.cancel()
                         row.update(status=503, error="the server stopped first",
                                    seconds=time.perf_counter() - began)
                         service.record(row)
@@ -222,6 +236,48 @@ def _endpoint(api: str, counting: bool = False):
         return JSONResponse(face.body(parsed, reply, request_id, model))
 
     return answer
+
+
+def _streamed(service: Service, face: Any, request: Any, live: Live, waiter: asyncio.Future,
+              row: dict[str, Any], began: float) -> StreamingResponse:
+    """A reply streamed as it is decoded: its text as it comes, then, once its row is on
+    disk, the rest (the text held back, the calls, the finish). A failure after the start is
+    an error event; a client that leaves frees its row (and its row says so)."""
+    out = face.Stream(request, row["request_id"], service.completer.name)
+
+    async def events() -> AsyncIterator[str]:
+        sent, recorded = "", False
+        try:
+            for event in out.start(live.prompt_tokens):
+                yield event
+            while (delta := await live.next()) is not None:
+                sent += delta
+                for event in out.text(delta):
+                    yield event
+            try:
+                reply = await waiter
+            except Exception as exc:  # noqa: BLE001 -- the status is sent: an error event
+                message = f"the model failed: {type(exc).__name__}: {exc}"
+                row.update(status=500, error=message, seconds=time.perf_counter() - began)
+                service.record(row)
+                recorded = True
+                for event in out.failed(message):
+                    yield event
+                return
+            row.update(reply.record(), seconds=time.perf_counter() - began)
+            service.record(row)  # on disk before the reply ends
+            recorded = True
+            for event in out.end(reply, sent):
+                yield event
+        finally:
+            waiter.cancel()
+            if not recorded:
+                row.update(status=499, error="the client left before the reply ended",
+                           seconds=time.perf_counter() - began)
+                service.record(row)
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
 
 
 def _message(payload: dict[str, Any]) -> str:

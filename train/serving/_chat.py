@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,6 +144,14 @@ class Reply:
                 "logprobs": "" if self.logprobs is None else json.dumps(list(self.logprobs)),
                 "by": self.by, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens}
+
+
+def unsent(text: str, sent: str) -> str:
+    """What of a reply's ``text`` a stream that sent ``sent`` of it has yet to send (past
+    what they share, should they part: a stream sends only text sure to stay)."""
+    if text.startswith(sent):
+        return text[len(sent):]
+    return text[len(os.path.commonprefix([text, sent])):]
 
 
 def new_id(prefix: str) -> str:

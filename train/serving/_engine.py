@@ -1,6 +1,8 @@
 """What answers a Request: a local ChatModel (through the tool prompt, many requests in one
 generate) or an upstream OpenAI-compatible server (proxy mode, tools passed through), behind
-a batcher that gathers the requests of concurrent sessions into one call.
+a batcher that gathers the requests of concurrent sessions into one call. A model that decodes
+step by step (an HF model: ``continuous``) is answered by hscale.train.serving._scheduler
+instead, each request joining and leaving the running batch between steps.
 """
 
 from __future__ import annotations
@@ -48,6 +50,33 @@ class LocalCompleter:
         self.template_tools = bool(getattr(model, "template_tools", False))
         context = getattr(model, "context", None)
         self.context = int(context) if context else None
+        self.continuous = bool(getattr(model, "continuous", False))
+
+    def prepare(self, request: Request) -> tuple[list[int], int, int] | BadRequest:
+        """(prompt ids, prompt tokens to report, token limit) of a request for a model that
+        decodes step by step, as ``complete`` would give it the model; or its 400."""
+        limit = self._limit(request)
+        budget = self.context - limit if self.context else 1 << 62
+        if self.template_tools:
+            ids = self.template_prompt(request)
+            if isinstance(ids, BadRequest):
+                return ids
+            count = len(ids)
+        else:
+            chat = to_messages(request.turns, request.tools, request.tool_choice,
+                               self.own_syntax)
+            ids, count = self.model.prompt_ids(chat, budget), self.model.prompt_tokens(chat)
+        if ids is None or len(ids) > budget:
+            return self.unfit(limit)
+        return ids, count, limit
+
+    def unfit(self, limit: int) -> BadRequest:
+        return BadRequest(f"the prompt does not fit {self.name}'s context of {self.context} "
+                          f"tokens with room for {limit} new ones")
+
+    def reply(self, request: Request, prompt_tokens: int, gen: Any) -> Reply:
+        """A generated turn as the request's Reply (its calls parsed back)."""
+        return self._reply(request, prompt_tokens, gen)
 
     def complete(self, requests: Sequence[Request]) -> list[Reply | BadRequest]:
         out: list[Reply | BadRequest | None] = [None] * len(requests)
@@ -76,10 +105,7 @@ class LocalCompleter:
                 counts = [int(count(c)) if callable(count) else 0 for c in chats]
             for i, prompt, gen in zip(index, counts, gens, strict=True):
                 unfit = gen.token_ids == () and gen.logprobs == () and not gen.text
-                out[i] = BadRequest(
-                    f"the prompt does not fit {self.name}'s context of {self.context} tokens "
-                    f"with room for {limit} new ones") if unfit else \
-                    self._reply(requests[i], prompt, gen)
+                out[i] = self.unfit(limit) if unfit else self._reply(requests[i], prompt, gen)
         return [r for r in out if r is not None]
 
     def template_prompt(self, request: Request) -> list[int] | BadRequest:

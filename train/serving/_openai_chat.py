@@ -27,6 +27,7 @@ from hscale.train.serving._chat import (
     text_of,
     tool_name,
     tools_of,
+    unsent,
 )
 from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, either, kinds, text_or
 
@@ -205,24 +206,46 @@ def body(request: Request, reply: Reply, request_id: str, model: str) -> dict[st
 
 def stream(request: Request, reply: Reply, request_id: str, model: str) -> Iterator[str]:
     """The ``chat.completion.chunk`` events of the reply, as the real API sends them."""
-    head = {"id": request_id, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "system_fingerprint": None}
+    out = Stream(request, request_id, model)
+    yield from out.start()
+    yield from out.end(reply)
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
+
+class Stream:
+    """A reply's chunks as it is written: ``start``, ``text`` for each new piece of text as
+    it is decoded, ``end`` with the reply (the text not yet sent, its calls, the finish)."""
+
+    def __init__(self, request: Request, request_id: str, model: str) -> None:
+        self.request = request
+        self.head = {"id": request_id, "object": "chat.completion.chunk",
+                     "created": int(time.time()), "model": model, "system_fingerprint": None}
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None,
                   **more}
-        return _event({**head, "choices": [choice]})
+        return _event({**self.head, "choices": [choice]})
 
-    yield chunk({"role": "assistant", "content": ""})
-    if reply.text:
-        yield chunk({"content": reply.text},
-                    logprobs=_logprobs(reply) if request.logprobs else None)
-    for i, call in enumerate(reply.calls):
-        yield chunk({"tool_calls": [{"index": i, **_call_json(call)}]})
-    yield chunk({}, reply.finish)
-    if request.options.get("include_usage"):
-        yield _event({**head, "choices": [], "usage": _usage(reply)})
-    yield "data: [DONE]\n\n"
+    def start(self, prompt_tokens: int = 0) -> list[str]:
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def text(self, delta: str) -> list[str]:
+        return [self._chunk({"content": delta})] if delta else []
+
+    def end(self, reply: Reply, sent: str = "") -> list[str]:
+        out, rest = [], unsent(reply.text, sent)
+        if rest:
+            out.append(self._chunk({"content": rest}, logprobs=_logprobs(reply)
+                                   if self.request.logprobs else None))
+        for i, call in enumerate(reply.calls):
+            out.append(self._chunk({"tool_calls": [{"index": i, **_call_json(call)}]}))
+        out.append(self._chunk({}, reply.finish))
+        if self.request.options.get("include_usage"):
+            out.append(_event({**self.head, "choices": [], "usage": _usage(reply)}))
+        return [*out, "data: [DONE]\n\n"]
+
+    def failed(self, message: str) -> list[str]:
+        """A failure after the stream began (its status is sent): an error event."""
+        return [_event(error(500, message))]
 
 
 def _event(payload: dict[str, Any]) -> str:

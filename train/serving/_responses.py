@@ -29,6 +29,7 @@ from hscale.train.serving._chat import (
     text_of,
     tool_name,
     tools_of,
+    unsent,
 )
 from hscale.train.serving._wire import Kind, Name, Schema, Wire, check, either, kinds, text_or
 
@@ -215,43 +216,90 @@ def body(request: Request, reply: Reply, response_id: str, model: str) -> dict[s
 
 
 def stream(request: Request, reply: Reply, response_id: str, model: str) -> Iterator[str]:
-    created, items, n = int(time.time()), _items(reply), 0
+    out = Stream(request, response_id, model)
+    yield from out.start()
+    yield from out.end(reply)
 
-    def event(kind: str, **fields: Any) -> str:
-        nonlocal n
-        n += 1
-        payload = {"type": kind, "sequence_number": n - 1, **fields}
+
+class Stream:
+    """A reply's events as it is written: ``start``, ``text`` for each new piece of text as it
+    is decoded (in a message item added at the first), ``end`` with the reply (the text not
+    yet sent, its function calls, the final response)."""
+
+    def __init__(self, request: Request, response_id: str, model: str) -> None:
+        self.request, self.response_id, self.model = request, response_id, model
+        self.created, self.n = int(time.time()), 0
+        self.item: dict[str, Any] | None = None  # the message item text went out in
+
+    def _event(self, kind: str, **fields: Any) -> str:
+        self.n += 1
+        payload = {"type": kind, "sequence_number": self.n - 1, **fields}
         return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
-    started = _response(request, None, response_id, model, [], created)
-    yield event("response.created", response=started)
-    yield event("response.in_progress", response=started)
-    for index, item in enumerate(items):
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            empty = {"type": "output_text", "text": "", "annotations": []}
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "content": []})
-            yield event("response.content_part.added", item_id=item["id"],
-                        output_index=index, content_index=0, part=empty)
-            if text:
-                yield event("response.output_text.delta", item_id=item["id"],
-                            output_index=index, content_index=0, delta=text, logprobs=[])
-            yield event("response.output_text.done", item_id=item["id"], output_index=index,
-                        content_index=0, text=text, logprobs=[])
-            yield event("response.content_part.done", item_id=item["id"], output_index=index,
-                        content_index=0, part=item["content"][0])
-        else:
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "arguments": ""})
-            yield event("response.function_call_arguments.delta", item_id=item["id"],
-                        output_index=index, delta=item["arguments"])
-            yield event("response.function_call_arguments.done", item_id=item["id"],
-                        output_index=index, arguments=item["arguments"])
-        yield event("response.output_item.done", output_index=index, item=item)
-    final = _response(request, reply, response_id, model, items, created)
-    kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
-    yield event(kind, response=final)
+    def start(self, prompt_tokens: int = 0) -> list[str]:
+        started = _response(self.request, None, self.response_id, self.model, [],
+                            self.created)
+        return [self._event("response.created", response=started),
+                self._event("response.in_progress", response=started)]
+
+    def _open(self, item: dict[str, Any]) -> list[str]:
+        empty = {"type": "output_text", "text": "", "annotations": []}
+        self.item = item
+        return [self._event("response.output_item.added", output_index=0,
+                            item={**item, "status": "in_progress", "content": []}),
+                self._event("response.content_part.added", item_id=item["id"],
+                            output_index=0, content_index=0, part=empty)]
+
+    def _delta(self, index: int, text: str) -> str:
+        assert self.item is not None
+        return self._event("response.output_text.delta", item_id=self.item["id"],
+                           output_index=index, content_index=0, delta=text, logprobs=[])
+
+    def text(self, delta: str) -> list[str]:
+        if not delta:
+            return []
+        out = [] if self.item is not None else self._open(_items(Reply(""))[0])
+        return [*out, self._delta(0, delta)]
+
+    def end(self, reply: Reply, sent: str = "") -> list[str]:
+        out, items = [], _items(reply)
+        if self.item is not None:  # the message item already out keeps its id
+            message = {**self.item, "content": [{"type": "output_text", "text": reply.text,
+                                                  "annotations": []}]}
+            items = [message, *(i for i in items if i["type"] != "message")]
+        for index, item in enumerate(items):
+            if item["type"] == "message":
+                text = item["content"][0]["text"]
+                rest = text if self.item is None else unsent(text, sent)
+                if self.item is None:
+                    out += self._open(item)
+                if rest:
+                    out.append(self._delta(index, rest))
+                out.append(self._event("response.output_text.done", item_id=item["id"],
+                                       output_index=index, content_index=0, text=text,
+                                       logprobs=[]))
+                out.append(self._event("response.content_part.done", item_id=item["id"],
+                                       output_index=index, content_index=0,
+                                       part=item["content"][0]))
+            else:
+                out.append(self._event("response.output_item.added", output_index=index,
+                                       item={**item, "status": "in_progress", "arguments": ""}))
+                out.append(self._event("response.function_call_arguments.delta",
+                                       item_id=item["id"], output_index=index,
+                                       delta=item["arguments"]))
+                out.append(self._event("response.function_call_arguments.done",
+                                       item_id=item["id"], output_index=index,
+                                       arguments=item["arguments"]))
+            out.append(self._event("response.output_item.done", output_index=index, item=item))
+        final = _response(self.request, reply, self.response_id, self.model, items,
+                          self.created)
+        kind = "response.incomplete" if final["status"] == "incomplete" else \
+            "response.completed"
+        return [*out, self._event(kind, response=final)]
+
+    def failed(self, message: str) -> list[str]:
+        """A failure after the stream began (its status is sent): an error event."""
+        return [self._event("error", code=None, message=message, param=None)]
 
 
 def error(status: int, message: str, param: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from hscale.errors import HscaleError
 from hscale.train.lm import Recorder, is_endpoint
 from hscale.train.serving._app import Service, build_app
 from hscale.train.serving._engine import Batcher, Completer, LocalCompleter, ProxyCompleter
+from hscale.train.serving._prefix import CACHE_TOKENS
 
 GRACE_S = 5  # seconds a stopping server waits for requests in flight, then cancels them
 # bytes of a request line and headers h11 buffers while they arrive; past them uvicorn answers
@@ -55,7 +56,8 @@ class Server:
 
     @property
     def batches(self) -> list[int]:
-        """Sizes of the batches the model answered (one generate each)."""
+        """Sizes of the batches the model answered (one generate each; rows of each decoding
+        step under continuous batching)."""
         return self.service.batcher.batches
 
     def shutdown(self) -> None:
@@ -89,10 +91,21 @@ def completer_of(model: Any, served_name: str | None = None, max_new_tokens: int
     return LocalCompleter(model, max_new_tokens)
 
 
+def batcher_of(completer: Completer, max_batch: int = 32,
+               cache_tokens: int = CACHE_TOKENS) -> Any:
+    """What answers ``completer``'s requests: continuous batching (and a prefix cache of
+    ``cache_tokens`` tokens) for a model that decodes step by step, else the batcher."""
+    if isinstance(completer, LocalCompleter) and completer.continuous:
+        from hscale.train.serving._scheduler import Scheduler  # torch: a local model's
+
+        return Scheduler(completer, max_batch, cache_tokens)
+    return Batcher(completer, max_batch)
+
+
 def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
           record: str | Path | None = None, allow_remote: bool = False,
           verbose: bool = False, max_batch: int = 32, served_name: str | None = None,
-          max_new_tokens: int = 1024) -> Server:
+          max_new_tokens: int = 1024, cache_tokens: int = CACHE_TOKENS) -> Server:
     """Serve ``model`` (a ChatModel, or an upstream URL to front) in a background thread;
     port 0 picks a free port."""
     family = _family(host, allow_remote)
@@ -107,7 +120,8 @@ def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
     sock.listen(128)
     completer = completer_of(model, served_name, max_new_tokens)
     recorder = Recorder(record) if record is not None else None
-    service = Service(completer, Batcher(completer, max_batch), recorder, verbose)
+    service = Service(completer, batcher_of(completer, max_batch, cache_tokens), recorder,
+                      verbose)
     return Server(service, sock, host, verbose)
 
 

@@ -146,6 +146,24 @@ def parse_calls(text: str, tools: Sequence[Tool], tool_choice: str = "auto"
     return "".join(kept).strip(), tuple(calls)
 
 
+def settled(text: str, tools: Sequence[Tool], tool_choice: str = "auto") -> str:
+    """How much of a reply still being written is sure to begin the text ``parse_calls``
+    leaves of it, so it can be streamed now: all of it where no tools are offered; else what
+    comes before a ``<tool_call>`` (or the start of one) less its trailing white space (a call
+    after it strips that), and nothing yet while it could be a bare JSON call or begins with
+    white space (which a call later in it would strip)."""
+    if not tools or tool_choice == "none":
+        return text
+    if not text or text[0].isspace() or text[0] == "{":
+        return ""
+    marker = "<tool_call>"
+    cut = text.find(marker)
+    if cut < 0:
+        cut = next((len(text) - k for k in range(len(marker) - 1, 0, -1)
+                    if text.endswith(marker[:k])), len(text))
+    return text[:cut].rstrip()
+
+
 def _call_of(body: str, names: set[str]) -> Call | None:
     try:
         value = json.loads(body)
