@@ -51,6 +51,14 @@ def _served(requests: int) -> Served:
     return Served("http://127.0.0.1:9/v1", "m", requests=lambda session: requests)
 
 
+def _played(fake, kind: str, asked: int, timeout_s: float):
+    """The episode of a built-in task through the fake CLI ``kind``, the server having seen
+    ``asked`` requests of its session."""
+    fake(kind)
+    task = BuiltinWorld().tasks(1, 0)[0]
+    return run_blackbox("bb/claude-code", task, _served(asked), timeout_s=timeout_s)
+
+
 @pytest.mark.parametrize(("kind", "asked", "termination", "said"), [
     ("crashes", 0, "error", "exit 1: Error: cannot find module ./dist/cli.js"),
     ("exits-at-once", 0, "error", "ended without asking the model"),
@@ -60,33 +68,25 @@ def _served(requests: int) -> Served:
 ])
 def test_a_cli_that_fails_on_its_own_is_an_error_in_its_own_words(fake, kind, asked,
                                                                    termination, said):
-    fake(kind)
-    task = BuiltinWorld().tasks(1, 0)[0]
-    episode = run_blackbox("bb/claude-code", task, _served(asked), timeout_s=2)
+    episode = _played(fake, kind, asked, 2)
     assert episode.termination == termination
     assert cli_failed(episode.error) and said in episode.error, episode.error
 
 
 def test_output_that_is_not_utf8_is_read_with_replacements(fake):
-    fake("not-utf8-answer")
-    task = BuiltinWorld().tasks(1, 0)[0]
-    episode = run_blackbox("bb/claude-code", task, _served(1), timeout_s=10)
+    episode = _played(fake, "not-utf8-answer", 1, 10)
     assert episode.termination == "answer" and not cli_failed(episode.error)
     assert episode.final_answer == "caf\ufffd"
 
 
 def test_a_cli_that_asked_the_model_and_then_failed_is_the_agents_failure(fake):
-    fake("crashes")
-    task = BuiltinWorld().tasks(1, 0)[0]
-    episode = run_blackbox("bb/claude-code", task, _served(2), timeout_s=10)
+    episode = _played(fake, "crashes", 2, 10)
     assert episode.termination == "error" and not cli_failed(episode.error)
     assert episode.error == "exit 1: Error: cannot find module ./dist/cli.js"
 
 
 def test_a_cli_that_asked_the_model_and_then_hung_is_the_agents_timeout(fake):
-    fake("hangs")
-    task = BuiltinWorld().tasks(1, 0)[0]
-    episode = run_blackbox("bb/claude-code", task, _served(3), timeout_s=2)
+    episode = _played(fake, "hangs", 3, 2)
     assert episode.termination == "timeout" and not cli_failed(episode.error)
     assert "timeout after" in episode.error
 
