@@ -24,35 +24,46 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hscale.harness import _netns_relay
 from hscale.harness._netns_relay import pump_both
 from hscale.harness.tasks import no_network_prefix
 
-RELAY = Path(__file__).with_name("netns_relay.py")  # run by path: standard library only
+RELAY = Path(_netns_relay.__file__)  # run by path: it imports the standard library only
 
 
-@functools.cache
 def fence() -> tuple[str, ...]:
     """The namespace prefix when the whole fence works here (the inside relay starts and
     brings its loopback up), probed once a process; () when it does not."""
+    return _probe()[0]
+
+
+@functools.cache
+def _probe() -> tuple[tuple[str, ...], str]:
+    """(the prefix, "") when the fence works; ((), why not) when it does not."""
     prefix = no_network_prefix()
     if not prefix:
-        return ()
+        return (), "this machine cannot make network namespaces: run as root or allow " \
+                   "unprivileged user namespaces"
     with tempfile.TemporaryDirectory(prefix="hscale-net-") as folder:
         try:
             done = subprocess.run([*prefix, sys.executable, "-I", str(RELAY),
                                    str(Path(folder) / "probe.sock"), "0", "--", "true"],
                                   capture_output=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return ()
-    return prefix if done.returncode == 0 else ()
+        except (OSError, subprocess.SubprocessError) as error:
+            return (), f"the namespace's relay did not start: {error}"
+    if done.returncode:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return (), (f"the namespace's relay exited with {done.returncode}"
+                    + (f": {said[-1]}" if said else ""))
+    return prefix, ""
 
 
 def isolation() -> str:
     """How episodes are kept off the network here, in words."""
-    if fence():
+    prefix, why = _probe()
+    if prefix:
         return "a network namespace per episode: only the served endpoint is reachable"
-    return ("proxy variables only (this machine cannot make network namespaces: run as "
-            "root or allow unprivileged user namespaces)")
+    return f"proxy variables only ({why})"
 
 
 @contextlib.contextmanager

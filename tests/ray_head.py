@@ -38,30 +38,42 @@ def local_ray_head(cpus: int = 1, gpus: int = 0, dashboard: bool = True,
     ``127.0.0.1:PORT``; with ``both``, (the GCS address, the dashboard's URL); ``gpus``
     declares logical GPUs (veRL on the CPU takes one as its device slot)."""
     temp = Path(tempfile.mkdtemp(prefix="hsray", dir="/tmp"))  # Ray's socket paths are short
-    port, web = free_port(), free_port()
     ray_bin = Path(sys.executable).with_name("ray")
     env = {**os.environ, **RAY_ENV, **(env or {}),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     log = open(temp / "head.log", "w")  # noqa: SIM115 -- closed at teardown
-    head = subprocess.Popen(
-        [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block",
-         f"--port={port}", f"--num-cpus={cpus}", *([f"--num-gpus={gpus}"] if gpus else []),
-         f"--include-dashboard={str(dashboard).lower()}", "--dashboard-host=127.0.0.1",
-         f"--dashboard-port={web}", f"--ray-client-server-port={free_port()}",
-         f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={temp / 'ray'}",
-         "--disable-usage-stats"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    address = f"http://127.0.0.1:{web}" if dashboard else f"127.0.0.1:{port}"
+    deadline = time.monotonic() + wait
+    head = None
     try:
-        deadline = time.monotonic() + wait
-        while not _up(address if dashboard else None, temp / "head.log"):
-            if head.poll() is not None or time.monotonic() > deadline:
+        # Ray gives its raylet a fixed 30 s to register; on two loaded cores it sometimes
+        # does not, and the head exits: a second start, within the same wait, is the fix.
+        for attempt in range(2):
+            port, web = free_port(), free_port()
+            head = subprocess.Popen(
+                [str(ray_bin) if ray_bin.exists() else "ray", "start", "--head", "--block",
+                 f"--port={port}", f"--num-cpus={cpus}",
+                 *([f"--num-gpus={gpus}"] if gpus else []),
+                 f"--include-dashboard={str(dashboard).lower()}", "--dashboard-host=127.0.0.1",
+                 f"--dashboard-port={web}", f"--ray-client-server-port={free_port()}",
+                 f"--dashboard-agent-listen-port={free_port()}",
+                 f"--temp-dir={temp / f'ray{attempt}'}", "--disable-usage-stats"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            address = f"http://127.0.0.1:{web}" if dashboard else f"127.0.0.1:{port}"
+            while not _up(address if dashboard else None, temp / "head.log"):
+                if head.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            else:
+                break
+            stop_head(head)
+            if attempt or time.monotonic() > deadline or \
+                    "timed out during startup" not in (temp / "head.log").read_text():
                 tail = (temp / "head.log").read_text()[-3000:]
                 pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n{tail}")
-            time.sleep(0.5)
         yield (f"127.0.0.1:{port}", address) if both else address
     finally:
-        stop_head(head)
+        if head is not None:
+            stop_head(head)
         log.close()
         shutil.rmtree(temp, ignore_errors=True)
 

@@ -110,11 +110,13 @@ def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
     """Another port of this machine's loopback and an outside host are both unreachable
     from the commands the CLI runs, while the endpoint answers every turn (the namespace
     holds the CLI's whole process tree, whatever the CLI)."""
-    from hscale.harness._netns import isolation
+    from hscale.harness._netns import fence, isolation
+    from hscale.harness.tasks import no_network_prefix
 
     _installed(name)
-    if "namespace" not in isolation():
+    if not no_network_prefix():
         pytest.skip(f"no network namespaces here: {isolation()}")
+    assert fence(), isolation()
     probe = ("import socket, sys; s = lambda: socket.socket(); "
              "[print('reached' if (c := s(), c.settimeout(3), c.connect_ex((h, int(p))))[2] "
              "== 0 else 'unreachable', h, p) for h, p in (a.split(':') for a in sys.argv[1:])]")

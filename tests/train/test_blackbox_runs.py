@@ -80,7 +80,8 @@ def test_the_scripted_backend_plays_each_cli_and_its_checker_scores_it(tmp_path,
     run_dir = Path(next(iter(states)))
     frame = pd.read_parquet(run_dir / EVAL)
     bb = frame[frame.harness.isin(BB)]
-    assert sorted(bb.harness.unique()) == BB and len(bb) == 2 * 3
+    assert sorted(bb.harness.unique()) == BB and len(bb) == 2 * 3 * 2  # greedy and sampled
+    assert sorted(bb.decoding.unique()) == ["greedy", "sampled"]
     assert (bb.setting == "out_of_space").all()
     assert (bb.reward == (1.0 - error_rate)).all(), bb[["harness", "task_id", "reward"]]
     if error_rate == 0.0:
