@@ -8,7 +8,7 @@ of those names are registered. ``to_spec()`` is what a manifest stores.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -61,6 +61,10 @@ class Harness:
     workflow: Workflow
     name: str = ""
     extras: tuple[Extra, ...] = ()
+    # system prompts rendered, by the tools shown: a component's description is a function
+    # of its configuration, so a harness renders each once (veRL's inputs render 100,000s)
+    _systems: dict[tuple[tuple[str, ...], bool], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -133,6 +137,15 @@ class Harness:
 
     # --- rendering ------------------------------------------------------------------
     def render_system(self) -> str:
+        if self.extras:  # an added kind may describe itself by its per-episode state
+            return self._render_system()
+        key = (self.tool_interface.enabled, self.tool_interface.optional_on)
+        text = self._systems.get(key)
+        if text is None:
+            text = self._systems[key] = self._render_system()
+        return text
+
+    def _render_system(self) -> str:
         return self.system_prompt.render(PromptParts(
             tools=self.tool_interface.describe(),
             workflow=self.workflow.instructions(),

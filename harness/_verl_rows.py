@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 AGENT_NAME = "hscale_harness"  # the agent loop's name in veRL's registry
 
 
+COLUMNS = ["data_source", "prompt", "ability", "reward_model", "agent_name", EXTRA_INFO]
+
+
 def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[str, Sequence[str]],
                  split: str, *, data_source: str = "hscale",
                  max_turns: int = DEFAULT_MAX_TURNS, space: HarnessSpace | None = None
@@ -38,12 +41,23 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
     """
     import pandas as pd
 
+    rows = [{**row, EXTRA_INFO: info.write()} for row, info in verl_records(
+        tasks, harness_labels, split, data_source=data_source, max_turns=max_turns,
+        space=space)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def verl_records(tasks: Iterable[Task],
+                 harness_labels: Sequence[str] | Mapping[str, Sequence[str]], split: str, *,
+                 data_source: str = "hscale", max_turns: int = DEFAULT_MAX_TURNS,
+                 space: HarnessSpace | None = None) -> list[tuple[dict[str, Any], RowInfo]]:
+    """:func:`to_verl_rows`' rows as (the row but its ``extra_info``, its RowInfo)."""
     if not isinstance(split, str) or not split:
         raise HscaleError(f"split must be a non-empty string, got {split!r}", "use 'train'")
     if isinstance(harness_labels, str):
         raise HscaleError(f"harness_labels must be a list of labels, got {harness_labels!r}",
                           f"write [{harness_labels!r}]")
-    rows: list[dict[str, Any]] = []
+    out: list[tuple[dict[str, Any], RowInfo]] = []
     fresh: dict[str, Any] = {}  # one copy a label: start() resets its state for each task
     carried = (space.to_json() if space is not None and (space.described or space.outside)
                else None)
@@ -54,6 +68,7 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
             raise HscaleError(f"task {task.task_id}: no harness labels",
                               "map every task id to at least one harness label")
         task_json = json.dumps(task_to_row(task), sort_keys=True)
+        truth = json.dumps(task.checker, sort_keys=True)
         for label in labels:
             if is_blackbox(label):  # a real CLI renders its own prompt: the query
                 prompt = [{"role": "user", "content": task.user_query}]
@@ -61,19 +76,14 @@ def to_verl_rows(tasks: Iterable[Task], harness_labels: Sequence[str] | Mapping[
                 h = fresh.get(label) or fresh.setdefault(label,
                                                          harness_named(label, space).fresh())
                 prompt = dicts_of(h.start(task.user_query, task.tools))
-            rows.append({
-                "data_source": data_source,
-                "prompt": prompt,
-                "ability": task.category,
-                "reward_model": {"style": "rule",
-                                 "ground_truth": json.dumps(task.checker, sort_keys=True)},
-                "agent_name": AGENT_NAME,
-                EXTRA_INFO: RowInfo(index=len(rows), split=split, harness=label,
-                                    task_id=task.task_id, task=task_json,
-                                    max_turns=int(max_turns), space=carried).write(),
-            })
-    return pd.DataFrame(rows, columns=["data_source", "prompt", "ability", "reward_model",
-                                       "agent_name", EXTRA_INFO])
+            out.append(({"data_source": data_source, "prompt": prompt,
+                         "ability": task.category,
+                         "reward_model": {"style": "rule", "ground_truth": truth},
+                         "agent_name": AGENT_NAME},
+                        RowInfo(index=len(out), split=split, harness=label,
+                                task_id=task.task_id, task=task_json,
+                                max_turns=int(max_turns), space=carried)))
+    return out
 
 
 def dicts_of(messages: Sequence[Message]) -> list[dict[str, str]]:

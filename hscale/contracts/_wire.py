@@ -83,10 +83,10 @@ class RowInfo:
     def write(self) -> dict[str, Any]:
         """The ``extra_info`` object: the fields that are set, in this order."""
         out = {}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
+        for name in self.__dataclass_fields__:  # in order; fields() is slow at 100,000s
+            value = getattr(self, name)
             if value is not None and value is not False:
-                out[field.name] = value
+                out[name] = value
         return out
 
     @classmethod
@@ -99,8 +99,7 @@ class RowInfo:
         missing = [k for k in ("harness", "task") if not info.get(k)]
         if missing:
             raise HscaleError(f"the row's extra_info has no {missing[0]!r}", ROW_HINT)
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in info.items() if k in known}
+        values = {k: v for k, v in info.items() if k in cls.__dataclass_fields__}
         for key in ("index", "max_turns", "step", "slot", "run", "routed_to"):
             if key in values:
                 values[key] = int(values[key])

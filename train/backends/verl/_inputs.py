@@ -27,11 +27,13 @@ from typing import Any
 
 import pandas as pd
 
-from hscale.contracts import EXTRA_INFO, REPLAN, Manifest, RowInfo, tag_truth
+from hscale.contracts import EXTRA_INFO, REPLAN, Manifest, tag_truth
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness import EPISODE_TURNS
-from hscale.harness.verl_agent_loop import to_verl_rows, write_agent_loop_config
+from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
+from hscale.harness._verl_rows import verl_records
+from hscale.harness.verl_agent_loop import write_agent_loop_config
 from hscale.train.backends.verl._check import validate_overrides
 from hscale.train.backends.verl._overrides import (
     GPUS,
@@ -143,17 +145,13 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],
         if label not in labels:
             labels.append(label)
     first = {task.task_id: task for task, _ in pairs}
-    unique = to_verl_rows([first[t] for t in by_task], by_task, split,
-                          max_turns=EPISODE_TURNS, space=space)
-    by_pair = {}
-    for r in unique.to_dict("records"):
-        info = RowInfo.read(r[EXTRA_INFO])
-        by_pair[(info.task_id, info.harness)] = (r, info)
+    by_pair = {(info.task_id, info.harness): (row, info) for row, info in verl_records(
+        [first[t] for t in by_task], by_task, split, max_turns=EPISODE_TURNS, space=space)}
     rows = []
     for i, ((task, label), more) in enumerate(zip(pairs, extra, strict=True)):
         row, info = by_pair[(task.task_id, label)]
         rows.append({**row, EXTRA_INFO: info.replace(**more, index=i).write()})
-    return pd.DataFrame(rows, columns=unique.columns)
+    return pd.DataFrame(rows, columns=VERL_COLUMNS)
 
 
 _COUNT_GPUS = [  # only when the spec names no GPUs per node: this node's
