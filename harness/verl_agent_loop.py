@@ -59,7 +59,8 @@ from hscale.harness._blackbox import is_blackbox
 from hscale.harness._engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness._harness import harness_named
 from hscale.harness._types import Message, ToolCall, ToolResult
-from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows
+from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows, verl_records
+from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
 from hscale.harness.tasks import Task, task_from_row
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 # HscaleAgentLoop is defined by the module's __getattr__ (built on first lookup).
 __all__ = [
     "AGENT_LOOP_CONFIG", "AGENT_NAME", "SEGMENT_MODES", "HscaleAgentLoop",  # noqa: F822
-    "to_verl_rows", "write_agent_loop_config",
+    "VERL_COLUMNS", "to_verl_rows", "verl_records", "write_agent_loop_config",
 ]
 
 CLASS_PATH = f"{__name__}.HscaleAgentLoop"

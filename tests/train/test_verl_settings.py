@@ -178,3 +178,23 @@ def test_verls_file_logger_becomes_train_parquet(tmp_path):
     assert frame["reward_mean"].tolist() == [0.2, 0.5, 0.6]
     assert frame["actor/pg_loss"].tolist() == [-0.1, -0.4, -0.5]
     assert isinstance(frame, pd.DataFrame) and frame["step"].dtype == "int64"
+
+
+def test_budgets_use_the_tokenizer_that_is_here_and_estimate_without_one(tmp_path, hf_model):
+    """A model folder with tokenizer files is measured by its tokenizer; a hub name this
+    machine has no tokenizer for, or a folder without one, is estimated, with no import of
+    transformers to find that out."""
+    import subprocess
+    import sys
+
+    from hscale.train.planning._token_budget import _has_tokenizer, _tokenizer
+
+    assert _has_tokenizer(str(hf_model)) and _tokenizer(str(hf_model)) is not None
+    (tmp_path / "empty").mkdir()
+    assert not _has_tokenizer(str(tmp_path / "empty"))
+    probe = ("import sys; from hscale.train.planning._token_budget import _tokenizer; "
+             "assert _tokenizer(sys.argv[1]) is None; print('transformers' in sys.modules)")
+    for name in ("no-such-org/no-such-model-xyz", str(tmp_path / "empty")):
+        done = subprocess.run([sys.executable, "-c", probe, name], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr[-800:]

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from hscale.harness import EPISODE_TURNS
@@ -123,6 +124,8 @@ def _tokenizer(model: str) -> Any | None:
         path = resolve_model(model)
     except Exception:  # an embedded preset or a bad name: no HF tokenizer to measure with
         return None
+    if not _has_tokenizer(path):  # seconds of importing transformers to learn that
+        return None
     try:
         from transformers import AutoTokenizer
 
@@ -131,6 +134,16 @@ def _tokenizer(model: str) -> Any | None:
     except Exception:  # not downloaded here, or no chat template: estimate instead
         return None
     return tokenizer if getattr(tokenizer, "chat_template", None) else None
+
+
+def _has_tokenizer(path: str) -> bool:
+    """Whether a model folder, or the HF cache for a hub name, holds tokenizer files."""
+    names = ("tokenizer_config.json", "tokenizer.json")
+    if is_local_path(path):
+        return any((Path(path) / name).is_file() for name in names)
+    from huggingface_hub import try_to_load_from_cache
+
+    return any(isinstance(try_to_load_from_cache(path, name), str) for name in names)
 
 
 def verl_record(settings: Any, model: str, labels: Sequence[str], benchmark: Any = None,

@@ -31,9 +31,7 @@ from hscale.contracts import EXTRA_INFO, REPLAN, Manifest, tag_truth
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness import EPISODE_TURNS
-from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
-from hscale.harness._verl_rows import verl_records
-from hscale.harness.verl_agent_loop import write_agent_loop_config
+from hscale.harness.verl_agent_loop import VERL_COLUMNS, verl_records, write_agent_loop_config
 from hscale.train.backends.verl._check import validate_overrides
 from hscale.train.backends.verl._overrides import (
     GPUS,
@@ -150,7 +148,7 @@ def _rows(pairs: list[tuple[Any, str]], split: str, extra: list[dict[str, Any]],
     rows = []
     for i, ((task, label), more) in enumerate(zip(pairs, extra, strict=True)):
         row, info = by_pair[(task.task_id, label)]
-        rows.append({**row, EXTRA_INFO: info.replace(**more, index=i).write()})
+        rows.append({**row, EXTRA_INFO: info.write(**more, index=i)})
     return pd.DataFrame(rows, columns=VERL_COLUMNS)
 
 
