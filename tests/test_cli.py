@@ -48,6 +48,30 @@ def test_every_listed_command_loads_and_has_help():
         assert "Usage: hscale " + command in " ".join(result.stdout.split())
 
 
+def test_no_flag_is_shown_as_taking_a_value():
+    """A flag (``--quick``, ``--help``) has no value type beside it in any command's help;
+    an option that takes a value keeps its type."""
+    import typer
+
+    from hscale.cli import COMMANDS, load_command
+
+    def helps():
+        for name in COMMANDS:
+            command = load_command(name)
+            yield name, command
+            for sub, child in getattr(command, "commands", {}).items():
+                yield f"{name} {sub}", child
+
+    for name, command in helps():
+        with typer.Context(command, info_name=f"hscale {name}") as ctx:
+            shown = [opt for opt in command.get_params(ctx) if getattr(opt, "is_flag", False)]
+            assert all(opt.metavar == "" for opt in shown), name
+    run = hscale("run", "--help", env={"COLUMNS": "200"})
+    lines = {line.split()[1]: line for line in run.stdout.splitlines()
+             if line.startswith("│ --")}
+    assert "<bool>" not in run.stdout and "<path>" in lines["--out"]
+
+
 def test_oa_writes_a_verified_array(tmp_path):
     out = tmp_path / "oa18.csv"
     result = hscale("design", "oa", "3^5", "--runs", "18", "--out", str(out))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -66,7 +68,31 @@ def load_command(name: str) -> _click.Command:
         obj = single
     command = typer.main.get_command(obj)
     command.name = name
+    return _bare_flags(command)
+
+
+def _bare_flags(command: _click.Command) -> _click.Command:
+    """``command`` and its subcommands with their flags shown without a value type (typer
+    writes ``--quick <bool>``, as if the flag took a value)."""
+    stack = [command]
+    while stack:
+        each = stack.pop()
+        for param in each.params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        each.get_help_option = _bare_help(each.get_help_option)
+        stack.extend(getattr(each, "commands", {}).values())
     return command
+
+
+def _bare_help(made: Callable[[_click.Context], Any]) -> Callable[[_click.Context], Any]:
+    def get_help_option(ctx: _click.Context) -> Any:
+        option = made(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    return get_help_option
 
 
 class LazyGroup(TyperGroup):
@@ -86,6 +112,9 @@ class LazyGroup(TyperGroup):
         if cmd_name not in self.commands:
             self.commands[cmd_name] = load_command(cmd_name)
         return self.commands[cmd_name]
+
+    def get_help_option(self, ctx: _click.Context) -> Any:
+        return _bare_help(super().get_help_option)(ctx)
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         self._listing = True
