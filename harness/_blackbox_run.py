@@ -62,6 +62,8 @@ class Run:
     argv: list[str]
     env: dict[str, str]
     final: Callable[[str], str]  # stdout -> the final answer
+    # stdout -> why the CLI says it failed, where it says so there ("" if not)
+    why: Callable[[str], str] = lambda out: ""
 
 
 def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 300.0,
@@ -143,7 +145,7 @@ def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str
         final = run.final(out)
     except (ValueError, KeyError, TypeError, IndexError):
         final = ""
-    last = _last_line(err) or _last_line(out)
+    last = run.why(out)[:300] or _last_line(err) or _last_line(out)
     if termination == "answer" and proc.returncode != 0:
         return final, "error", f"{CLI_ERROR}exit {proc.returncode}: {last or '(no output)'}"
     return final, termination, last
@@ -228,7 +230,27 @@ http_headers = {{ "{SESSION_HEADER}" = "{session}" }}
             "--dangerously-bypass-approvals-and-sandbox", "-C", str(work),
             "--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps",
             "-o", str(last), task.user_query]
-    return Run(argv, env, lambda out: last.read_text().strip() if last.is_file() else "")
+    return Run(argv, env, lambda out: last.read_text().strip() if last.is_file() else "",
+               _codex_error)
+
+
+def _codex_error(out: str) -> str:
+    """The last failure ``codex exec --json`` reported on stdout (``error`` or
+    ``turn.failed``); its stderr ends with a banner ("Reading additional input from
+    stdin..."), not the reason."""
+    for line in reversed(out.splitlines()):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "error" and isinstance(event.get("message"), str):
+            return " ".join(event["message"].split())
+        failed = event.get("error") if event.get("type") == "turn.failed" else None
+        if isinstance(failed, dict) and isinstance(failed.get("message"), str):
+            return " ".join(failed["message"].split())
+    return ""
 
 
 def _openclaw(harness: BlackBox, served: Served, session: str, work: Path, home: Path,

@@ -29,8 +29,8 @@ FAKES = {
 }
 
 
-def _install(root: Path, body: str) -> None:
-    harness = HARNESSES.get("bb/claude-code")
+def _install(root: Path, body: str, name: str = "bb/claude-code") -> None:
+    harness = HARNESSES.get(name)
     exe = root / harness.folder.name / "node_modules" / ".bin" / harness.binary
     exe.parent.mkdir(parents=True, exist_ok=True)
     exe.write_text(f"#!/bin/sh\n{body}\n")
@@ -124,3 +124,27 @@ def test_the_fakes_are_where_hscale_looks(fake):
     root = fake("crashes")
     assert HARNESSES.get("bb/claude-code").installed()
     assert os.environ["HSCALE_HARNESSES"] == str(root)
+
+
+def test_codex_failing_a_turn_is_said_in_its_json_words_not_its_stdin_banner(tmp_path,
+                                                                            monkeypatch):
+    """``codex exec --json`` says why a turn failed on stdout (an ``error`` event, then
+    ``turn.failed``) and ends stderr with its stdin banner: the episode's error is the
+    reason, and the agent's (it asked the model), not the CLI's."""
+    events = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+              {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message",
+                                                  "text": "1. 2. 3."}},
+              {"type": "error", "message": "Incomplete response returned, reason: "
+                                           "max_output_tokens"},
+              {"type": "turn.failed", "error": {"message": "Incomplete response returned, "
+                                                           "reason: max_output_tokens"}}]
+    lines = "\n".join(json.dumps(e) for e in events)
+    root = tmp_path / "harnesses"
+    _install(root, f"echo 'Reading additional input from stdin...' >&2\n"
+                   f"cat <<'EOF'\n{lines}\nEOF\nexit 1", name="bb/codex")
+    monkeypatch.setenv("HSCALE_HARNESSES", str(root))
+    task = BuiltinWorld().tasks(1, 0)[0]
+    episode = run_blackbox("bb/codex", task, _served(1), timeout_s=10)
+    assert episode.termination == "error" and not cli_failed(episode.error)
+    assert episode.error == ("exit 1: Incomplete response returned, reason: "
+                             "max_output_tokens"), episode.error
