@@ -29,8 +29,9 @@ def serve_cmd(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")
                        ] = False,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=1024,
-                                           help="Requests of concurrent sessions answered "
-                                                "in one generate.")] = 32,
+                                           help="Rows decoded together: requests of concurrent "
+                                                "sessions join the batch between decode "
+                                                "steps, up to this many.")] = 32,
     served_name: Annotated[str | None, typer.Option(
         help="Proxy mode: the upstream's model name (default: its first).")] = None,
     max_new_tokens: Annotated[int, typer.Option(
