@@ -10,6 +10,9 @@ from ._base import (
     chat_dicts as chat_dicts,
 )
 from ._base import (
+    gumbel as gumbel,
+)
+from ._base import (
     row_generator as row_generator,
 )
 from ._blackbox_eval import (
@@ -120,6 +123,7 @@ __all__ = [
     "char_chat_tokenizer",
     "chat_dicts",
     "row_generator",
+    "gumbel",
     "collect",
     "collect_teacher",
     "content_hash",

@@ -81,6 +81,16 @@ def row_generator(seed: int | None) -> Any:
     return generator
 
 
+def gumbel(generator: Any, size: int, device: Any) -> Any:
+    """One draw of Gumbel(0, 1) noise over a vocabulary of ``size`` from ``generator`` (a
+    conversation's :func:`row_generator`): the argmax of log-probs plus it is a draw from the
+    softmax. HFChat's ``generate`` and ``hscale serve``'s step-by-step decoding both draw
+    with it, so a seed gives the same reply either way."""
+    import torch
+
+    return -torch.empty(size).exponential_(generator=generator).log().to(device)
+
+
 def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
     """Messages as chat-template dicts; ``tool`` turns go as ``user`` (the harness renders tool
     results as text in its own format, not through a tool-calling API)."""

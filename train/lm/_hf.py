@@ -34,7 +34,14 @@ from typing import Any
 
 from hscale.errors import HscaleError, reason
 from hscale.harness import Generation, Message
-from hscale.train.lm._base import MAX_NEW_TOKENS, chat_dicts, flags, row_generator, row_seeds
+from hscale.train.lm._base import (
+    MAX_NEW_TOKENS,
+    chat_dicts,
+    flags,
+    gumbel,
+    row_generator,
+    row_seeds,
+)
 from hscale.train.serving import renders_tools
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
@@ -356,8 +363,7 @@ def _processors(recorder: _LogProbs, draws: list[Any]) -> Any:
             scores = torch.log_softmax(scores.float(), dim=-1)
             for i, generator in enumerate(draws):
                 if generator is not None:
-                    unit = torch.empty(scores.shape[1]).exponential_(generator=generator)
-                    scores[i] -= unit.log().to(scores.device)  # + Gumbel(0, 1)
+                    scores[i] += gumbel(generator, scores.shape[1], scores.device)
             return scores
 
     found = [Record()]

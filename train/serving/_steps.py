@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from hscale.harness import Generation
+from hscale.train.lm import gumbel
 from hscale.train.serving._kv import Slots
 from hscale.train.serving._packed import Packed
 from hscale.train.serving._prefix import CACHE_TOKENS, PrefixCache
@@ -125,8 +126,7 @@ class Stepper:
         chosen = logits.argmax(dim=-1)
         for i, row in enumerate(rows):
             if row.draw is not None:  # + Gumbel(0, 1): a draw from the softmax
-                unit = torch.empty(logits.shape[1]).exponential_(generator=row.draw)
-                chosen[i] = (logp[i] - unit.log().to(logp.device)).argmax()
+                chosen[i] = (logp[i] + gumbel(row.draw, logits.shape[1], logp.device)).argmax()
         picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
         for row, token, lp in zip(rows, chosen.tolist(), picked, strict=True):
             row.logprobs.append(lp)
