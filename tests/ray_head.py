@@ -59,23 +59,29 @@ def local_ray_head(cpus: int = 1, gpus: int = 0, dashboard: bool = True,
                  f"--temp-dir={temp / f'ray{attempt}'}", "--disable-usage-stats"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             address = f"http://127.0.0.1:{web}" if dashboard else f"127.0.0.1:{port}"
-            while not _up(address if dashboard else None, temp / "head.log"):
-                if head.poll() is not None or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            else:
+            if _came_up(head, address if dashboard else None, temp / "head.log", deadline):
                 break
             stop_head(head)
-            if attempt or time.monotonic() > deadline or \
-                    "timed out during startup" not in (temp / "head.log").read_text():
-                tail = (temp / "head.log").read_text()[-3000:]
-                pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n{tail}")
+            said = (temp / "head.log").read_text()
+            if attempt or time.monotonic() > deadline or "timed out during startup" not in said:
+                pytest.fail(f"the Ray head did not come up (exit {head.poll()}):\n"
+                            f"{said[-3000:]}")
         yield (f"127.0.0.1:{port}", address) if both else address
     finally:
         if head is not None:
             stop_head(head)
         log.close()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _came_up(head: subprocess.Popen, dashboard: str | None, log: Path,
+             deadline: float) -> bool:
+    """Whether the head answers before it exits or the deadline passes."""
+    while not _up(dashboard, log):
+        if head.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 def _up(dashboard: str | None, log: Path) -> bool:
