@@ -45,6 +45,9 @@ from ._effects import (
 from ._effects import (
     success_by_distance as success_by_distance,
 )
+from ._efficiency import (
+    efficiency_frame as efficiency_frame,
+)
 from ._external import (
     read_reported as read_reported,
 )
@@ -186,6 +189,15 @@ from ._tables import (
 from ._tables import (
     settings_table as settings_table,
 )
+from ._view_app import (
+    build_view_app as build_view_app,
+)
+from ._view_app import (
+    export_html as export_html,
+)
+from ._view_data import (
+    Study as Study,
+)
 from ._weight_estimates import (
     estimate_weights as estimate_weights,
 )
@@ -199,6 +211,7 @@ __all__ = [
     "NoData",
     "Options",
     "Results",
+    "Study",
     "StudySize",
     "Table",
     "ablation_table",
@@ -206,6 +219,7 @@ __all__ = [
     "arm_intervals",
     "base_harness_table",
     "bootstrap_ci",
+    "build_view_app",
     "calibrate",
     "cluster_bootstrap",
     "compare_arms",
@@ -219,7 +233,9 @@ __all__ = [
     "distance_table",
     "distance_to_training",
     "effects_table",
+    "efficiency_frame",
     "estimate_weights",
+    "export_html",
     "find_run_dirs",
     "floor_se",
     "harness_s_table",

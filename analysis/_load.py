@@ -1,7 +1,8 @@
 """Run folders (and external CSVs) into one tidy table of evaluated episodes.
 
 A run folder is ``runs/<exp>/<arm>/<seed>/`` with manifest.json, eval.parquet, train.parquet and
-status.json (DESIGN.md's file contracts). Loading never stops at the first bad file: every
+status.json (hscale.contracts), and transcripts.parquet, of which only each episode's seconds
+are read here. Loading never stops at the first bad file: every
 missing or corrupt file is named in ``Results.problems`` and the caller decides what is fatal.
 """
 
@@ -21,6 +22,7 @@ from hscale.analysis._naming import BASE_MODEL, BASE_MODEL_ARM
 from hscale.contracts import (
     EVAL,
     EVAL_COLUMNS,
+    EVAL_KEY,
     EVAL_OPTIONAL,
     MANIFEST,
     POOL_SETTING,
@@ -28,6 +30,7 @@ from hscale.contracts import (
     SCHEDULE,
     STATUS,
     TRAIN,
+    TRANSCRIPTS,
     Manifest,
     RunState,
     check_eval,
@@ -42,7 +45,7 @@ CATEGORIES = ("source", "experiment", "model", "algorithm", "method", "arm", "be
 RUN_GROUP = ("source", "experiment", "model", "algorithm", "method")
 # kept when present; greedy rows are kept apart; the behaviour counts stay numbers
 OPTIONAL_EVAL = tuple(c for c, kind in EVAL_OPTIONAL.items() if kind == "str")
-NUMERIC_EVAL = tuple(c for c, kind in EVAL_OPTIONAL.items() if kind != "str")
+NUMERIC_EVAL = (*(c for c, kind in EVAL_OPTIONAL.items() if kind != "str"), "seconds")
 
 
 @dataclass
@@ -110,6 +113,20 @@ def _read_parquet(path: Path, name: str, problems: list[str]) -> pd.DataFrame | 
         return None
 
 
+def _with_seconds(episodes: pd.DataFrame | None, path: Path) -> pd.DataFrame | None:
+    """Each episode's wall-clock seconds from transcripts.parquet, where the run kept them
+    (the transcripts themselves are the viewer's, never loaded here)."""
+    key = list(EVAL_KEY)
+    if episodes is None or not path.is_file() or not set(key) <= set(episodes.columns):
+        return episodes
+    try:
+        kept = pd.read_parquet(path, columns=[*key, "seconds"])
+    except Exception:  # damaged or older: the report goes on without seconds
+        return episodes
+    kept = kept.drop_duplicates(key).astype({k: episodes[k].dtype for k in key})
+    return episodes.merge(kept, on=key, how="left")
+
+
 @dataclass
 class _Run:
     path: Path
@@ -151,6 +168,7 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
     elif episodes is not None:
         episodes = check_eval(episodes, f"{where}/{EVAL}", here)
         _check_identity(episodes, manifest, f"{where}/{EVAL}", here)
+        episodes = _with_seconds(episodes, path / TRANSCRIPTS)
     train = _read_parquet(path / TRAIN, f"{where}/{TRAIN}", here)
     if train is None and not (path / TRAIN).is_file():
         here.append(f"{where}/{TRAIN}: missing")

@@ -351,6 +351,7 @@ for _spec in (
 del _spec
 FIGURES.register("scaling", "hscale.analysis._scaling:FIGURE")  # imported when drawn
 FIGURES.register("pool_ranking", "hscale.analysis._pool_report:FIGURE")
+FIGURES.register("cost", "hscale.analysis._efficiency:FIGURE")
 
 
 def png_bytes(fig, dpi: int = 110) -> bytes:

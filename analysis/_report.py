@@ -23,6 +23,7 @@ from hscale.analysis._effect_tables import (
     sensitivity_table,
     tests_table,
 )
+from hscale.analysis._efficiency import efficiency_table, harness_cost_table
 from hscale.analysis._headline import (
     answer,
     forest_frame,
@@ -174,7 +175,9 @@ def build_report(results: Results, out: Path, reference: str | None = None,
                    distance_table(results, n_boot, seed),
                    sensitivity_table(results, n_boot, seed),
                    scaling_table(results, n_boot, seed),
-                   behaviour_table(results, n_boot, seed), *pool_tables(results),
+                   behaviour_table(results, n_boot, seed),
+                   efficiency_table(results, n_boot, seed),
+                   harness_cost_table(results, n_boot, seed), *pool_tables(results),
                    *routing_table(results)]
         report = Report(out=out, tables=tables, problems=list(results.problems))
         report.ordering = ordering_statements(measured_ordering(cells))

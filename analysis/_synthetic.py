@@ -226,6 +226,13 @@ def demo_like(root: str | Path, tasks: int = 12, seeds: Sequence[int] = (0, 1, 2
                                   step=steps, rng=gen)
     episodes = pd.concat([episodes, pool_episodes("single-harness", seeds, runs, steps, gen)],
                          ignore_index=True)
+    # what each episode cost: a call a turn, each call's prompt growing with the history
+    # and longer under a sectioned or persona system prompt (S1, S2)
+    system = episodes["harness"].astype(str).str.extract(r"S(\d)")[0].astype(float).fillna(0)
+    turns = episodes["turns"].to_numpy(dtype=float)
+    episodes["model_calls"] = turns
+    episodes["prompt_tokens"] = turns * (120 + 30 * system.to_numpy()) + 20 * turns ** 2
+    episodes["completion_tokens"] = turns * gen.integers(8, 20, len(episodes))
     rates = {arm: 0.55 + 0.1 * effect for arm, effect in DEMO_ARMS.items()}
     write_runs(root, episodes, demo_train_sets(), model="hscale-tiny", steps=steps,
                group_rate=rates, rng=rng)

@@ -213,6 +213,12 @@ from ._tokenizer import (
 from ._tokenizer import (
     tokenizer as tokenizer,
 )
+from ._transcript import (
+    cost as cost,
+)
+from ._transcript import (
+    transcript as transcript,
+)
 from ._types import (
     Message as Message,
 )
@@ -280,22 +286,23 @@ __all__ = [
     "build",
     "canonical",
     "child_name",
+    "cli_failed",
     "component_aliases",
     "components_of",
+    "cost",
     "demonstrations",
+    "factor_space",
     "fingerprint",
     "from_a_file_plugin",
     "from_record",
     "generate",
     "harness_named",
-    "factor_space",
     "install",
     "is_blackbox",
     "is_file_source",
     "isolation",
     "left_out_summary",
     "load_tasks",
-    "cli_failed",
     "new_session",
     "open_benchmark",
     "overlap",
@@ -311,6 +318,7 @@ __all__ = [
     "sha256_of",
     "stage_plugins",
     "tokenizer",
+    "transcript",
     "untouched_reward",
     "version_of",
     "write_task_folder",

@@ -46,13 +46,15 @@ class Served:
     """The model an episode talks to: the base URL (ending in /v1), its name and context,
     and the server's per-session bookkeeping (hscale.train.serving): ``limit(session, n,
     temperature)`` answers a session's requests past ``n`` with a final text (and decodes
-    them at ``temperature`` when given), ``requests(session)`` counts them."""
+    them at ``temperature`` when given), ``requests(session)`` counts them, ``calls(session)``
+    hands over what each was (the episode's transcript keeps them)."""
 
     url: str
     model: str
     context: int | None = None
     limit: Callable[..., None] | None = None
     requests: Callable[[str], int] | None = None
+    calls: Callable[[str], list[dict]] | None = None
 
 
 @dataclass
@@ -105,11 +107,13 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
         env.close()
         shutil.rmtree(home, ignore_errors=True)
     turns = served.requests(session) if served.requests is not None else 0
+    seconds = time.monotonic() - began
     return Episode(task.task_id, name, [Message("user", task.user_query),
                                         Message("assistant", final)],
                    [], [], [], final, reward, turns, termination, 0,
                    error or ("" if termination == "answer" else
-                             f"{name}: {termination} after {time.monotonic() - began:.0f} s"))
+                             f"{name}: {termination} after {seconds:.0f} s"),
+                   seconds, served.calls(session) if served.calls is not None else [])
 
 
 def new_session() -> str:

@@ -21,8 +21,10 @@ backends; every other turn follows the same rules.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -51,12 +53,21 @@ class Termination(StrEnum):
 class Generation:
     """One assistant turn; token ids and log-probs when the policy has them (one log-prob per
     id, plus the end-of-turn token's when the policy ended the turn by emitting it), and the
-    prompt ids it was generated after where the model says (what a trainer replays)."""
+    prompt ids it was generated after where the model says (what a trainer replays);
+    ``prompt_tokens`` counts the prompt where a driver knows it without keeping the ids."""
 
     text: str
     token_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
     prompt_ids: tuple[int, ...] | None = None
+    prompt_tokens: int | None = None
+
+    @property
+    def prompt_length(self) -> int | None:
+        """Tokens of the prompt this turn was generated after (None: not known)."""
+        if self.prompt_tokens is not None:
+            return self.prompt_tokens
+        return None if self.prompt_ids is None else len(self.prompt_ids)
 
 
 @dataclass
@@ -66,6 +77,8 @@ class Episode:
     ``messages`` is the full history (what happened); ``segments`` say which model calls saw
     which sequence, so a context-compacted rollout trains every segment with the rollout's
     reward. ``generations[i]`` is the i-th assistant turn with its ids and log-probs.
+    ``seconds`` is its wall-clock time from start to score; ``model_calls`` a black-box CLI's
+    requests as the server recorded them (hscale's own harnesses: one call a generation).
     """
 
     task_id: str
@@ -80,6 +93,8 @@ class Episode:
     termination: str  # a Termination
     parse_errors: int = 0
     error: str = ""  # why the policy failed and/or a failed checker's "checker: ..." line
+    seconds: float = math.nan
+    model_calls: list[dict] = field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -123,6 +138,7 @@ class TurnEngine:
         self.done = self.max_turns <= 0
         self.env = Env(task, root=workspace_root)
         self.transcript: list[dict] = [{"role": "user", "content": task.user_query}]
+        self.began = time.perf_counter()
 
     @property
     def turns(self) -> int:
@@ -205,7 +221,7 @@ class TurnEngine:
         return Episode(self.task.task_id, self.harness.name, self.history, self.generations,
                        self.calls, self.harness.context.closed(self.history), self.final,
                        reward, len(self.generations), self.termination, self.parse_errors,
-                       error)
+                       error, time.perf_counter() - self.began)
 
     def _record(self, gen: Generation) -> None:
         self.generations.append(gen)

@@ -58,6 +58,7 @@ from hscale.harness._behaviour import behaviour, unobserved
 from hscale.harness._blackbox import is_blackbox
 from hscale.harness._engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness._harness import harness_named
+from hscale.harness._transcript import cost
 from hscale.harness._types import Message, ToolCall, ToolResult
 from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows, verl_records
 from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
@@ -199,6 +200,7 @@ class _HarnessLoop:
                 if budget <= 0:
                     engine.fail(Termination.LENGTH)
                     break
+                prompt = len(segments[-1].ids)
                 out = await self._generate(request_id, segments[-1].ids, sampling_params,
                                            budget, tally)
                 text = await loop.run_in_executor(
@@ -207,7 +209,8 @@ class _HarnessLoop:
                     if stream is not None:
                         await self._add_assistant(stream, out, text)
                 gen = Generation(text, tuple(out.token_ids),
-                                 tuple(out.log_probs) if out.log_probs else None)
+                                 tuple(out.log_probs) if out.log_probs else None,
+                                 prompt_tokens=prompt)
                 if len(out.token_ids) >= budget:  # cut by the response budget
                     engine.cut(gen)
                     break
@@ -335,7 +338,7 @@ def episode_fields(episode: Any, info: RowInfo, segments: int, checker_failed: b
     hscale's own (never dumped)."""
     extras = reward_extras(episode.reward >= 1.0, episode.turns, checker_failed,
                            wire_behaviour(episode, info.harness), info.routed_to,
-                           info.routing)
+                           info.routing, cost(episode))
     return {"turn_scores": [], "tool_rewards": [], "reward_extra_info": extras,
             "hscale_harness": info.harness, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,

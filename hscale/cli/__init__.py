@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Drop the checkpoints of completed runs (results and logs stay)."),
     "report": ("hscale.cli.report:report_cmd",
                "Tables, figures and a self-contained report.html for a runs folder."),
+    "view": ("hscale.cli.view:view_cmd",
+             "Browse every evaluated episode in a local page: filter, read, compare."),
     "power": ("hscale.cli.power:power_cmd",
               "Minimum detectable effect of a design, and the seeds x tasks x runs needed."),
     "evaluate": ("hscale.cli.evaluate:evaluate_cmd",

@@ -5,9 +5,12 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
 - ``manifest.json``: :class:`Manifest`, everything a trainer needs, content-hashed, made of
   typed records (:class:`SpaceRecord`, :class:`AssignmentRecord`, ...);
 - ``schedule.parquet``: :data:`SCHEDULE_COLUMNS`, one row per (step, task, harness);
-- ``eval.parquet``: :data:`EVAL_COLUMNS` (+ :data:`EVAL_OPTIONAL`), one row per evaluated
-  episode, built by :func:`eval_row`, written through :func:`eval_frame`, checked on reading
-  by :func:`check_eval`;
+- ``eval.parquet``: :data:`EVAL_COLUMNS` (+ :data:`EVAL_OPTIONAL`, the behaviour counts and
+  the :data:`COST` of each episode), one row per evaluated episode, built by :func:`eval_row`,
+  written through :func:`write_eval`, checked on reading by :func:`check_eval`;
+- ``transcripts.parquet``: :data:`TRANSCRIPT_COLUMNS`, one row per eval row (keyed by
+  :data:`EVAL_KEY`): the episode as the model saw it and its seconds (:func:`read_eval`
+  joins them back);
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
 
@@ -55,17 +58,23 @@ from hscale.contracts._status import (
 )
 from hscale.contracts._tables import (
     EVAL_COLUMNS,
+    EVAL_KEY,
     EVAL_OPTIONAL,
     SCHEDULE_COLUMNS,
+    TRANSCRIPT_COLUMNS,
+    TRANSCRIPTS,
     as_bool,
     check_eval,
     check_schedule,
     eval_frame,
     eval_row,
+    read_eval,
     result_problems,
     schedule_frame,
     train_frame,
+    transcript_views,
     typed_frame,
+    write_eval,
 )
 from hscale.contracts._vocabulary import (
     BASE_MODEL_ARM,
@@ -73,6 +82,7 @@ from hscale.contracts._vocabulary import (
     BEHAVIOUR_COUNTS,
     BLACKBOX_PREFIX,
     CAPABILITIES,
+    COST,
     DECODINGS,
     JUDGED,
     POOL_SETTING,
@@ -98,6 +108,8 @@ from hscale.contracts._wire import (
 __all__ = [
     "AlgorithmRecord", "AssignmentRecord", "BASE_MODEL_ARM", "BEHAVIOUR", "BEHAVIOUR_COUNTS",
     "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
+    "COST", "EVAL_KEY", "TRANSCRIPTS", "TRANSCRIPT_COLUMNS", "read_eval", "transcript_views",
+    "write_eval",
     "CheckerHealth", "checker_health", "checker_health_of",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",

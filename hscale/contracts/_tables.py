@@ -1,17 +1,21 @@
 """The result tables of a run folder: ``schedule.parquet``, ``eval.parquet`` (one row per
-evaluated episode, built by :func:`eval_row`, written through :func:`eval_frame`, checked on
-reading by :func:`check_eval`) and ``train.parquet`` (one row per training step)."""
+evaluated episode, built by :func:`eval_row`, written through :func:`write_eval`, checked on
+reading by :func:`check_eval`), ``transcripts.parquet`` (one row per eval row, the episode
+as the model saw it, keyed by :data:`EVAL_KEY`) and ``train.parquet`` (one row per training
+step)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from hscale.contracts._manifest import EVAL, REPLAN, TRAIN, Manifest
-from hscale.contracts._vocabulary import BEHAVIOUR, SETTINGS, unobserved
+from hscale.contracts._vocabulary import BEHAVIOUR, COST, SETTINGS, unobserved
 from hscale.errors import HscaleError
+from hscale.files import write_parquet
 
 SCHEDULE_COLUMNS: dict[str, str] = {
     "step": "int64", "task_id": "str", "harness": "str", "anchor": "str", "slot": "int64"}
@@ -23,8 +27,21 @@ EVAL_COLUMNS: dict[str, str] = {
 # ``error``: why an episode failed outside the policy's control, e.g. "checker: timeout after
 # 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
 # the behaviour counts of its trajectory (hscale.harness._behaviour; NaN where not observed)
+# and what it cost (model calls, prompt and completion tokens; NaN where not counted)
 EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
-                                 **dict.fromkeys(BEHAVIOUR, "float64")}
+                                 **dict.fromkeys(BEHAVIOUR, "float64"),
+                                 **dict.fromkeys(COST, "float64")}
+TRANSCRIPTS = "transcripts.parquet"
+# what tells one eval row of a run folder from every other (with experiment, arm and seed,
+# one of a whole study): the key of transcripts.parquet
+EVAL_KEY = ("run", "step", "benchmark", "setting", "harness", "task_id", "decoding")
+# transcripts.parquet: the run's identity, EVAL_KEY, then the episode's wall-clock seconds
+# (a measurement of the machine, so kept out of eval.parquet, whose rows a rerun repeats)
+# and its transcript (JSON; hscale.harness._transcript says its keys)
+TRANSCRIPT_COLUMNS: dict[str, str] = {
+    "experiment": "str", "arm": "str", "seed": "int64",
+    **{k: EVAL_COLUMNS.get(k, "str") for k in EVAL_KEY}, "seconds": "float64",
+    "transcript": "str"}
 
 
 def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, str],
@@ -43,15 +60,67 @@ def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, st
 def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting: str,
              harness: str, task_id: str, reward: float, success: bool, turns: int,
              decoding: str = "sampled", category: str = "unknown", error: str = "",
-             behaviour: dict[str, float] | None = None) -> dict[str, Any]:
+             behaviour: dict[str, float] | None = None, cost: dict[str, float] | None = None,
+             transcript: str | None = None, seconds: float = math.nan) -> dict[str, Any]:
     """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed), typed as the
-    contract types it. Every writer builds its rows here, so no two can drift apart."""
-    return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
-            "run": int(run), "step": int(step), "benchmark": str(benchmark),
-            "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
-            "reward": float(reward), "success": bool(success), "turns": int(turns),
-            "decoding": str(decoding), "category": str(category), "error": str(error or ""),
-            **{k: float(v) for k, v in (behaviour or unobserved()).items()}}
+    contract types it, with the episode's ``transcript`` and ``seconds`` when kept (which
+    :func:`write_eval` moves to transcripts.parquet). Every writer builds its rows here, so
+    no two can drift apart."""
+    row = {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
+           "run": int(run), "step": int(step), "benchmark": str(benchmark),
+           "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
+           "reward": float(reward), "success": bool(success), "turns": int(turns),
+           "decoding": str(decoding), "category": str(category), "error": str(error or ""),
+           **{k: float(v) for k, v in (behaviour or unobserved()).items()},
+           **{k: float((cost or {}).get(k, math.nan)) for k in COST}}
+    if transcript is not None:
+        row.update(seconds=float(seconds), transcript=str(transcript))
+    return row
+
+
+def transcript_views(record: dict[str, Any]) -> list[list[list[str]]]:
+    """What the model saw before each of its turns, from a parsed transcript (its
+    ``messages`` and ``segments``, hscale.harness._transcript): one list of ``[role,
+    content]`` messages per assistant message of the history."""
+    messages, segments = record["messages"], record["segments"]
+    out = []
+    for i, (role, _) in enumerate(messages):
+        if role != "assistant":
+            continue
+        seg = next((s for s in segments if s[1] <= i < s[3]), None)
+        out.append([*seg[0], *messages[seg[1]:i]] if seg else messages[:i])
+    return out
+
+
+def write_eval(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame) -> None:
+    """eval.parquet of ``rows``, and transcripts.parquet of those that carry a transcript
+    (written first: eval.parquet is what says a run's results are in). Rows without one (an
+    older run's, resumed) keep none; no rows with one: no transcripts.parquet."""
+    run_dir = Path(run_dir)
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
+    kept = frame.iloc[:0]
+    if "transcript" in frame.columns:
+        kept = frame[frame["transcript"].notna()]
+    if len(kept):
+        write_parquet(run_dir / TRANSCRIPTS, typed_frame(kept[list(TRANSCRIPT_COLUMNS)],
+                                                         TRANSCRIPT_COLUMNS))
+    else:  # another plan's, never these rows'
+        (run_dir / TRANSCRIPTS).unlink(missing_ok=True)
+    write_parquet(run_dir / EVAL, eval_frame(frame.drop(columns=["seconds", "transcript"],
+                                                        errors="ignore")))
+
+
+def read_eval(run_dir: str | Path, transcripts: bool = False) -> pd.DataFrame:
+    """eval.parquet as written; with ``transcripts``, each row's ``seconds`` and
+    ``transcript`` joined from transcripts.parquet (missing where it has none), as a writer
+    that resumes needs them to write them again."""
+    run_dir = Path(run_dir)
+    frame = pd.read_parquet(run_dir / EVAL)
+    if not transcripts or not (run_dir / TRANSCRIPTS).is_file():
+        return frame
+    kept = pd.read_parquet(run_dir / TRANSCRIPTS, columns=[*EVAL_KEY, "seconds", "transcript"])
+    kept = kept.drop_duplicates(list(EVAL_KEY), keep="last")
+    return frame.merge(kept, on=list(EVAL_KEY), how="left", validate="many_to_one")
 
 
 def eval_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:

@@ -40,6 +40,8 @@ CAPABILITIES = ("instruction_following", "interface_handling", "observation_read
                 "state_tracking", "workflow_compliance", "error_recovery")
 JUDGED = tuple(f"judged_{c}" for c in CAPABILITIES)
 BEHAVIOUR = (*BEHAVIOUR_COUNTS, *JUDGED)
+# what an episode cost (hscale.harness._transcript.cost; NaN where a driver cannot count it)
+COST = ("model_calls", "prompt_tokens", "completion_tokens")
 
 
 def unobserved() -> dict[str, float]:

@@ -18,10 +18,10 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from hscale.contracts._vocabulary import BEHAVIOUR, is_blackbox, unobserved
+from hscale.contracts._vocabulary import COST, is_blackbox, unobserved
 from hscale.errors import HscaleError
 
 EXTRA_INFO = "extra_info"  # the row field veRL hands the agent loop
@@ -174,14 +174,16 @@ class RescueInfo:
 
 def reward_extras(success: bool, turns: int, checker_failed: bool,
                   behaviour: Mapping[str, float], routed_to: int | None = None,
-                  routing: bool = False) -> dict[str, float]:
+                  routing: bool = False, cost: Mapping[str, float] | None = None
+                  ) -> dict[str, float]:
     """An episode's reward extras (veRL averages and dumps them, so every row of a process
     has the same keys, each a number): success (and ``acc``, veRL's main validation metric),
-    turns, whether the checker failed, the behaviour counts (NaN: not observed, written -1),
-    and in a routing run the pick (-1: none)."""
+    turns, whether the checker failed, the behaviour counts and the :data:`COST` counts
+    (NaN: not observed, written -1), and in a routing run the pick (-1: none)."""
+    counts = {**behaviour, **{k: (cost or {}).get(k, math.nan) for k in COST}}
     out = {"success": float(success), "acc": float(success), "turns": float(turns),
            "checker_error": float(checker_failed),
-           **{k: (-1.0 if math.isnan(v) else float(v)) for k, v in behaviour.items()}}
+           **{k: (-1.0 if math.isnan(v) else float(v)) for k, v in counts.items()}}
     if routing:
         out["routed_to"] = float(routed_to if routed_to is not None else -1)
     return out
@@ -200,6 +202,7 @@ class DumpedEpisode:
     checker_failed: bool
     behaviour: dict[str, float]
     routed_to: int | None
+    cost: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def read(cls, rec: Mapping[str, Any], where: str, rows: int) -> DumpedEpisode:
@@ -208,16 +211,18 @@ class DumpedEpisode:
             raise HscaleError(f"{where}: no numeric score and step",
                               "not a veRL 0.9.1 validation dump; check veRL's version")
         success, turns, routed = rec.get("success"), rec.get("turns"), rec.get("routed_to")
-        behaviour = unobserved()
-        for key in BEHAVIOUR:
-            value = rec.get(key)
-            if isinstance(value, int | float) and value >= 0:
-                behaviour[key] = float(value)
+        behaviour, cost = unobserved(), dict.fromkeys(COST, math.nan)
+        for counts in (behaviour, cost):
+            for key in counts:
+                value = rec.get(key)
+                if isinstance(value, int | float) and value >= 0:
+                    counts[key] = float(value)
         return cls(step=int(rec["step"]), reward=float(reward),
                    row=val_index(rec.get("gts"), where, rows),
                    success=float(success) >= 0.5 if success is not None else reward >= 1.0,
                    turns=int(turns) if turns is not None else -1,
                    checker_failed=bool(rec.get("checker_error")), behaviour=behaviour,
+                   cost=cost,
                    routed_to=int(routed) if isinstance(routed, int | float) and routed >= 0
                    else None)
 

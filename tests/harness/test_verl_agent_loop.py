@@ -116,6 +116,7 @@ class FakeServer:
         self.max_tokens: list[int] = []
         self.temperatures: list[float | None] = []
         self.request_ids: set[str] = set()
+        self.prompt_tokens = self.completion_tokens = 0  # what an episode's cost counts
 
     async def generate(self, request_id: str, *, prompt_ids: list[int],
                        sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
@@ -129,6 +130,8 @@ class FakeServer:
         reply = self.policy.generate(messages).text
         ids = self.tokenizer.encode(reply, add_special_tokens=False)
         ids = (ids + [self.tokenizer.eos_token_id])[: sampling_params["max_tokens"]]
+        self.prompt_tokens += len(prompt_ids)
+        self.completion_tokens += len(ids)
         return TokenOutput(token_ids=ids,
                            log_probs=[logprob_of(t) for t in ids] if self.logprobs else None)
 
@@ -268,9 +271,12 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.num_turns == expected_num_turns(history)
         assert out.extra_fields["hscale_segment"] == i
         assert out.extra_fields["hscale_termination"] == "answer"
-        # the behaviour counts are the reference episode's: the drivers count alike
+        # the behaviour counts are the reference episode's: the drivers count alike; the
+        # cost is what the server was asked and answered
         assert out.extra_fields["reward_extra_info"] == reward_extras(
-            True, episode.turns, False, vl.wire_behaviour(episode, label))
+            True, episode.turns, False, vl.wire_behaviour(episode, label),
+            cost={"model_calls": episode.turns, "prompt_tokens": server.prompt_tokens,
+                  "completion_tokens": server.completion_tokens})
         assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(episode.tool_calls)
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in
@@ -329,7 +335,11 @@ def test_do_nothing_scores_zero(tokenizer, tasks, label) -> None:
                                                      # failed (-1: not applicable)
                                                      "tool_calls": 0.0, "tool_errors": 0.0,
                                                      "recovered": -1.0, "repeats": 0.0,
-                                                     "looked_first": -1.0}
+                                                     "looked_first": -1.0,
+                                                     "model_calls": float(episode.turns),
+                                                     "prompt_tokens": server.prompt_tokens,
+                                                     "completion_tokens":
+                                                         server.completion_tokens}
     check_sequence(tokenizer, out, episode.messages, [g.text for g in episode.generations])
     # react answers at once; plan_act and act_verify add one injected turn
     assert out.num_turns == (2 if label == FULL else 4)

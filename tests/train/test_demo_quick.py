@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.harness._behaviour import BEHAVIOUR
+from hscale.contracts import BEHAVIOUR, COST, EVAL_KEY, TRANSCRIPTS, transcript_views
 
 pytest.importorskip("torch")
 pytest.importorskip("verl")
@@ -67,7 +67,7 @@ def test_demo_quick_rows_are_the_recorded_ones(demo):
         evals = pd.read_parquet(run_dir / "eval.parquet")
         expected = pd.DataFrame(want["eval"])
         # columns added to the contract since the golden rows: present, and empty here
-        assert set(evals.columns) == set(expected.columns) | {"error", *BEHAVIOUR}, arm
+        assert set(evals.columns) == set(expected.columns) | {"error", *BEHAVIOUR, *COST}, arm
         assert (evals["error"] == "").all(), arm
         assert evals["tool_calls"].notna().all(), arm  # every episode's trajectory counted
         evals = evals[list(expected.columns)]
@@ -86,3 +86,26 @@ def test_demo_quick_rows_are_the_recorded_ones(demo):
                                        expected[column].to_numpy(dtype=float),
                                        rtol=1e-6, atol=1e-9,
                                        err_msg=f"{arm}: train.parquet column {column}")
+
+
+@pytest.mark.slow
+def test_every_evaluated_episode_has_its_transcript_and_cost(demo):
+    for run_dir in sorted(demo.glob("*/0")):
+        evals = pd.read_parquet(run_dir / "eval.parquet")
+        kept = pd.read_parquet(run_dir / TRANSCRIPTS)
+        assert len(kept) == len(evals), run_dir
+        key = list(EVAL_KEY)
+        assert not kept.duplicated(key).any()
+        joined = evals.merge(kept, on=key, validate="one_to_one")
+        assert len(joined) == len(evals)
+        assert joined[list(COST)].notna().all().all()  # the embedded policy counts its tokens
+        assert (joined.seconds > 0).all()
+        for _, row in joined.head(40).iterrows():
+            record = json.loads(row.transcript)
+            assert record["reward"] == row.reward
+            assert len(record["tokens"]) == row.model_calls == row.turns
+            assert sum(p for p, _ in record["tokens"]) == row.prompt_tokens
+            assert len(record["calls"]) == row.tool_calls
+            # the first view is the harness's rendering: its system prompt, then the task
+            first = transcript_views(record)[0]
+            assert first[0][0] == "system" and first[1][0] == "user"

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.contracts import Manifest, RowInfo, eval_frame
+from hscale.contracts import COST, Manifest, RowInfo, eval_frame
 from hscale.design import neighbours
 from hscale.harness._engine import EPISODE_TURNS
 from hscale.harness._loop import run_episode
@@ -67,7 +67,7 @@ def planned(tmp_path_factory):
 
 
 def _rows(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.assign(step=STEP)[["step", *IDENTITY, *OUTCOME]]
+    frame = frame.assign(step=STEP)[["step", *IDENTITY, *OUTCOME, *COST]]
     return frame.sort_values(IDENTITY).reset_index(drop=True)
 
 
@@ -144,6 +144,19 @@ def test_every_driver_plays_the_same_plan_and_writes_the_same_rows(planned, fram
         got = _rows(frame)
         assert got[IDENTITY].equals(want[IDENTITY]), name
         assert got[OUTCOME].astype(float).equals(want[OUTCOME].astype(float)), name
+        assert got[list(COST)].equals(want[list(COST)]), name  # each counts its cost alike
+
+
+def test_every_driver_of_hscales_harnesses_keeps_the_same_transcripts(frames):
+    """The transcript (what the model saw, each reply, call and observation, the outcome) is
+    one contract: the same episode gives the same JSON whichever driver played it."""
+    def kept(frame: pd.DataFrame) -> list[str]:
+        return frame.sort_values(IDENTITY)["transcript"].tolist()
+
+    want = kept(frames["embedded"])
+    assert all(json.loads(t)["messages"][0][0] == "system" for t in want)
+    for name in ("scripted", "evaluate"):
+        assert kept(frames[name]) == want, name
 
 
 def test_a_new_setting_reaches_every_driver_through_the_plan(planned, frames):

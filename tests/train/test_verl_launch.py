@@ -79,11 +79,11 @@ def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     """eval.parquet holds the contract's columns and the stand-in's rewards, row by row:
     one episode per val row (greedy run 0, then each sampled run of a setting, harness and
     task) at each validation step."""
-    from hscale.contracts import EVAL_COLUMNS
-    from hscale.harness._behaviour import BEHAVIOUR
+    from hscale.contracts import BEHAVIOUR, COST, EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
-    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error", *BEHAVIOUR]
+    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error", *BEHAVIOUR,
+                                   *COST]
     assert frame[list(BEHAVIOUR)].isna().all().all()  # the stand-in's dump carries none
     val = pd.read_parquet(run_dir / "verl" / "val.parquet")
     info = list(val.extra_info)

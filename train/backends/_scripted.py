@@ -21,10 +21,12 @@ import pandas as pd
 from hscale.contracts import (
     EVAL,
     TRAIN,
+    TRANSCRIPTS,
     Manifest,
     eval_frame,
     result_problems,
     train_frame,
+    write_eval,
 )
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness import EPISODE_TURNS, NoisyOracle, is_blackbox, run_episode
@@ -82,7 +84,7 @@ class ScriptedBackend(Backend):
         if not (run_dir / TRAIN).is_file():  # a run of 0 steps (the base model's)
             write_parquet(run_dir / TRAIN, train_frame([]))
         if result_problems(run_dir, manifest, train=False):  # none yet, or damaged
-            write_parquet(run_dir / EVAL, self._evaluate(plan))
+            write_eval(run_dir, self._evaluate(plan))
         if progress is not None:
             progress(steps, steps)
 
@@ -98,7 +100,7 @@ class ScriptedBackend(Backend):
         except Exception:  # no record, another plan's, or a damaged train.parquet
             mine = False
         if not mine:
-            for name in (TRAIN, EVAL):
+            for name in (TRAIN, EVAL, TRANSCRIPTS):
                 (run_dir / name).unlink(missing_ok=True)
             shutil.rmtree(run_dir / SFT_DIR, ignore_errors=True)  # another plan's teacher
             atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")

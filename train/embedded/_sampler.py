@@ -61,6 +61,7 @@ class _Row:
     pos: int = 0
     next_token: int = -1
     greedy: bool = False
+    prompt_tokens: int = 0  # of the turn being written (its cost)
 
 
 @dataclass
@@ -107,6 +108,7 @@ class Sampler:
                 row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax)
                 rows.append(row)
                 row.pending = self._turn_prompt(row.engine, {})
+                row.prompt_tokens = len(row.pending)
                 if len(row.pending) + self.max_new > self.model.cfg.max_positions:
                     row.engine.fail(Termination.LENGTH)  # its first prompt alone fills the context
             index = [i for i, r in enumerate(rows) if not r.engine.done]
@@ -206,7 +208,8 @@ class Sampler:
                 return False
         # the end-of-turn token's log-prob follows the content's when the model chose to stop
         ended = (logp,) if token == self.tok.eos else ()
-        gen = Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended))
+        gen = Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended),
+                         prompt_tokens=r.prompt_tokens)
         before = len(r.engine.history)
         finished = r.engine.submit(gen)
         r.own[id(r.engine.history[before])] = tuple(r.gen)
@@ -214,6 +217,7 @@ class Sampler:
         if finished:
             return False
         prompt = self._turn_prompt(r.engine, r.own)
+        r.prompt_tokens = len(prompt)
         restart = prompt[:len(r.fed)] != r.fed
         if restart:  # the view changed under the row: a new sequence from position 0
             r.pending, r.fed, r.pos = prompt, [], 0

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hscale.contracts import EVAL, TRAIN, Manifest, eval_frame, train_frame
+from hscale.contracts import EVAL, TRAIN, Manifest, read_eval, train_frame, write_eval
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from hscale.harness import Episode, tokenizer
@@ -80,7 +80,7 @@ class Trainer:
             int(manifest.rng("sampler").integers(2**62)))
         self.step = 0
         self.train_rows = _read(self.dir / TRAIN)
-        self.eval_rows = _read(self.dir / EVAL)
+        self.eval_rows = _read(self.dir / EVAL, transcripts=True)
         self.router = self.plan.router()
         self.tracker = tracker(manifest, self.dir)
         self._resume()
@@ -142,7 +142,7 @@ class Trainer:
     def _save(self, evaluated: int) -> None:
         write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
         if len(self.eval_rows):
-            write_parquet(self.dir / EVAL, eval_frame(self.eval_rows))
+            write_eval(self.dir, self.eval_rows)
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
@@ -269,11 +269,12 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "checker_error_rate": float(np.mean([e.checker_failed for e in episodes]))}
 
 
-def _read(path: Path | None) -> pd.DataFrame | None:
-    """A result file's rows (none yet: an empty frame), or None when it is damaged."""
+def _read(path: Path | None, transcripts: bool = False) -> pd.DataFrame | None:
+    """A result file's rows (none yet: an empty frame), or None when it is damaged; eval rows
+    with their transcripts (``transcripts``), which the next save writes again."""
     if path is not None and path.is_file():
         try:
-            return pd.read_parquet(path)
+            return read_eval(path.parent, True) if transcripts else pd.read_parquet(path)
         except Exception:  # truncated or not parquet: pyarrow raises several types
             return None
     return pd.DataFrame({"step": pd.Series(dtype="int64")})

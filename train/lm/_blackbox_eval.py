@@ -35,7 +35,7 @@ def play(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
                served_name=served_name, record=record) as server:
         service = server.service
         served = Served(server.url, service.completer.name, service.completer.context,
-                        service.limit, service.requests)
+                        service.limit, service.requests, service.calls)
         failures = CliFailures(jobs)
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = {pool.submit(run_blackbox, name, task, served, timeout_s=timeout_s,

@@ -22,13 +22,14 @@ from typing import Any
 from hscale.contracts import (
     EVAL,
     TRAIN,
+    TRANSCRIPTS,
     Manifest,
     RunState,
-    eval_frame,
     is_blackbox,
     read_status,
     result_problems,
     train_frame,
+    write_eval,
     write_status,
 )
 from hscale.errors import HscaleError
@@ -265,7 +266,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
         except HscaleError as exc:
             write_status(run_dir, RunState.FAILED, manifest.hash, error=exc.message)
             raise
-    write_parquet(run_dir / EVAL, eval_frame(rows))
+    write_eval(run_dir, rows)
     write_parquet(run_dir / TRAIN, train_frame([]))
     (run_dir / PARTIAL).unlink(missing_ok=True)
     write_status(run_dir, RunState.COMPLETED, manifest.hash)
@@ -352,7 +353,7 @@ def _own(run_dir: Path, manifest: Manifest, force: bool) -> None:
                 raise HscaleError(f"{run_dir}: holds another evaluation (other model, "
                                   "harnesses or tasks)",
                                   "pass --force to replace it, or --label to name this one")
-            for name in (EVAL, TRAIN, PARTIAL, "status.json"):
+            for name in (EVAL, TRANSCRIPTS, TRAIN, PARTIAL, "status.json"):
                 (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest.write(run_dir)

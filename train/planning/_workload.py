@@ -61,14 +61,17 @@ def harness_of(manifest: Manifest, label: str) -> Harness:
 
 def episode_row(manifest: Manifest, job: EvalJob, episode: Any, *, step: int) -> dict[str, Any]:
     """The eval.parquet row (hscale.contracts.eval_row) of ``job`` played as ``episode``: its
-    trajectory's behaviour counted (a black-box CLI's is its own, not observed)."""
-    from hscale.harness import behaviour
+    trajectory's behaviour counted (a black-box CLI's is its own, not observed), its cost,
+    and its transcript and seconds (for transcripts.parquet)."""
+    from hscale.harness import behaviour, cost, transcript
 
     return eval_row(manifest, step=step, run=job.run, benchmark=job.benchmark,
                     setting=job.setting, harness=job.harness, task_id=job.task.task_id,
                     reward=episode.reward, success=episode.success, turns=episode.turns,
                     decoding=job.decoding, category=job.task.category, error=episode.error,
-                    behaviour=unobserved() if is_blackbox(job.harness) else behaviour(episode))
+                    behaviour=unobserved() if is_blackbox(job.harness) else behaviour(episode),
+                    cost=cost(episode), transcript=transcript(episode),
+                    seconds=episode.seconds)
 
 
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:

@@ -71,6 +71,8 @@ class Service:
         self.limits: dict[str, int] = {}  # session -> requests the model answers
         self.temperatures: dict[str, float] = {}  # session -> the decoding it gets
         self.counts: Counter[str] = Counter()  # session -> requests made
+        self._calls: dict[str, list[dict[str, Any]]] = {}  # session -> its calls, in brief
+        self._seen: dict[str, list[Any]] = {}  # session -> the messages of its last call
 
     def limit(self, session: str, requests: int, temperature: float | None = None) -> None:
         """Answer ``session``'s requests past ``requests`` with a final text, no tool call:
@@ -93,6 +95,31 @@ class Service:
     def record(self, row: dict[str, Any]) -> None:
         if self.recorder is not None:
             self.recorder.add(row)
+        if row.get("session"):
+            self._calls.setdefault(row["session"], []).append(self._brief(row))
+
+    def calls(self, session: str) -> list[dict[str, Any]]:
+        """A session's calls so far, in brief (an episode's transcript keeps them), and
+        forgotten here: what each added to the conversation, the reply, its tool calls,
+        tokens and seconds. The record keeps every field."""
+        self._seen.pop(session, None)
+        return self._calls.pop(session, [])
+
+    def _brief(self, row: dict[str, Any]) -> dict[str, Any]:
+        try:
+            messages = json.loads(row.get("messages") or "[]")
+            calls = json.loads(row.get("tool_calls") or "[]")
+        except ValueError:
+            messages, calls = [], []
+        before = self._seen.get(row["session"], [])
+        shared = len(before) if messages[:len(before)] == before else 0
+        self._seen[row["session"]] = messages
+        return {"status": row.get("status"), "api": row.get("api"),
+                "prompt_tokens": row.get("prompt_tokens"),
+                "completion_tokens": row.get("completion_tokens"),
+                "seconds": row.get("seconds"), "finish_reason": row.get("finish_reason"),
+                "resent": shared, "new": messages[shared:], "reply": row.get("reply", ""),
+                "tool_calls": calls, "error": row.get("error", "")}
 
     def row(self, http: HTTPRequest, api: str, request_id: str) -> dict[str, Any]:
         return {"time": datetime.now(UTC), "request_id": request_id, "path": http.url.path,

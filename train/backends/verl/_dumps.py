@@ -71,7 +71,7 @@ def _eval_row(manifest: Manifest, row: RowInfo, run: int, episode: DumpedEpisode
         success=episode.success, turns=episode.turns, decoding=row.decoding or "sampled",
         category=row.category or "unknown",
         error="checker: failed (see the rollout worker's log)" if episode.checker_failed
-        else "", behaviour=episode.behaviour)
+        else "", behaviour=episode.behaviour, cost=episode.cost)
 
 
 def _episodes(path: Path):

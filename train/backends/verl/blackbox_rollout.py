@@ -101,7 +101,7 @@ async def play(agent: Any, label: str, task: Task, info: RowInfo,
     with serve(completer, port=0, max_batch=1) as server:
         service = server.service
         served = Served(server.url, completer.name, completer.context, service.limit,
-                        service.requests)
+                        service.requests, service.calls)
         episode = await asyncio.to_thread(run_blackbox, label, task, served,
                                           max_turns=agent._max_turns(info),
                                           root=agent.workspace_root)

@@ -1,0 +1,225 @@
+"""What ``hscale view`` reads: every evaluated episode of a runs folder as one table (the
+eval.parquet rows, read where they lie, never copied), the filters a researcher narrows it
+by, and each episode's transcript, read on demand from its run's transcripts.parquet.
+
+An episode's id is its row in the table, stable while one viewer runs; the table is sorted
+by run folder and eval row, so the same folders give the same ids.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hscale.analysis._effects import parse_harnesses
+from hscale.contracts import COST, EVAL, EVAL_KEY, MANIFEST, TRANSCRIPTS
+from hscale.errors import HscaleError
+
+PAGE = 50  # rows a page of the table shows
+# (query key, column): filters that pick one value of a column
+EXACT = (("experiment", "experiment"), ("arm", "arm"), ("seed", "seed"), ("step", "step"),
+         ("setting", "setting"), ("harness", "harness"), ("decoding", "decoding"))
+# behaviour filters: (key, what it says, the rows it keeps)
+BEHAVIOURS = {
+    "error-not-recovered": ("hit a tool error and did not recover",
+                            lambda f: (f["tool_errors"] > 0) & (f["recovered"] == 0)),
+    "error-recovered": ("hit a tool error and recovered",
+                        lambda f: (f["tool_errors"] > 0) & (f["recovered"] == 1)),
+    "repeated": ("repeated a call", lambda f: f["repeats"] > 0),
+    "no-tool": ("called no tool", lambda f: f["tool_calls"] == 0),
+    "looked-first": ("looked before acting", lambda f: f["looked_first"] == 1),
+    "checker-error": ("its checker failed", lambda f: f["error"].str.startswith("checker:")),
+}
+COLUMNS = ("experiment", "arm", "seed", "step", "run", "benchmark", "setting", "harness",
+           "task_id", "decoding", "success", "reward", "turns", "tool_calls", "tool_errors",
+           "recovered", "repeats", "looked_first", *COST, "error")
+
+
+class Study:
+    """The episodes under ``root`` (a runs folder, an experiment's or one run's)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise HscaleError(f"{root}: no such folder", "give a runs folder (runs/demo)")
+        files = sorted(self.root.rglob(EVAL))
+        parts = []
+        for number, path in enumerate(files):
+            try:
+                frame = pd.read_parquet(path, columns=None)
+            except Exception:  # damaged: `hscale report` names it; the viewer shows the rest
+                continue
+            keep = [c for c in COLUMNS if c in frame.columns]
+            frame = frame[keep].assign(folder=number, row=np.arange(len(frame)))
+            parts.append(frame)
+        if not parts:
+            raise HscaleError(f"{root}: no eval.parquet under it",
+                              "run an experiment first (hscale run ...), or point at its "
+                              "runs folder")
+        self.folders = [p.parent for p in files]
+        frame = pd.concat(parts, ignore_index=True)
+        for column in COLUMNS:
+            if column not in frame.columns:
+                frame[column] = np.nan
+        frame["error"] = frame["error"].fillna("").astype(str)
+        frame["decoding"] = frame["decoding"].fillna("sampled").astype(str)
+        for column in ("experiment", "arm", "benchmark", "setting", "harness", "task_id",
+                       "decoding"):
+            frame[column] = frame[column].astype("category")
+        self.frame = frame
+        self.levels = parse_harnesses(frame["harness"].astype(str).unique())
+        self.names = _level_names(self.folders)
+        self._transcripts: OrderedDict[int, dict[tuple, tuple[float, str]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    # --- the table ----------------------------------------------------------------------
+    def select(self, query: Mapping[str, str]) -> pd.DataFrame:
+        """The rows ``query`` keeps (its keys: :data:`EXACT`'s, ``task`` (a substring of the
+        task id), ``outcome`` (solved/failed), ``behaviour`` (:data:`BEHAVIOURS`), ``level``
+        (``T1``: the harnesses whose component T is at level 1))."""
+        frame, keep = self.frame, np.ones(len(self.frame), dtype=bool)
+        for key, column in EXACT:
+            value = query.get(key, "")
+            if value != "":
+                keep &= frame[column].astype(str).to_numpy() == value
+        if query.get("task"):
+            keep &= frame["task_id"].astype(str).str.contains(query["task"], regex=False)
+        outcome = query.get("outcome", "")
+        if outcome in ("solved", "failed"):
+            keep &= frame["success"].astype(bool).to_numpy() == (outcome == "solved")
+        behaviour = query.get("behaviour", "")
+        if behaviour in BEHAVIOURS:
+            keep &= BEHAVIOURS[behaviour][1](frame).fillna(False).to_numpy(dtype=bool)
+        level = query.get("level", "")
+        if level:
+            keep &= frame["harness"].astype(str).isin(self._at_level(level)).to_numpy()
+        return frame[keep]
+
+    def _at_level(self, level: str) -> list[str]:
+        factor, index = level[:1], level[1:]
+        if factor not in self.levels.columns or not index.isdigit():
+            return []
+        return list(self.levels.index[self.levels[factor] == int(index)])
+
+    def choices(self) -> dict[str, list[str]]:
+        """The values each exact filter can take (for the page's menus)."""
+        out = {key: sorted(map(str, self.frame[column].dropna().unique()), key=_natural)
+               for key, column in EXACT}
+        out["level"] = [f"{f}{lv}" for f in self.levels.columns
+                        for lv in sorted(self.levels[f].unique())]
+        return out
+
+    # --- one episode --------------------------------------------------------------------
+    def episode(self, index: int) -> dict[str, Any]:
+        """The eval row ``index`` with its transcript (parsed) and seconds, where kept."""
+        if not 0 <= index < len(self.frame):
+            raise KeyError(index)
+        row = self.frame.iloc[index]
+        kept = self._kept(int(row["folder"]))
+        key = tuple(str(row[k]) for k in EVAL_KEY)
+        seconds, text = kept.get(key, (np.nan, None))
+        out = {c: _plain(row[c]) for c in COLUMNS}
+        out.update(id=index, folder=str(self.folders[int(row["folder"])]), seconds=seconds,
+                   transcript=json.loads(text) if text else None)
+        return out
+
+    def _kept(self, folder: int) -> dict[tuple, tuple[float, str]]:
+        """A run's transcripts by eval key (the last few runs' cached)."""
+        if folder in self._transcripts:
+            self._transcripts.move_to_end(folder)
+            return self._transcripts[folder]
+        path = self.folders[folder] / TRANSCRIPTS
+        kept: dict[tuple, tuple[float, str]] = {}
+        if path.is_file():
+            try:
+                frame = pd.read_parquet(path)
+            except Exception:  # damaged: the episode is shown without its transcript
+                frame = pd.DataFrame()
+            for rec in frame.itertuples(index=False):
+                kept[tuple(str(getattr(rec, k)) for k in EVAL_KEY)] = (rec.seconds,
+                                                                       rec.transcript)
+        self._transcripts[folder] = kept
+        while len(self._transcripts) > 16:
+            self._transcripts.popitem(last=False)
+        return kept
+
+    def siblings(self, index: int, limit: int = 40) -> pd.DataFrame:
+        """Other episodes of the same task (other harnesses, arms, seeds or checkpoints):
+        what an episode is compared with."""
+        row = self.frame.iloc[index]
+        same = self.frame[(self.frame["task_id"] == row["task_id"])
+                          & (self.frame.index != index)]
+        order = [(same["harness"] != row["harness"]).astype(int),
+                 (same["arm"] != row["arm"]).astype(int)]
+        same = same.assign(_h=order[0], _a=order[1]).sort_values(["_a", "_h", "step"])
+        return same.drop(columns=["_h", "_a"]).head(limit)
+
+    def differences(self, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+        """What tells two episodes' settings apart: run identity, and each harness component
+        whose level differs."""
+        out = [f"{k}: {a[k]} | {b[k]}" for k in ("experiment", "arm", "seed", "step", "run",
+                                                   "setting", "decoding") if a[k] != b[k]]
+        ha, hb = str(a["harness"]), str(b["harness"])
+        if ha != hb:
+            if ha in self.levels.index and hb in self.levels.index:
+                out += [f"component {f}: {self._level(f, self.levels.at[ha, f])} | "
+                        f"{self._level(f, self.levels.at[hb, f])}" for f in self.levels.columns
+                        if self.levels.at[ha, f] != self.levels.at[hb, f]]
+            else:
+                out.append(f"harness: {ha} | {hb}")
+        if a["task_id"] != b["task_id"]:
+            out.append(f"task: {a['task_id']} | {b['task_id']}")
+        return out
+
+
+    def _level(self, factor: str, index: int) -> str:
+        names = self.names.get(factor, [])
+        return names[index] if 0 <= index < len(names) else f"level {index}"
+
+
+def _level_names(folders: list[Path]) -> dict[str, list[str]]:
+    """Factor -> its levels' names, from the first run's manifest that records a space."""
+    for folder in folders:
+        try:
+            factors = json.loads((folder / MANIFEST).read_text())["space"]["factors"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(factors, dict):
+            return {str(f): [str(n) for n in names] for f, names in factors.items()
+                    if isinstance(names, list)}
+    return {}
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    changed: bool
+
+
+def marked_lines(mine: str, other: str) -> list[Line]:
+    """``mine`` line by line, each marked where ``other`` lacks it (a side-by-side diff)."""
+    lines, theirs = mine.splitlines(), other.splitlines()
+    same = set()
+    for block in difflib.SequenceMatcher(a=lines, b=theirs, autojunk=False).get_matching_blocks():
+        same.update(range(block.a, block.a + block.size))
+    return [Line(text, i not in same) for i, text in enumerate(lines)]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _natural(text: str) -> tuple:
+    return (0, int(text), "") if text.lstrip("-").isdigit() else (1, 0, text)
