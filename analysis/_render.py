@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -98,10 +99,19 @@ def _label_count(frame: pd.DataFrame) -> int:
     return max(count, 1)
 
 
-def to_html(table: Table) -> str:
-    """An HTML table (escaped) with its title and notes, for the self-contained report."""
-    body = table.frame.astype(object).fillna(MISSING).to_html(index=False, escape=True,
-                                                              border=0, classes="results")
+def to_html(table: Table, link: Callable[[dict], str | None] | None = None) -> str:
+    """An HTML table (escaped) with its title and notes, for the self-contained report;
+    ``link`` (a display row -> a URL or None) adds a last column of links to each row's
+    episodes."""
+    frame = table.frame.astype(object).fillna(MISSING)
+    hrefs = [link(row) for row in table.frame.to_dict("records")] if link else []
+    if any(hrefs):
+        frame = frame.assign(episodes=[f"@@link{i}@@" if h else "" for i, h in enumerate(hrefs)])
+    body = frame.to_html(index=False, escape=True, border=0, classes="results")
+    for i, href in enumerate(hrefs):
+        if href:
+            body = body.replace(f"@@link{i}@@", f"<a class='view' href='{html.escape(href)}'>"
+                                                "episodes</a>", 1)
     notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in table.notes)
     name = html.escape(table.name)
     labels = _label_count(table.frame)  # label columns left, numbers right

@@ -20,6 +20,7 @@ import pandas as pd
 from hscale.analysis._load import Results
 from hscale.analysis._render import MISSING, Table, to_html, to_markdown
 from hscale.analysis._report_data import Report
+from hscale.analysis._view_app import view_link
 
 MIN_TASKS = 20  # distinct evaluated tasks below which the diagnostics below are not shown
 DIAGNOSTICS = ("component_tests", "scaling")
@@ -107,10 +108,10 @@ def _img(name: str, png: bytes, alt: str) -> str:
            f"src='data:image/png;base64,{data}'>"
 
 
-def _folded(table: Table, kind: str) -> str:
+def _folded(table: Table, kind: str, link=None) -> str:
     csv = html.escape(table.name.removesuffix("-reported"))
     return (f"<details class='{kind}'><summary>{html.escape(table.title)}"
-            f"<a href='{csv}.csv'>{csv}.csv</a></summary>{to_html(table)}</details>")
+            f"<a href='{csv}.csv'>{csv}.csv</a></summary>{to_html(table, link)}</details>")
 
 
 def report_html(results: Results, report: Report) -> str:
@@ -144,9 +145,12 @@ def report_html(results: Results, report: Report) -> str:
             title = FIGURES.get(name).title if name in FIGURES else name
             parts.append(f"<h3>{esc(title)}</h3>{_img(name, png, name)}")
     parts.append("<h2>Tables</h2><p class='note'>Each table once, folded; its CSV beside "
-                 "it. Measured rows first; the papers' numbers after them.</p>")
+                 "it. Measured rows first; the papers' numbers after them. A row's "
+                 "<i>episodes</i> link opens its episodes in <code>hscale view</code> (start "
+                 f"it first: <code>hscale view {esc(str(results.root or 'RUNS'))}</code>).</p>")
     shown = shown_tables(results, report)
-    parts += [_folded(m, "measured") for m, _ in shown if m is not None]
+    link = view_link(results.episodes) if len(results.episodes) else None
+    parts += [_folded(m, "measured", link) for m, _ in shown if m is not None]
     reported = [_folded(p, "reported") for _, p in shown if p is not None]
     parts += ["<h2>Reported in the papers</h2>", *reported] if reported else []
     if report.ordering:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +18,7 @@ from hscale.analysis._view_data import BEHAVIOURS, PAGE, Study, marked_lines
 from hscale.contracts import COST, transcript_views
 
 esc = html.escape
+PORT = 8777  # hscale view's default port; the report's "episodes" links point there
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2125;background:#fafafa}
 header{background:#23395d;color:#fff;padding:8px 16px}header a{color:#fff}
@@ -53,10 +54,14 @@ def table_page(study: Study, query: Mapping[str, str]) -> str:
     number = min(max(_int(query.get("page"), 1), 1), pages)
     shown = rows.iloc[(number - 1) * PAGE:number * PAGE]
     solved = float(rows["success"].mean() * 100) if len(rows) else float("nan")
+    rate = "Pass@1" if (query.get("source") or "eval") == "eval" else "solved"
     cost = "".join(f", {rows[c].mean():,.0f} {c.replace('_', ' ')}/episode"
                    for c in ("prompt_tokens", "completion_tokens") if rows[c].notna().any())
-    summary = (f"<p id='summary'><b>{len(rows):,}</b> of {len(study):,} episodes"
-               + (f"; Pass@1 {solved:.1f}%{cost}" if len(rows) else "") + "</p>")
+    source = query.get("source") or "eval"
+    total = int((study.frame["source"] == source).sum())
+    what = "evaluated episodes" if source == "eval" else "kept training rollouts"
+    summary = (f"<p id='summary'><b>{len(rows):,}</b> of {total:,} {what}"
+               + (f"; {rate} {solved:.1f}%{cost}" if len(rows) else "") + "</p>")
     body = [_filters(study, query), summary, _pager(query, number, pages),
             episode_table(shown, lambda i: f"/episode/{i}"), _pager(query, number, pages)]
     return page("hscale view", "".join(body), str(study.root))
@@ -86,8 +91,8 @@ def _filters(study: Study, query: Mapping[str, str]) -> str:
             continue
         options = "".join(f"<option{' selected' if query.get(key) == v else ''}>{esc(v)}"
                           f"</option>" for v in values[:400])
-        out.append(f"<label>{key}<select name='{key}'><option value=''>any</option>"
-                   f"{options}</select></label>")
+        first = "" if key == "source" else "<option value=''>any</option>"  # eval unless asked
+        out.append(f"<label>{key}<select name='{key}'>{first}{options}</select></label>")
     out.append(_select("outcome", {"solved": "solved", "failed": "failed"}, query))
     out.append(_select("behaviour", {k: v[0] for k, v in BEHAVIOURS.items()}, query))
     out.append(f"<label>task<input name='task' size='14' value='{esc(query.get('task', ''))}'>"
@@ -121,8 +126,22 @@ def episode_page(study: Study, index: int) -> str:
     others = study.siblings(index)
     compare = episode_table(others, lambda i: f"/compare?a={index}&b={i}") if len(others) \
         else "<p>No other episode of this task.</p>"
-    body = (episode_body(ep) + "<h3>Compare with the same task elsewhere</h3>" + compare)
+    group = study.group(index)
+    told = GROUP_TOLD.get(str(ep["role"]), "")
+    kin = (f"<h3>{told}</h3>" + episode_table(group, lambda i: f"/compare?a={index}&b={i}")
+           if len(group) else "")
+    body = (episode_body(ep) + kin + "<h3>Compare with the same task in evaluations</h3>"
+            + compare)
     return page(f"episode #{index}", body, str(study.root))
+
+
+# a kept training rollout's role -> what its group's other rollouts are to it
+GROUP_TOLD = {
+    "zero-signal": "Its group: every rollout failed (zero signal); the siblings' rollouts "
+                   "that replaced it were trained on instead",
+    "rescue": "The zero-signal group it rescued, and the other siblings' rollouts",
+    "sampled": "The other rollouts of its group",
+}
 
 
 def episode_body(ep: dict[str, Any], other: dict[str, Any] | None = None) -> str:
@@ -138,6 +157,8 @@ def episode_body(ep: dict[str, Any], other: dict[str, Any] | None = None) -> str
             ("seconds", "—" if not _finite(ep["seconds"]) else f"{ep['seconds']:.2f}")]
     if record:
         meta += [("termination", record["termination"]), ("answer", record["final_answer"])]
+    if ep["source"] == "rollout":
+        meta[3] = ("setting", f"training rollout, group {ep['group']} ({ep['role']})")
     if ep["error"]:
         meta.append(("error", ep["error"]))
     out = [f"<h2 class='title'>#{ep['id']} {_outcome(ep['success'])}</h2><table class='meta'>"
@@ -232,6 +253,37 @@ def _int(value: Any, default: int) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+def view_link(episodes: pd.DataFrame, port: int = PORT) -> Callable[[dict], str | None]:
+    """A report table's display row -> the viewer page of its episodes (None: a row of no
+    measured episodes), from the method, setting, harness and component level it names;
+    ``episodes``: the report's (method, experiment, arm)."""
+    from hscale.analysis._naming import SETTING_LABELS
+
+    arms = {str(m): (str(e), str(a)) for m, e, a in episodes[["method", "experiment", "arm"]]
+            .drop_duplicates().itertuples(index=False)}
+    settings = {label: key for key, label in SETTING_LABELS.items() if key != "overall"}
+
+    def link(row: dict) -> str | None:
+        if str(row.get("source", "measured")) != "measured":
+            return None
+        query: dict[str, str] = {}
+        if "method" in row:
+            if str(row["method"]) not in arms:
+                return None
+            query["experiment"], query["arm"] = arms[str(row["method"])]
+            query["decoding"] = "sampled"  # what the tables average
+        setting = str(row.get("setting", ""))
+        if setting in settings:
+            query["setting"] = settings[setting]
+        if row.get("harness") not in (None, "", "—") and "-" in str(row["harness"]):
+            query["harness"] = str(row["harness"])
+        component, level = str(row.get("component", "")), str(row.get("level", ""))
+        if component[:1].isalpha() and level.isdigit():  # the in-space table of levels
+            query.update(level=f"{component[:1]}{level}", setting="in_space")
+        return f"http://127.0.0.1:{port}/?{urlencode(query)}" if query else None
+    return link
 
 
 def build_view_app(study: Study):

@@ -1,6 +1,7 @@
 """What ``hscale view`` reads: every evaluated episode of a runs folder as one table (the
-eval.parquet rows, read where they lie, never copied), the filters a researcher narrows it
-by, and each episode's transcript, read on demand from its run's transcripts.parquet.
+eval.parquet rows, read where they lie, never copied) with the training rollouts the runs
+kept (rollouts.parquet), the filters a researcher narrows it by, and each episode's
+transcript, read on demand from its run's transcripts.parquet (or rollouts.parquet).
 
 An episode's id is its row in the table, stable while one viewer runs; the table is sorted
 by run folder and eval row, so the same folders give the same ids.
@@ -20,13 +21,16 @@ import numpy as np
 import pandas as pd
 
 from hscale.analysis._effects import parse_harnesses
-from hscale.contracts import COST, EVAL, EVAL_KEY, MANIFEST, TRANSCRIPTS
+from hscale.contracts import COST, EVAL, EVAL_KEY, MANIFEST, ROLLOUTS, TRANSCRIPTS
 from hscale.errors import HscaleError
 
 PAGE = 50  # rows a page of the table shows
 # (query key, column): filters that pick one value of a column
 EXACT = (("experiment", "experiment"), ("arm", "arm"), ("seed", "seed"), ("step", "step"),
-         ("setting", "setting"), ("harness", "harness"), ("decoding", "decoding"))
+         ("setting", "setting"), ("harness", "harness"), ("decoding", "decoding"),
+         ("source", "source"), ("role", "role"))
+# where an episode comes from: an evaluation, or a training rollout the run kept
+SOURCES = {"eval": EVAL, "rollout": ROLLOUTS}
 # behaviour filters: (key, what it says, the rows it keeps)
 BEHAVIOURS = {
     "error-not-recovered": ("hit a tool error and did not recover",
@@ -40,7 +44,7 @@ BEHAVIOURS = {
 }
 COLUMNS = ("experiment", "arm", "seed", "step", "run", "benchmark", "setting", "harness",
            "task_id", "decoding", "success", "reward", "turns", "tool_calls", "tool_errors",
-           "recovered", "repeats", "looked_first", *COST, "error")
+           "recovered", "repeats", "looked_first", *COST, "error", "source", "role", "group")
 
 
 class Study:
@@ -50,21 +54,18 @@ class Study:
         self.root = Path(root)
         if not self.root.is_dir():
             raise HscaleError(f"{root}: no such folder", "give a runs folder (runs/demo)")
-        files = sorted(self.root.rglob(EVAL))
+        folders = sorted({p.parent for name in (EVAL, ROLLOUTS) for p in self.root.rglob(name)})
         parts = []
-        for number, path in enumerate(files):
-            try:
-                frame = pd.read_parquet(path, columns=None)
-            except Exception:  # damaged: `hscale report` names it; the viewer shows the rest
-                continue
-            keep = [c for c in COLUMNS if c in frame.columns]
-            frame = frame[keep].assign(folder=number, row=np.arange(len(frame)))
-            parts.append(frame)
+        for number, folder in enumerate(folders):
+            for source, name in SOURCES.items():
+                frame = _rows(folder / name, source)
+                if frame is not None:
+                    parts.append(frame.assign(folder=number, row=np.arange(len(frame))))
         if not parts:
             raise HscaleError(f"{root}: no eval.parquet under it",
                               "run an experiment first (hscale run ...), or point at its "
                               "runs folder")
-        self.folders = [p.parent for p in files]
+        self.folders = folders
         frame = pd.concat(parts, ignore_index=True)
         for column in COLUMNS:
             if column not in frame.columns:
@@ -72,22 +73,24 @@ class Study:
         frame["error"] = frame["error"].fillna("").astype(str)
         frame["decoding"] = frame["decoding"].fillna("sampled").astype(str)
         for column in ("experiment", "arm", "benchmark", "setting", "harness", "task_id",
-                       "decoding"):
+                       "decoding", "source", "role"):
             frame[column] = frame[column].astype("category")
         self.frame = frame
         self.levels = parse_harnesses(frame["harness"].astype(str).unique())
         self.names = _level_names(self.folders)
-        self._transcripts: OrderedDict[int, dict[tuple, tuple[float, str]]] = OrderedDict()
+        self._transcripts: OrderedDict[tuple[int, str], dict] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.frame)
 
     # --- the table ----------------------------------------------------------------------
     def select(self, query: Mapping[str, str]) -> pd.DataFrame:
-        """The rows ``query`` keeps (its keys: :data:`EXACT`'s, ``task`` (a substring of the
-        task id), ``outcome`` (solved/failed), ``behaviour`` (:data:`BEHAVIOURS`), ``level``
-        (``T1``: the harnesses whose component T is at level 1))."""
+        """The rows ``query`` keeps (its keys: :data:`EXACT`'s, ``source`` evaluated episodes
+        unless ``rollout`` is asked for, ``task`` (a substring of the task id), ``outcome``
+        (solved/failed), ``behaviour`` (:data:`BEHAVIOURS`), ``level`` (``T1``: the
+        harnesses whose component T is at level 1))."""
         frame, keep = self.frame, np.ones(len(self.frame), dtype=bool)
+        query = {**query, "source": query.get("source") or "eval"}  # Pass@1 is of evaluations
         for key, column in EXACT:
             value = query.get(key, "")
             if value != "":
@@ -121,44 +124,58 @@ class Study:
 
     # --- one episode --------------------------------------------------------------------
     def episode(self, index: int) -> dict[str, Any]:
-        """The eval row ``index`` with its transcript (parsed) and seconds, where kept."""
+        """The row ``index`` with its transcript (parsed) and seconds, where kept."""
         if not 0 <= index < len(self.frame):
             raise KeyError(index)
         row = self.frame.iloc[index]
-        kept = self._kept(int(row["folder"]))
-        key = tuple(str(row[k]) for k in EVAL_KEY)
+        source = str(row["source"])
+        kept = self._kept(int(row["folder"]), source)
+        key = int(row["row"]) if source == "rollout" else tuple(str(row[k]) for k in EVAL_KEY)
         seconds, text = kept.get(key, (np.nan, None))
         out = {c: _plain(row[c]) for c in COLUMNS}
         out.update(id=index, folder=str(self.folders[int(row["folder"])]), seconds=seconds,
                    transcript=json.loads(text) if text else None)
         return out
 
-    def _kept(self, folder: int) -> dict[tuple, tuple[float, str]]:
-        """A run's transcripts by eval key (the last few runs' cached)."""
-        if folder in self._transcripts:
-            self._transcripts.move_to_end(folder)
-            return self._transcripts[folder]
-        path = self.folders[folder] / TRANSCRIPTS
-        kept: dict[tuple, tuple[float, str]] = {}
+    def _kept(self, folder: int, source: str) -> dict:
+        """A run's transcripts, eval ones by eval key and kept rollouts by row (the last few
+        files' cached)."""
+        if (folder, source) in self._transcripts:
+            self._transcripts.move_to_end((folder, source))
+            return self._transcripts[folder, source]
+        path = self.folders[folder] / (TRANSCRIPTS if source == "eval" else ROLLOUTS)
+        kept: dict = {}
         if path.is_file():
             try:
                 frame = pd.read_parquet(path)
             except Exception:  # damaged: the episode is shown without its transcript
                 frame = pd.DataFrame()
-            for rec in frame.itertuples(index=False):
-                kept[tuple(str(getattr(rec, k)) for k in EVAL_KEY)] = (rec.seconds,
-                                                                       rec.transcript)
-        self._transcripts[folder] = kept
+            for n, rec in enumerate(frame.itertuples(index=False)):
+                key = n if source == "rollout" else tuple(str(getattr(rec, k)) for k in EVAL_KEY)
+                kept[key] = (rec.seconds, rec.transcript)
+        self._transcripts[folder, source] = kept
         while len(self._transcripts) > 16:
             self._transcripts.popitem(last=False)
         return kept
+
+    def group(self, index: int) -> pd.DataFrame:
+        """The other kept rollouts of a training rollout's group (for a Harness-S zero-signal
+        group, the siblings' rollouts that rescued it); empty for an evaluated episode."""
+        row = self.frame.iloc[index]
+        if str(row["source"]) != "rollout":
+            return self.frame.iloc[:0]
+        f = self.frame
+        same = f[(f["source"] == "rollout") & (f["folder"] == row["folder"])
+                 & (f["step"] == row["step"]) & (f["group"] == row["group"])
+                 & (f.index != index)]
+        return same.sort_values(["role", "row"], key=lambda c: c.astype(str))
 
     def siblings(self, index: int, limit: int = 40) -> pd.DataFrame:
         """Other episodes of the same task (other harnesses, arms, seeds or checkpoints):
         what an episode is compared with."""
         row = self.frame.iloc[index]
         same = self.frame[(self.frame["task_id"] == row["task_id"])
-                          & (self.frame.index != index)]
+                          & (self.frame["source"] == "eval") & (self.frame.index != index)]
         order = [(same["harness"] != row["harness"]).astype(int),
                  (same["arm"] != row["arm"]).astype(int)]
         same = same.assign(_h=order[0], _a=order[1]).sort_values(["_a", "_h", "step"])
@@ -185,6 +202,30 @@ class Study:
     def _level(self, factor: str, index: int) -> str:
         names = self.names.get(factor, [])
         return names[index] if 0 <= index < len(names) else f"level {index}"
+
+
+def _rows(path: Path, source: str) -> pd.DataFrame | None:
+    """The table's columns of one result file (a kept rollout: a training episode, setting
+    "training"); None when missing or damaged (`hscale report` names it; the viewer shows
+    the rest)."""
+    if not path.is_file():
+        return None
+    try:
+        frame = pd.read_parquet(path, columns=[c for c in _schema(path) if c in COLUMNS])
+    except Exception:
+        return None
+    frame = frame.assign(source=source)
+    if source == "rollout":
+        frame = frame.assign(setting="training", run=0, decoding="sampled", benchmark="")
+    else:
+        frame = frame.assign(role="", group=-1)
+    return frame
+
+
+def _schema(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path).names
 
 
 def _level_names(folders: list[Path]) -> dict[str, list[str]]:

@@ -94,6 +94,9 @@ from ._numbers import (
     shown as shown,
 )
 from ._oa import (
+    best_orthogonal_array as best_orthogonal_array,
+)
+from ._oa import (
     orthogonal_array as orthogonal_array,
 )
 from ._recipes import (
@@ -177,6 +180,7 @@ __all__ = [
     "bose_bush_bound",
     "bush_bound",
     "by_name",
+    "best_orthogonal_array",
     "candidates",
     "check_array_target",
     "check_strength",

@@ -443,3 +443,4 @@ def candidates(levels: str | Sequence[int], runs: int, strength: int = 2,
     stem = f"OA{runs}.{format_levels(lv)}"
     found = [Candidate(f"{stem}#{n + 1}", reps[i], infos[i]) for n, i in enumerate(order)]
     return sorted(found, key=lambda c: rank_key(c.summary, criterion))
+

@@ -156,3 +156,30 @@ def _feasible_hint(levels: tuple[int, ...], strength: int) -> str:
     except HscaleError:
         return "use fewer factors or a lower strength"
     return f"the smallest N the bounds allow for {format_levels(levels)} is {n}"
+
+
+# Enumerating every non-isomorphic array is quick up to this size (runs, factors).
+ENUMERATE_UP_TO = (18, 5)
+
+
+def best_orthogonal_array(levels: str | Sequence[int], strength: int = 2,
+                          runs: int | None = None, lam: int | None = None,
+                          seed: int | None = None, space: FactorSpace | None = None):
+    """:func:`orthogonal_array`'s array, replaced by the best-ranked class by GWLP (the first
+    of :func:`candidates`, what ``hscale design paper`` and the structured recipe use) where
+    every class is quick to enumerate; its ``method`` says which it is. ``seed`` shuffles
+    rows and levels as :func:`orthogonal_array` does (an isomorphic array, the same GWLP)."""
+    from hscale.design._choose import candidates
+
+    design = orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed, space=space)
+    if strength != 2 or design.runs > ENUMERATE_UP_TO[0] \
+            or design.space.n_factors > ENUMERATE_UP_TO[1]:
+        return design
+    ranked = candidates(design.space.levels, design.runs, strength)
+    best = np.asarray(ranked[0].array)
+    method = (f"{ranked[0].id}, the best by GWLP of {len(ranked)} non-isomorphic "
+              f"class{'es' if len(ranked) > 1 else ''} (hscale design candidates lists them)")
+    if seed is not None:
+        best = _shuffle(best, design.space.levels, np.random.default_rng(seed))
+        method += f" shuffled(seed={seed})"
+    return Design(best, design.space, method=method, strength=strength)

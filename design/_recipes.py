@@ -196,20 +196,15 @@ def structured(space: FactorSpace, runs: int | None = None, strength: int = 2,
                       "drop include_base or shrink the excluded set")
 
 
-# Enumerating every non-isomorphic array is quick up to this size (runs, factors).
-_ENUMERATE_UP_TO = (18, 5)
-
-
 def _structured_parents(space: FactorSpace, runs: int | None, strength: int, criterion: str
                         ) -> list[tuple[str, np.ndarray]]:
     """Arrays to place: every non-isomorphic one when enumeration is cheap, else one built."""
-    from hscale.design._oa import orthogonal_array
+    from hscale.design._choose import candidates
+    from hscale.design._oa import ENUMERATE_UP_TO, orthogonal_array
 
     design = orthogonal_array(space.levels, strength, runs=runs, space=space)
-    if (strength == 2 and design.runs <= _ENUMERATE_UP_TO[0]
-            and space.n_factors <= _ENUMERATE_UP_TO[1]):
-        from hscale.design._choose import candidates
-
+    if (strength == 2 and design.runs <= ENUMERATE_UP_TO[0]
+            and space.n_factors <= ENUMERATE_UP_TO[1]):
         ranked = candidates(space.levels, design.runs, criterion=criterion)
         return [(c.id, np.asarray(c.array)) for c in ranked]
     return [(design.method, np.asarray(design.array))]

@@ -58,7 +58,7 @@ from hscale.harness._behaviour import behaviour, unobserved
 from hscale.harness._blackbox import is_blackbox
 from hscale.harness._engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness._harness import harness_named
-from hscale.harness._transcript import cost
+from hscale.harness._transcript import cost, transcript
 from hscale.harness._types import Message, ToolCall, ToolResult
 from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows, verl_records
 from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
@@ -336,9 +336,11 @@ def episode_fields(episode: Any, info: RowInfo, segments: int, checker_failed: b
     """The extra fields of a rollout's outputs: what veRL averages and dumps (its
     ``reward_extra_info``: hscale.contracts.reward_extras, which hscale reads back) and
     hscale's own (never dumped)."""
+    validation = info.split == "val"  # kept as eval rows: with their transcripts
     extras = reward_extras(episode.reward >= 1.0, episode.turns, checker_failed,
                            wire_behaviour(episode, info.harness), info.routed_to,
-                           info.routing, cost(episode))
+                           info.routing, cost(episode),
+                           transcript(episode) if validation else None, episode.seconds)
     return {"turn_scores": [], "tool_rewards": [], "reward_extra_info": extras,
             "hscale_harness": info.harness, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,

@@ -119,6 +119,7 @@ class Registry(Generic[T]):
             except HscaleError as exc:
                 raise UnknownName(exc.message, exc.hint) from None
 
+        validate.registry = self  # the spec reference lists the names it accepts
         return validate
 
 

@@ -82,6 +82,22 @@ def test_oa_writes_a_verified_array(tmp_path):
     assert is_orthogonal(array, 2)
     verify = hscale("design", "verify", str(out))
     assert verify.returncode == 0 and "OK" in verify.stdout
+    assert "via OA18.3^5#1, the best by GWLP of 10 non-isomorphic classes" in result.stdout
+
+
+@pytest.mark.parametrize("levels, runs", [("3^5", 18), ("2^5", 16), ("2^5", 12), ("3^3", 18),
+                                          ("2^4", 16)])
+@pytest.mark.parametrize("seed", [None, 7])
+def test_oa_is_the_best_ranked_class_wherever_the_classes_are_enumerated(levels, runs, seed):
+    """What ``design oa`` writes has the GWLP of the first of ``design candidates`` (what
+    ``design paper`` and the structured recipe use), shuffled or not."""
+    from hscale.design import best_orthogonal_array, candidates, gwlp
+
+    design = best_orthogonal_array(levels, runs=runs, seed=seed)
+    best = candidates(levels, runs)[0]
+    assert is_orthogonal(design.array, 2)
+    assert np.allclose(gwlp(design.array, design.levels), gwlp(best.array, design.levels))
+    assert design.method.startswith(best.id)
 
 
 @pytest.mark.parametrize("args, runs, cols", [

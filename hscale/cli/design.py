@@ -40,14 +40,16 @@ def oa_cmd(
                                                         "reproducibly.")] = None,
     names: Annotated[str | None, typer.Option(help="Factor names, comma-separated.")] = None,
 ) -> None:
-    """Build an orthogonal array, verify it and print it with its checks."""
+    """Build an orthogonal array, verify it and print it with its checks: the best-ranked
+    class by GWLP where every class can be enumerated (design candidates lists them), else
+    the one a construction gives; the output says which."""
     from hscale.design import (
         FactorSpace,
+        best_orthogonal_array,
         check_array_target,
         distance_range,
         format_levels,
         gwlp,
-        orthogonal_array,
         write_array,
     )
 
@@ -56,7 +58,8 @@ def oa_cmd(
         check_array_target(out)  # before the work: nothing of the user's is replaced
     if names is not None:
         space = FactorSpace.from_levels(levels, [n.strip() for n in names.split(",")])
-    design = orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed, space=space)
+    design = best_orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed,
+                                   space=space)
     cols = list(design.space.names)
     checks = [f"verified: strength {design.strength} holds for every {design.strength}-tuple "
               "of columns"]

@@ -171,6 +171,7 @@ def _quick_line(spec, runs, out: Path) -> str:
 
 
 def _progress():
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -180,8 +181,10 @@ def _progress():
         TimeRemainingColumn,
     )
 
+    console = Console()  # off a terminal no bar (it would leave a blank line): report's lines
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+                    TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
+                    console=console, disable=not console.is_terminal)
 
 
 def _default_workers() -> int:

@@ -14,6 +14,7 @@ import typer
 def view_cmd(
     runs: Annotated[Path, typer.Argument(help="A runs folder (runs/demo), an experiment's or "
                                               "one run's, as `hscale run` wrote it.")],
+    # 8777: hscale.analysis._view_app.PORT, where the report's "episodes" links point
     port: Annotated[int, typer.Option("--port", "-p", help="TCP port on the loopback (0 picks "
                                       "a free one).", min=0, max=65535)] = 8777,
     export: Annotated[Path | None, typer.Option(
@@ -22,7 +23,8 @@ def view_cmd(
     where: Annotated[list[str] | None, typer.Option(
         "--where", help="A filter KEY=VALUE for --export (repeatable): experiment, arm, "
                         "seed, step, setting, harness, decoding, level (T1), task, outcome "
-                        "(solved|failed), behaviour (error-not-recovered, ...).")] = None,
+                        "(solved|failed), behaviour (error-not-recovered, ...), source "
+                        "(eval|rollout), role (zero-signal|rescue|sampled).")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000,
                                        help="Episodes an export includes in full.")] = 200,
 ) -> None:

@@ -11,6 +11,9 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
 - ``transcripts.parquet``: :data:`TRANSCRIPT_COLUMNS`, one row per eval row (keyed by
   :data:`EVAL_KEY`): the episode as the model saw it and its seconds (:func:`read_eval`
   joins them back);
+- ``rollouts.parquet``: :data:`ROLLOUT_COLUMNS`, the training episodes a run keeps (its
+  manifest's ``keep_rollouts`` share of groups, :func:`kept_group`; a Harness-S arm's
+  zero-signal groups and their rescues), built by :func:`rollout_row`;
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
 
@@ -60,6 +63,9 @@ from hscale.contracts._tables import (
     EVAL_COLUMNS,
     EVAL_KEY,
     EVAL_OPTIONAL,
+    ROLLOUT_COLUMNS,
+    ROLLOUT_ROLES,
+    ROLLOUTS,
     SCHEDULE_COLUMNS,
     TRANSCRIPT_COLUMNS,
     TRANSCRIPTS,
@@ -68,8 +74,10 @@ from hscale.contracts._tables import (
     check_schedule,
     eval_frame,
     eval_row,
+    kept_group,
     read_eval,
     result_problems,
+    rollout_row,
     schedule_frame,
     train_frame,
     transcript_views,
@@ -109,7 +117,7 @@ __all__ = [
     "AlgorithmRecord", "AssignmentRecord", "BASE_MODEL_ARM", "BEHAVIOUR", "BEHAVIOUR_COUNTS",
     "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
     "COST", "EVAL_KEY", "TRANSCRIPTS", "TRANSCRIPT_COLUMNS", "read_eval", "transcript_views",
-    "write_eval",
+    "write_eval", "ROLLOUTS", "ROLLOUT_COLUMNS", "ROLLOUT_ROLES", "kept_group", "rollout_row",
     "CheckerHealth", "checker_health", "checker_health_of",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",

@@ -36,8 +36,10 @@ REPLAN = "re-plan the run (hscale plan --force)"
 
 # Fields added after schema 1: hashed only when set, so manifests that lack them keep
 # their hashes (a run planned before stays the same run). ``blackbox``: an arm trained
-# through a black-box harness; ``verl``: the veRL backend's settings, as planned.
-OPTIONAL_FIELDS = ("tracking", "blackbox", "verl")
+# through a black-box harness; ``verl``: the veRL backend's settings, as planned;
+# ``keep_rollouts``: the share of training groups whose transcripts rollouts.parquet keeps
+# (a Harness-S arm also keeps every zero-signal group and its rescue).
+OPTIONAL_FIELDS = ("tracking", "blackbox", "verl", "keep_rollouts")
 
 
 class Manifest(BaseModel):
@@ -69,6 +71,7 @@ class Manifest(BaseModel):
     tracking: tuple[str, ...] | None = None
     blackbox: BlackBoxRecord | None = None
     verl: VerlRecord | None = None
+    keep_rollouts: float | None = None
     hash: str = ""
 
     @classmethod

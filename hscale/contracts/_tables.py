@@ -7,6 +7,7 @@ step)."""
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,19 @@ TRANSCRIPT_COLUMNS: dict[str, str] = {
     "experiment": "str", "arm": "str", "seed": "int64",
     **{k: EVAL_COLUMNS.get(k, "str") for k in EVAL_KEY}, "seconds": "float64",
     "transcript": "str"}
+ROLLOUTS = "rollouts.parquet"
+# rollouts.parquet: the training episodes a run keeps (its manifest's ``keep_rollouts``), one
+# row each: the step and group (a task's rollouts) it belongs to, its ``role`` (ROLLOUT_ROLES),
+# the harness it was played under, its outcome, cost, seconds and transcript
+ROLLOUT_COLUMNS: dict[str, str] = {
+    "experiment": "str", "arm": "str", "seed": "int64", "step": "int64", "group": "int64",
+    "role": "str", "task_id": "str", "harness": "str", "reward": "float64", "success": "bool",
+    "turns": "int64", **dict.fromkeys(COST, "float64"), "seconds": "float64",
+    "transcript": "str"}
+# "sampled": a group the manifest's share keeps; "zero-signal": a Harness-S group none of
+# whose rollouts succeeded (what was replaced); "rescue": a routed sibling's rollout that
+# replaced it (``group`` the one it rescues)
+ROLLOUT_ROLES = ("sampled", "zero-signal", "rescue")
 
 
 def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, str],
@@ -76,6 +90,29 @@ def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting
     if transcript is not None:
         row.update(seconds=float(seconds), transcript=str(transcript))
     return row
+
+
+def rollout_row(manifest: Manifest, *, step: int, group: int, role: str, harness: str,
+                task_id: str, reward: float, success: bool, turns: int,
+                cost: dict[str, float], transcript: str, seconds: float) -> dict[str, Any]:
+    """One rollouts.parquet row of ``manifest``'s run, typed as :data:`ROLLOUT_COLUMNS`."""
+    if role not in ROLLOUT_ROLES:
+        raise ValueError(f"rollout role {role!r}: not one of {ROLLOUT_ROLES}")
+    return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
+            "step": int(step), "group": int(group), "role": role, "task_id": str(task_id),
+            "harness": str(harness), "reward": float(reward), "success": bool(success),
+            "turns": int(turns), **{k: float(cost.get(k, math.nan)) for k in COST},
+            "seconds": float(seconds), "transcript": str(transcript)}
+
+
+def kept_group(manifest: Manifest, step: int, group: int) -> bool:
+    """Whether training group ``group`` of ``step`` is among the share of groups whose
+    rollouts the run keeps (``manifest.keep_rollouts``): a hash of the run, step and group,
+    so every driver keeps the same groups and no random draw of training is consumed."""
+    share = manifest.keep_rollouts
+    if not share:
+        return False
+    return zlib.crc32(f"{manifest.hash}:{step}:{group}".encode()) < share * 2 ** 32
 
 
 def transcript_views(record: dict[str, Any]) -> list[list[list[str]]]:

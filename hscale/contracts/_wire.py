@@ -174,18 +174,23 @@ class RescueInfo:
 
 def reward_extras(success: bool, turns: int, checker_failed: bool,
                   behaviour: Mapping[str, float], routed_to: int | None = None,
-                  routing: bool = False, cost: Mapping[str, float] | None = None
-                  ) -> dict[str, float]:
+                  routing: bool = False, cost: Mapping[str, float] | None = None,
+                  transcript: str | None = None, seconds: float = math.nan
+                  ) -> dict[str, Any]:
     """An episode's reward extras (veRL averages and dumps them, so every row of a process
     has the same keys, each a number): success (and ``acc``, veRL's main validation metric),
     turns, whether the checker failed, the behaviour counts and the :data:`COST` counts
-    (NaN: not observed, written -1), and in a routing run the pick (-1: none)."""
+    (NaN: not observed, written -1), and in a routing run the pick (-1: none). A validation
+    episode also carries its ``transcript`` (text, which veRL's validation metrics skip and
+    its dump keeps) and ``seconds``."""
     counts = {**behaviour, **{k: (cost or {}).get(k, math.nan) for k in COST}}
     out = {"success": float(success), "acc": float(success), "turns": float(turns),
            "checker_error": float(checker_failed),
            **{k: (-1.0 if math.isnan(v) else float(v)) for k, v in counts.items()}}
     if routing:
         out["routed_to"] = float(routed_to if routed_to is not None else -1)
+    if transcript is not None:
+        out.update(transcript=transcript, seconds=-1.0 if math.isnan(seconds) else seconds)
     return out
 
 
@@ -203,6 +208,8 @@ class DumpedEpisode:
     behaviour: dict[str, float]
     routed_to: int | None
     cost: dict[str, float] = field(default_factory=dict)
+    transcript: str | None = None  # kept by an agent loop that measured the episode
+    seconds: float = math.nan
 
     @classmethod
     def read(cls, rec: Mapping[str, Any], where: str, rows: int) -> DumpedEpisode:
@@ -222,9 +229,18 @@ class DumpedEpisode:
                    success=float(success) >= 0.5 if success is not None else reward >= 1.0,
                    turns=int(turns) if turns is not None else -1,
                    checker_failed=bool(rec.get("checker_error")), behaviour=behaviour,
-                   cost=cost,
+                   cost=cost, transcript=_text(rec.get("transcript")),
+                   seconds=_seconds(rec.get("seconds")),
                    routed_to=int(routed) if isinstance(routed, int | float) and routed >= 0
                    else None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and value >= 0 else math.nan
 
 
 def tag_truth(ground_truth: str, index: int) -> str:

@@ -53,8 +53,11 @@ def test_html_is_self_contained(written):
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
     assert len(images) == len(FIGURES) + 1  # and the headline forest plot
     assert all(base64.b64decode(i)[:4] == b"\x89PNG" for i in images)
-    assert not re.search(r"(src|href)=['\"]?(https?:|//|[a-z_]+\.png)", page)
+    # nothing fetched from elsewhere; the rows' links go to hscale view on the loopback
+    assert not re.search(r"(src|href)=['\"]?(https?:(?!//127\.0\.0\.1:8777/\?)|//|"
+                         r"[a-z_]+\.png)", page)
     assert "Table 1" in page and "Ordering measured" in page
+    assert page.count("class='view' href='http://127.0.0.1:8777/?") > 10
 
 
 def test_the_answer_comes_first_in_both_the_page_and_the_markdown(written):

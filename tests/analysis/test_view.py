@@ -44,7 +44,9 @@ def study(runs) -> Study:
 
 def test_the_index_holds_every_eval_row_and_each_has_its_transcript(runs, study):
     evals = [pd.read_parquet(p) for p in sorted(runs.rglob("eval.parquet"))]
-    assert len(study) == sum(len(e) for e in evals) == 600
+    assert len(study.select({"source": "eval"})) == sum(len(e) for e in evals) == 600
+    kept = [pd.read_parquet(p) for p in sorted(runs.rglob("rollouts.parquet"))]
+    assert len(study.select({"source": "rollout"})) == sum(len(k) for k in kept) > 0
     for path in runs.rglob("eval.parquet"):
         kept = pd.read_parquet(path.with_name(TRANSCRIPTS))
         assert len(kept) == len(pd.read_parquet(path))
@@ -58,8 +60,10 @@ def test_the_index_holds_every_eval_row_and_each_has_its_transcript(runs, study)
 
 
 def test_filters_narrow_to_exactly_the_rows_they_name(study):
-    frame = study.frame
+    frame = study.frame[study.frame.source == "eval"]  # unless rollouts are asked for
     assert len(study.select({})) == len(frame)
+    rollouts = study.select({"source": "rollout", "arm": "k1"})
+    assert len(rollouts) and set(rollouts.setting) == {"training"}
     picked = study.select({"arm": "k1", "outcome": "failed"})
     assert len(picked) == ((frame.arm == "k1") & ~frame.success).sum() > 0
     stuck = study.select({"behaviour": "error-not-recovered"})
@@ -95,7 +99,7 @@ def test_marked_lines_mark_exactly_what_the_other_side_lacks_in_order(mine, othe
 
 
 def test_export_is_one_self_contained_file_of_the_selection(study, tmp_path):
-    page = export_html(study, {"arm": "k4"}, limit=7)
+    page = export_html(study, {"arm": "k4"}, limit=7)  # its evaluated episodes
     assert "<script" not in page and "http" not in page.split("<main>", 1)[1]
     assert len(re.findall(r"<section id='e\d+'>", page)) == 7
     assert "60</b> episodes match" in page
@@ -161,11 +165,11 @@ def summary_count(page: str) -> int:
 def test_the_page_loads_a_filter_narrows_an_episode_opens_two_side_by_side(
         served, study, tmp_path):
     table = dom(served + "/", tmp_path)
-    assert summary_count(table) == len(study)
+    assert summary_count(table) == len(study.select({}))
     assert table.count('class="episode"') == 50  # one page
     narrowed = dom(served + "/?arm=k1&outcome=solved", tmp_path)
     want = len(study.select({"arm": "k1", "outcome": "solved"}))
-    assert summary_count(narrowed) == want < len(study)
+    assert summary_count(narrowed) == want < len(study.select({}))
     assert narrowed.count('class="episode"') == min(want, 50)
     first = int(re.search(r'href="/episode/(\d+)"', narrowed).group(1))
     assert study.frame.loc[first, "arm"] == "k1" and study.frame.loc[first, "success"]
@@ -177,3 +181,31 @@ def test_the_page_loads_a_filter_narrows_an_episode_opens_two_side_by_side(
     pair = dom(f"{served}/compare?a={first}&b={other}", tmp_path)
     assert 'id="left"' in pair and 'id="right"' in pair and 'class="diffs"' in pair
     assert json.dumps(study.frame.loc[other, "task_id"]).strip('"') in pair
+
+
+def test_a_report_rows_link_opens_exactly_the_episodes_the_row_averages(study):
+    """The report's "episodes" links (hscale.analysis._view_app.view_link): an arm and
+    setting's row selects that arm's sampled evaluation episodes of the setting; a level's
+    row, the in-space episodes under that level."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from hscale.analysis._view_app import view_link
+
+    evals = study.frame[study.frame.source == "eval"]
+    link = view_link(evals.assign(method=evals.arm.astype(str)))
+
+    def selected(row: dict) -> pd.DataFrame:
+        return study.select(dict(parse_qsl(urlsplit(link(row)).query)))
+
+    for (arm, setting), rows in evals[evals.decoding == "sampled"].groupby(
+            ["arm", "setting"], observed=True):
+        label = {"base": "base harness", "in_space": "in-space",
+                 "out_of_space": "out-of-space"}[setting]
+        got = selected({"source": "measured", "method": arm, "setting": label})
+        assert got.index.equals(rows.index), (arm, setting)
+    got = selected({"component": "T: tool interface", "level": 1})
+    want = evals[(evals.setting == "in_space")
+                 & evals.harness.astype(str).str.contains("-T1-", regex=False)]
+    assert len(got) > 0 and got.index.equals(want.index)
+    assert link({"source": "reported", "method": "structured-18"}) is None
+    assert link({"method": "no-such-arm"}) is None

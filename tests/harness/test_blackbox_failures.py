@@ -91,7 +91,10 @@ def test_a_cli_that_asked_the_model_and_then_hung_is_the_agents_timeout(fake):
     assert "timeout after" in episode.error
 
 
-@pytest.mark.parametrize("kind", ["crashes", "exits-at-once", "not-utf8-crash"])
+@pytest.mark.parametrize("kind", [
+    "crashes",  # the other kinds' words are tested above without the CLI; here, slow
+    pytest.param("exits-at-once", marks=pytest.mark.slow),
+    pytest.param("not-utf8-crash", marks=pytest.mark.slow)])
 def test_collect_with_a_broken_cli_stops_with_its_words_and_logs_nothing(fake, tmp_path, kind):
     root = fake(kind)
     out = tmp_path / "collected"

@@ -651,3 +651,29 @@ def test_parsing_and_views_run_off_the_event_loop(tokenizer, tasks, monkeypatch)
     assert as_list(out)[-1].reward_score == 1.0
     assert threads["parse"] and threads["view"]
     assert not (threads["parse"] | threads["view"]) & threads["loop"]
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_a_validation_rows_transcript_is_the_episode_the_other_drivers_keep(tokenizer, tasks,
+                                                                           label):
+    """A val row's reward extras carry its transcript (hscale.harness.transcript), which
+    veRL's dump keeps for eval.parquet's transcripts: the same as the reference episode's
+    but for the token counts, which here are the server's; a training row carries none."""
+    import json
+
+    from hscale.harness import transcript
+
+    task = tasks["answer"]
+    episode, _ = reference(task, label, Oracle(task, Harness.from_name(label)))
+    kwargs = row_kwargs(task, label)
+    val = {**kwargs, "extra_info": {**kwargs["extra_info"], "split": "val"}}
+    server = FakeServer(tokenizer, Oracle(task, Harness.from_name(label)))
+    extras = as_list(rollout(tokenizer, server, val))[-1].extra_fields["reward_extra_info"]
+    kept, want = json.loads(extras["transcript"]), json.loads(transcript(episode))
+    assert extras["seconds"] > 0
+    assert sum(p for p, _ in kept.pop("tokens")) == server.prompt_tokens
+    want.pop("tokens")
+    assert kept == want
+    trained = as_list(rollout(tokenizer, FakeServer(tokenizer, Oracle(
+        task, Harness.from_name(label))), kwargs))[-1].extra_fields["reward_extra_info"]
+    assert "transcript" not in trained

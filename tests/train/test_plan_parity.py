@@ -155,7 +155,7 @@ def test_every_driver_of_hscales_harnesses_keeps_the_same_transcripts(frames):
 
     want = kept(frames["embedded"])
     assert all(json.loads(t)["messages"][0][0] == "system" for t in want)
-    for name in ("scripted", "evaluate"):
+    for name in ("scripted", "evaluate", "verl"):  # veRL's: through its dump's extras
         assert kept(frames[name]) == want, name
 
 
@@ -170,3 +170,37 @@ def test_a_new_setting_reaches_every_driver_through_the_plan(planned, frames):
         rows = frame[frame.setting == "neighbours"]
         assert sorted(rows.harness.unique()) == sorted(near), name
         assert set(rows.decoding) == {"greedy", "sampled"}, name
+
+
+def test_the_kept_training_rollouts_are_the_plans_groups_in_every_driver(tmp_path):
+    """``keep_rollouts``: which groups a run keeps is the plan's (hscale.contracts.kept_group
+    of each step's schedule rows), so the scripted backend keeps exactly the groups the
+    embedded trainer keeps (tests/train/embedded/test_trainer.py checks its side), each
+    with the episodes the group played."""
+    from hscale.contracts import ROLLOUTS, kept_group
+    from hscale.train.backends._scripted import ScriptedBackend
+    from hscale.train.planning import Schedule
+
+    spec = tmp_path / "kept.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "kept", "benchmark": {"name": "builtin", "tasks": 24, "seed": 0},
+        "algorithm": {"name": "grpo", "tasks_per_step": 4, "rollouts": 2},
+        "steps": 4, "seeds": [0], "keep_rollouts": 0.5,
+        "evaluation": {"in_space": 18, "out_of_space": [], "runs": 1, "tasks": 2,
+                       "base_model": False},
+        "arms": {"structured-18": {}}}))
+    (item,) = plan(spec, tmp_path / "runs")
+    write_plan([item])
+    manifest = Manifest.read(item.path)
+    ScriptedBackend().run(item.path, manifest)
+    kept = pd.read_parquet(item.path / ROLLOUTS)
+    schedule = Schedule.read(item.path)
+    want = [(step, g, t, h) for step in schedule.steps()
+            for g, (t, h) in enumerate(schedule.at(step)) if kept_group(manifest, step, g)]
+    assert 0 < len(want) < 16
+    got = kept[["step", "group", "task_id", "harness"]].drop_duplicates()
+    assert [tuple(r) for r in got.itertuples(index=False)] == want
+    assert (kept.groupby(["step", "group"]).size() == 2).all()  # the group's rollouts
+    assert set(kept.role) == {"sampled"}
+    assert all(json.loads(t)["reward"] == r for t, r in zip(kept.transcript, kept.reward,
+                                                             strict=True))

@@ -336,6 +336,42 @@ def test_import_reads_the_classic_trainers_dump(prepared, tmp_path):
             path.unlink()
 
 
+def test_validation_transcripts_in_the_dump_become_the_runs_transcripts(prepared):
+    """An agent loop's validation episodes carry their transcripts in the reward extras;
+    veRL's dump keeps them (its validation metrics skip text) and the import writes them to
+    transcripts.parquet beside eval.parquet, one per eval row."""
+    from verl.trainer.ppo.metric_utils import process_validation_metrics
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    from hscale.contracts import TRANSCRIPTS, read_eval, write_eval
+    from hscale.train.backends.verl import import_validation
+
+    run_dir, manifest = prepared
+    dump = run_dir / "verl" / "validation"
+    gts = truths(run_dir)
+    for step in (0, 2):
+        scores = [float((j + step) % 2) for j in range(len(gts))]
+        extras = {"reward": scores, "success": scores,
+                  "transcript": [json.dumps({"row": j, "step": step}) for j in range(len(gts))],
+                  "seconds": [0.5 + j for j in range(len(gts))]}
+        process_validation_metrics(["d"] * len(gts), [str(j) for j in range(len(gts))], extras)
+        RayPPOTrainer._write_generations(["p"] * len(gts), ["o"] * len(gts), gts, scores,
+                                         extras, str(dump), step)
+    try:
+        write_eval(run_dir, import_validation(run_dir, manifest))
+        frame = read_eval(run_dir, transcripts=True)
+        assert len(pd.read_parquet(run_dir / TRANSCRIPTS)) == len(frame) == 2 * len(gts)
+        for step, part in frame.groupby("step"):
+            assert [json.loads(t) for t in part.transcript] == [
+                {"row": j, "step": step} for j in range(len(gts))]
+            assert part.seconds.tolist() == [0.5 + j for j in range(len(gts))]
+    finally:
+        for path in dump.glob("*.jsonl"):
+            path.unlink()
+        for name in ("eval.parquet", TRANSCRIPTS):
+            (run_dir / name).unlink(missing_ok=True)
+
+
 def test_import_reads_the_v1_trainers_per_segment_dump(prepared):
     """The TransferQueue trainer dumps one line per trained segment, keyed
     <uid>_<session>_<segment>, each with the session's score; one episode per session."""

@@ -20,12 +20,15 @@ import pandas as pd
 
 from hscale.contracts import (
     EVAL,
+    ROLLOUT_COLUMNS,
+    ROLLOUTS,
     TRAIN,
     TRANSCRIPTS,
     Manifest,
     eval_frame,
     result_problems,
     train_frame,
+    typed_frame,
     write_eval,
 )
 from hscale.files import atomic_write_text, write_parquet
@@ -55,6 +58,7 @@ class ScriptedBackend(Backend):
         done = _read(run_dir / TRAIN)
         steps = manifest.budget.steps
         sft = is_blackbox_sft(manifest)
+        kept = _kept(run_dir, int(done.step.max()) if len(done) else -1)
         if sft:  # the teacher's episodes are real; nothing is fine-tuned
             tally = teacher_samples(collect_teacher(run_dir, manifest))[1]
         for step in schedule.steps():
@@ -68,8 +72,11 @@ class ScriptedBackend(Backend):
             rng = manifest.rng(f"step-{step}")
             rewards, effective, checker_errors = [], 0, 0
             pairs = schedule.at(step)
-            for played in self._groups(manifest, [(tasks[t], label) for t, label in pairs],
-                                       rng):
+            groups = self._groups(manifest, [(tasks[t], label) for t, label in pairs], rng)
+            kept += plan.rollout_rows(step, [(g, label, t, e) for g, ((t, label), played)
+                                             in enumerate(zip(pairs, groups, strict=True))
+                                             for e in played])
+            for played in groups:
                 group = [e.reward for e in played]
                 checker_errors += sum(e.checker_failed for e in played)
                 rewards += group
@@ -78,6 +85,8 @@ class ScriptedBackend(Backend):
                    "effective_group_rate": effective / len(pairs), "episodes": len(rewards),
                    "checker_error_rate": checker_errors / len(rewards)}
             done = train_frame(pd.concat([done, pd.DataFrame([row])], ignore_index=True))
+            if kept:  # before train.parquet, which says the step is done
+                write_parquet(run_dir / ROLLOUTS, typed_frame(kept, ROLLOUT_COLUMNS))
             write_parquet(run_dir / TRAIN, done)
             if progress is not None:
                 progress(step + 1, steps)
@@ -100,7 +109,7 @@ class ScriptedBackend(Backend):
         except Exception:  # no record, another plan's, or a damaged train.parquet
             mine = False
         if not mine:
-            for name in (TRAIN, EVAL, TRANSCRIPTS):
+            for name in (TRAIN, EVAL, TRANSCRIPTS, ROLLOUTS):
                 (run_dir / name).unlink(missing_ok=True)
             shutil.rmtree(run_dir / SFT_DIR, ignore_errors=True)  # another plan's teacher
             atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")
@@ -165,6 +174,15 @@ def _draws(kind: str, job) -> str:
     """The generator an evaluation episode draws from: its pass's and run's (a sampled
     run's named as it always was, so its rows do not change)."""
     return f"{kind}-{job.run}" if not job.greedy else f"{kind}-greedy-{job.run}"
+
+
+def _kept(run_dir: Path, last: int) -> list[dict]:
+    """The kept rollouts of the steps up to ``last`` (the last one train.parquet holds)."""
+    path = run_dir / ROLLOUTS
+    if not path.is_file():
+        return []
+    frame = pd.read_parquet(path)
+    return frame[frame.step <= last].to_dict("records")
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -24,7 +24,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hscale.contracts import EVAL, TRAIN, Manifest, read_eval, train_frame, write_eval
+from hscale.contracts import (
+    EVAL,
+    ROLLOUT_COLUMNS,
+    ROLLOUTS,
+    TRAIN,
+    Manifest,
+    read_eval,
+    train_frame,
+    typed_frame,
+    write_eval,
+)
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from hscale.harness import Episode, tokenizer
@@ -81,6 +91,7 @@ class Trainer:
         self.step = 0
         self.train_rows = _read(self.dir / TRAIN)
         self.eval_rows = _read(self.dir / EVAL, transcripts=True)
+        self.rollouts: list[dict] = []  # the kept training episodes (rollouts.parquet)
         self.router = self.plan.router()
         self.tracker = tracker(manifest, self.dir)
         self._resume()
@@ -106,6 +117,7 @@ class Trainer:
         self.router.rng.bit_generator.state = json.loads(state["router_rng"])
         self.router.score = {c: np.asarray(v) for c, v in json.loads(state["router_score"]).items()}
         self.step = int(state["step"])
+        self.rollouts = _kept_rollouts(self.dir, self.step)
         if len(self.train_rows):
             self.train_rows = self.train_rows[self.train_rows.step < self.step]
         if len(self.eval_rows):
@@ -143,6 +155,10 @@ class Trainer:
         write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
         if len(self.eval_rows):
             write_eval(self.dir, self.eval_rows)
+        if self.rollouts:
+            write_parquet(self.dir / ROLLOUTS, typed_frame(self.rollouts, ROLLOUT_COLUMNS))
+        else:  # an earlier plan's, never this run's
+            (self.dir / ROLLOUTS).unlink(missing_ok=True)
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
@@ -192,9 +208,13 @@ class Trainer:
         entropy_before = self.sampler.stats.entropy
         episodes = self.sampler.run(jobs, generator=self.generator)
         metrics = _group_metrics(episodes, groups)
+        played = [(g, rows.harness.iloc[g], rows.task_id.iloc[g], e)
+                  for g, e in zip(groups, episodes, strict=True)]
+        rescued: list[tuple[int, str, str, Episode]] = []
         if self.plan.rescues:
-            episodes, groups, rescue = self._rescue(episodes, groups, rows, tasks)
+            episodes, groups, rescue, rescued = self._rescue(episodes, groups, rows, tasks)
             metrics.update(rescue)
+        self.rollouts += self.plan.rollout_rows(self.step, played, rescued)
         rollout_s = time.perf_counter() - began
         gen_tokens = self.sampler.stats.sampled - sampled_before
         metrics["entropy"] = (self.sampler.stats.entropy - entropy_before) / max(gen_tokens, 1)
@@ -219,20 +239,22 @@ class Trainer:
         self.router.absorb(tasks, episodes, self.step, self.dir / PROFILES)
 
     def _rescue(self, episodes: list[Episode], groups: list[int], rows: pd.DataFrame,
-                tasks: dict) -> tuple[list[Episode], list[int], dict[str, float]]:
-        """Replace every all-failed group by a routed rescue group (one rollout per sibling)."""
+                tasks: dict) -> tuple[list[Episode], list[int], dict[str, float], list]:
+        """Replace every all-failed group by a routed rescue group (one rollout per sibling);
+        also the rescue rollouts as (group, sibling, task id, episode)."""
         k = self.manifest.assignment.group
         before = self.router.metrics()
         failed = [g for g in sorted(set(groups))
                   if not any(e.success for e, gg in zip(episodes, groups, strict=True)
                              if gg == g)]
-        jobs, owners = [], []
+        jobs, owners, labels = [], [], []
         task_list = list(rows.task_id)
         for g in failed:
             task = tasks[task_list[g]]
             for label in self.router.pick(task, k):
                 jobs.append((harness_of(self.manifest, label), task))
                 owners.append(g)
+                labels.append(label)
         rescued = self.sampler.run(jobs, generator=self.generator) if jobs else []
         keep = [(e, g) for e, g in zip(episodes, groups, strict=True) if g not in failed]
         keep += list(zip(rescued, owners, strict=True))
@@ -242,7 +264,9 @@ class Trainer:
                "rescue_groups": len(failed),
                "rescue_success": len(rescued_groups) / len(failed) if failed else float("nan"),
                "extra_rollouts": len(jobs) / max(len(episodes), 1)}
-        return [e for e, _ in keep], [g for _, g in keep], out
+        played = [(g, label, task_list[g], e)
+                  for g, label, e in zip(owners, labels, rescued, strict=True)]
+        return [e for e, _ in keep], [g for _, g in keep], out, played
 
 
 def train_run(run_dir: str | Path, manifest: Manifest, progress: StepProgress | None = None
@@ -267,6 +291,21 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
             "turns_mean": float(np.mean([e.turns for e in episodes])),
             "checker_error_rate": float(np.mean([e.checker_failed for e in episodes]))}
+
+
+def _kept_rollouts(run_dir: Path, step: int) -> list[dict]:
+    """The kept rollouts of the steps before ``step`` (a checkpoint's), as rows; none when
+    the file is missing or damaged (a sample is lost, never the run)."""
+    path = run_dir / ROLLOUTS
+    try:
+        frame = pd.read_parquet(path) if path.is_file() else None
+    except Exception:  # truncated or not parquet: pyarrow raises several types
+        warnings.warn(f"{path}: unreadable, the kept rollouts start again", HscaleWarning,
+                      stacklevel=2)
+        frame = None
+    if frame is None:
+        return []
+    return frame[frame.step < step].to_dict("records")
 
 
 def _read(path: Path | None, transcripts: bool = False) -> pd.DataFrame | None:

@@ -199,6 +199,7 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
                     "tasks": sources.eval_tasks, "benchmarks": sources.evaluation},
         backend=spec.backend,
         tracking=spec.tracking,
+        keep_rollouts=spec.keep_rollouts,
     )
 
 

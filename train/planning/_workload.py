@@ -22,6 +22,8 @@ from hscale.contracts import (
     Manifest,
     eval_row,
     is_blackbox,
+    kept_group,
+    rollout_row,
     unobserved,
 )
 
@@ -273,6 +275,31 @@ class RunPlan:
     def harness(self, label: str) -> Harness:
         """The harness a label of the run names (:func:`harness_of`)."""
         return harness_of(self.manifest, label)
+
+    def rollout_rows(self, step: int, played: Sequence[tuple[int, str, str, Any]],
+                     rescued: Sequence[tuple[int, str, str, Any]] = ()) -> list[dict[str, Any]]:
+        """The rollouts.parquet rows a training step keeps (none unless the manifest sets
+        ``keep_rollouts``): of ``played`` (group, harness, task id, episode), the groups the
+        share keeps (hscale.contracts.kept_group) and every group none of whose rollouts
+        succeeded when the run rescues; all of ``rescued``, the siblings' rollouts that
+        replaced those groups."""
+        if self.manifest.keep_rollouts is None:
+            return []
+        from hscale.harness import cost, transcript
+
+        solved = {g for g, _, _, e in played if e.success}
+        zero = {g for g, *_ in played if g not in solved} if self.rescues else set()
+
+        def row(g: int, label: str, task_id: str, episode: Any, role: str) -> dict[str, Any]:
+            return rollout_row(self.manifest, step=step, group=g, role=role, harness=label,
+                               task_id=task_id, reward=episode.reward,
+                               success=episode.success, turns=episode.turns,
+                               cost=cost(episode), transcript=transcript(episode),
+                               seconds=episode.seconds)
+
+        out = [row(*p, "zero-signal" if p[0] in zero else "sampled") for p in played
+               if p[0] in zero or kept_group(self.manifest, step, p[0])]
+        return out + [row(*p, "rescue") for p in rescued]
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

@@ -26,13 +26,21 @@ SFT_ONLY = ("teacher", "episodes", "keep", "batch", "lr", "lora_rank")
 
 class BlackBoxTraining(_Strict):
     harness: str
+    """The black-box CLI trained through (`bb/claude-code`, `bb/codex`, `bb/openclaw`)."""
     method: Literal["sft", "rl"]
+    """`sft` (fine-tune on a teacher's episodes) or `rl` (the CLI's episodes as rollouts)."""
     teacher: str = "scripted"
+    """SFT's teacher: `scripted` (the tasks' known solutions), a model, or an endpoint."""
     episodes: int = Field(32, ge=1, le=100_000)  # sft's data budget: teacher episodes played
+    """SFT's data budget: teacher episodes played."""
     keep: Literal["solved", "all"] = "solved"
+    """Which teacher episodes' model calls train: `solved` or `all`."""
     batch: int = Field(4, ge=1, le=4096)
+    """SFT's batch size."""
     lr: float = Field(2e-4, gt=0, le=1)
+    """SFT's learning rate."""
     lora_rank: int = Field(8, ge=0, le=4096)  # 0: every weight
+    """SFT's LoRA rank (0: every weight)."""
 
     @field_validator("harness")
     @classmethod

@@ -63,18 +63,33 @@ class Benchmark(_Strict):
     and eval, ``label`` its column in the report (default: the name, or the path's stem)."""
 
     name: _named(BENCHMARKS) = "builtin"
+    """The kind of task source: `builtin` (the generated file world) or a data format read from
+    `path` (`clawgym`, `jsonl`, `parquet`, `pinchbench`, `jobbench`)."""
     tasks: int | None = Field(None, ge=1, le=MAX_TASKS)
+    """How many tasks of the split to use; all of a data benchmark's when left out (the builtin
+    world: 200)."""
     seed: int = Field(0, ge=0, le=MAX_SEED)
+    """Seed of the builtin world's task generator and of a data benchmark's split."""
     path: str | None = None
+    """Folder or file of a data benchmark, relative to the spec's folder."""
     split: Literal["recorded", "train", "eval"] | Annotated[float, Field(gt=0, lt=1)] = \
         "recorded"
+    """How a data benchmark's tasks divide into train and eval: `recorded` (as its files say),
+    `train` or `eval` (all in one), or the fraction in (0, 1) held out for eval."""
     label: str | None = Field(None, pattern=NAME)
+    """The benchmark's column in eval.parquet and the report (default: its name, or the path's
+    stem)."""
     # the episodes' tools and limits (hscale.harness.tasks._task.LIMIT_BOUNDS) in place of the
     # format's; strict: a task that cannot be loaded stops the run instead of being left out
     tools: tuple[str, ...] | None = None
+    """The tools an episode gets, in place of the format's (for example `[read, write, run]`)."""
     limits: dict[str, int | float] | None = None
+    """Episode limits in place of the format's (`max_turns`, `max_output_chars`, `run_seconds`,
+    ...)."""
     strict: bool = False
+    """Stop at a task that cannot be loaded, instead of leaving it out and naming it."""
     max_asset_bytes: int | None = Field(None, ge=1, le=1 << 30)  # pinchbench, jobbench files
+    """The largest asset file a PinchBench or JobBench task may bring."""
 
     @model_validator(mode="after")
     def _known_tools_and_limits(self) -> Benchmark:
@@ -114,13 +129,21 @@ class Algorithm(_Strict):
     """GRPO: 16 tasks x 8 rollouts a step; PPO: 128 tasks x 1 rollout, GAE gamma = lam = 1."""
 
     name: Literal["grpo", "ppo"] = "grpo"
+    """`grpo` (group-relative advantages) or `ppo` (a value head and GAE)."""
     tasks_per_step: int | None = Field(None, ge=1, le=MAX_TASKS_PER_STEP)
+    """Tasks a training step (default: 16 for GRPO, 128 for PPO)."""
     rollouts: int | None = Field(None, ge=1, le=MAX_ROLLOUTS)
+    """Rollouts a task, GRPO's group size (default: 8 for GRPO, 1 for PPO)."""
     lr: float = Field(1e-6, gt=0, le=1)
+    """The learning rate."""
     gamma: float = Field(1.0, ge=0, le=1)
+    """PPO's discount."""
     lam: float = Field(1.0, ge=0, le=1)
+    """PPO's GAE lambda."""
     clip_low: float = Field(0.2, gt=0, le=10)
+    """Lower clip range of the policy ratio."""
     clip_high: float = Field(0.28, gt=0, le=10)
+    """Upper clip range of the policy ratio (clip-higher)."""
 
     @model_validator(mode="after")
     def _shapes(self) -> Algorithm:
@@ -134,13 +157,22 @@ class Algorithm(_Strict):
 
 class Assignment(_Strict):
     mode: _named(ASSIGNMENTS) = "locality"
+    """How a training slot's harness is chosen: `locality` (the anchor and its nearest partners),
+    `repeat` (the anchor K times), `random`, or `rescue` (Harness-S: the base harness,
+    zero-signal groups rescued under siblings)."""
     k: int = Field(2, ge=1, le=64)
+    """Harnesses each task trains under (K)."""
     radius: float | None = Field(None, gt=0, le=1e6)  # adaptive K <= k (hscale.train.planning)
+    """Adaptive K: partners within this (weighted) Hamming distance of the anchor, at most `k`."""
     # the siblings' labels, or a frozen pool file (hscale harness evolve; hscale.train.harness_s)
     pool: list[str] | str | None = None
+    """A rescue arm's siblings: their labels, or a frozen pool file from `hscale harness evolve`
+    (default: the structured array's harnesses)."""
     router: _named(ROUTERS) | None = None
+    """A rescue arm's router, which picks the siblings that rescue a zero-signal group."""
     # a rescue group is a GRPO group: 2 rollouts at least
     group: int = Field(8, ge=2, le=MAX_ROLLOUTS)
+    """Rollouts of a rescue group (a GRPO group: 2 at least)."""
 
     @field_validator("pool")
     @classmethod
@@ -166,9 +198,14 @@ class TrainSet(_Strict):
     """A harness-set recipe: single, first_order, structured, random, full."""
 
     recipe: _named(RECIPES) = "structured"
+    """The training harness set's recipe."""
     runs: int | None = Field(None, ge=1)
+    """Rows of the structured recipe's orthogonal array (N; default the smallest that holds)."""
     n: int | None = Field(None, ge=1)
+    """Harnesses the `random` recipe draws."""
     criterion: str = "gwlp"
+    """How the structured recipe ranks candidate arrays: `gwlp`, `min_distance` or
+    `covering_radius`."""
 
 
 EVAL_TASKS = 36  # held-out tasks evaluated when a spec names none
@@ -176,16 +213,24 @@ EVAL_TASKS = 36  # held-out tasks evaluated when a spec names none
 
 class Evaluation(_Strict):
     base: bool = True
+    """Evaluate under the base harness (setting `base`)."""
     # the starting model evaluated once a seed (step 0, no training) as the arm
     # ``base-model``: the tables' "base model (no RL)" row and every arm's RL gain
     base_model: bool = True
+    """Also evaluate the starting model once a seed, as the arm `base-model`: the tables' "base
+    model (no RL)" row and every arm's RL gain."""
     in_space: int = Field(18, ge=0, le=10_000)
+    """Held-out in-space harnesses evaluated (a strength-2 array kept away from training); 0 for
+    none."""
     # also evaluate the base harness's distance-1 neighbours (setting ``neighbours``); some may
     # be training harnesses of an arm: robustness to one changed component, not held out
     neighbours: bool = False
+    """Also evaluate the base harness's distance-1 neighbours (setting `neighbours`)."""
     # presets by name, or harnesses composed from the registry (hscale.train.spec._space)
     out_of_space: list[str | ComposedHarness] = Field(
         default_factory=lambda: ["oos/shell", "oos/actions"])
+    """Out-of-space harnesses: presets (`oos/shell`), black-box CLIs (`bb/claude-code`) or
+    harnesses composed from the registry."""
 
     @field_validator("out_of_space")
     @classmethod
@@ -207,12 +252,19 @@ class Evaluation(_Strict):
                 raise UnknownName(f"unknown out-of-space harness {name!r}", exc.hint) from None
         return names
     runs: int = Field(3, ge=1, le=100)
+    """Sampled evaluation runs (a greedy pass is played besides)."""
     every: int | None = Field(None, ge=1, le=MAX_STEPS)
+    """Also evaluate every this many training steps (the evaluation curves); default only at the
+    end."""
     # held-out tasks of the builtin world's eval split (a data benchmark's: all of them)
     tasks: int = Field(EVAL_TASKS, ge=1, le=100_000)
+    """Held-out tasks of the builtin world's eval split (a data benchmark evaluates its whole
+    eval split)."""
     # benchmarks evaluated on, each a column of the report; default: the training benchmark's
     # eval split
     benchmarks: list[Benchmark] | None = Field(None, min_length=1, max_length=32)
+    """Benchmarks evaluated on, each a column of the report (default: the training benchmark's
+    eval split)."""
 
     @field_validator("benchmarks")
     @classmethod
@@ -225,19 +277,29 @@ class Evaluation(_Strict):
         return benches
     # episodes per setting and run; None: every task x harness
     episodes: int | None = Field(None, ge=1, le=100_000)
+    """Episodes a setting and run, spread over its harnesses (default: every task under every
+    harness)."""
     # a rescue arm's sibling pool and base harness evaluated at every checkpoint on the
     # router's validation tasks (training split): Harness-S's pool properties in the report
     pool: bool = False
+    """Evaluate a rescue arm's sibling pool and base harness at every checkpoint on the router's
+    validation tasks (the report's pool tables)."""
 
 
 class Arm(_Strict):
     train: TrainSet = TrainSet()
+    """The arm's training harness set (a recipe name, or a mapping)."""
     assignment: Assignment = Assignment()
+    """How the arm assigns harnesses to training slots."""
     algorithm: Algorithm | None = None
+    """The arm's own algorithm settings, in place of the spec's."""
     # trains through a black-box harness (hscale.train.spec._blackbox): train and assignment
     # are then unused (one harness, every task under it)
     blackbox: BlackBoxTraining | None = None
+    """Train through a black-box harness (SFT on a teacher's episodes, or RL); `train` and
+    `assignment` are then unused."""
     description: str = ""
+    """Free text saying what the arm is for."""
 
     @field_validator("train", mode="before")
     @classmethod
@@ -247,23 +309,48 @@ class Arm(_Strict):
 
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
+    """The experiment's name, its folder under the runs folder."""
     # the papers' space, or one by components and realizations (hscale.train.spec._space)
     space: Annotated[str, AfterValidator(papers_only)] | SpaceSpec = "harness"
+    """`harness` (the papers' 3^5 space) or a space of your own: its factors, their components
+    and levels."""
     # component -> weight of the weighted Hamming distance (train.spec_weights); missing ones 1
     weights: dict[str, Annotated[float, Field(gt=0, strict=True)]] | None = None
+    """Component or factor name -> its weight in the weighted Hamming distance (missing ones 1,
+    normalised to mean 1)."""
     benchmark: Benchmark = Benchmark()
+    """Where the training tasks (and by default the evaluation's) come from."""
     model: str = "hscale-tiny"
+    """The policy: `hscale-tiny` (the embedded CPU policy), a hub id, an alias of the papers'
+    models, or a local folder."""
     algorithm: Algorithm = Algorithm()
+    """GRPO or PPO settings of every arm that sets none."""
     steps: int = Field(300, ge=1, le=MAX_STEPS)
+    """Training steps a run."""
     seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] = Field(
         default_factory=lambda: [0], min_length=1, max_length=1000)
+    """The seeds; every arm runs once a seed."""
     backend: _named(BACKENDS) = "local"
+    """Who trains: `local` (the embedded trainer), `verl`, or `scripted` (no model: a scripted
+    policy through the real harnesses)."""
     evaluation: Evaluation = Evaluation()
+    """What every run is evaluated on, and how often."""
     tracking: list[Literal[LOGGERS]] | None = None  # type: ignore[valid-type]
+    """veRL's loggers (`console`, `tensorboard`, `wandb`, ...); the file logger is always on."""
+    # the share of training groups whose rollouts' transcripts each run keeps
+    # (rollouts.parquet; a Harness-S arm also keeps its zero-signal groups and their rescue)
+    keep_rollouts: float | None = Field(None, ge=0, le=1)
+    """The share of training groups whose rollouts' transcripts each run keeps in
+    rollouts.parquet (a Harness-S arm also keeps every zero-signal group and the rollouts that
+    rescued it); default none."""
     verl: VerlSettings | None = None
+    """veRL's settings: rollout engine, node shape, token budgets, raw overrides."""
     defaults: dict[str, Any] = Field(default_factory=dict)
+    """Arm settings every arm inherits (an arm's own keys win)."""
     sweeps: Sweeps | None = None
+    """Arms declared compactly over training-set size N and K."""
     arms: dict[str, dict[str, Any] | None] = Field(default_factory=dict, max_length=1000)
+    """The arms: name -> its settings (empty: the defaults)."""
     # arms the sweeps made -> the spec key they came from; notes for the plan
     _swept: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _notes: list[str] = PrivateAttr(default_factory=list)

@@ -56,16 +56,22 @@ class SpaceError(HscaleError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)  # the spec reference's text
 
 
 class LevelSpec(_Strict):
     """A level given as a mapping: a realization with parameters, or inline text."""
 
     name: str | None = Field(None, pattern=LEVEL_NAME)
+    """The level's name in labels and reports (default: the realization's)."""
     realization: str | None = None
+    """A registered realization of the factor's component (`hscale harness list`)."""
     params: dict[str, Any] = Field(default_factory=dict)
+    """The realization's parameters."""
     text: str | None = Field(None, min_length=1, max_length=100_000)
+    """Inline text, for a component with a `text` realization (a system prompt, `{tools}` and the
+    other parts in braces)."""
 
 
 Levels = Annotated[list[str | LevelSpec], Field(min_length=2, max_length=256)]
@@ -81,15 +87,23 @@ def _factor_name(name: str) -> str:
 
 class FactorSpec(_Strict):
     component: str | None = None
+    """The component the factor sets (default: the factor's name)."""
     levels: Levels
+    """Its levels: realization names, or mappings (LevelSpec)."""
 
 
 class SpaceSpec(_Strict):
     name: str = Field("space", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    """The space's name."""
     plugins: list[str] = Field(default_factory=list, max_length=64)
+    """Python files (beside the spec) or importable modules that register realizations or
+    component kinds, loaded at plan time."""
     factors: dict[Annotated[str, AfterValidator(_factor_name)], FactorSpec | Levels] = Field(
         min_length=1, max_length=64)
+    """Factor short name (it starts each part of a label) -> its component and levels, or just
+    its levels."""
     base: dict[str, str] | None = None
+    """Factor -> the level of the base harness (default: each factor's first)."""
 
     def level_counts(self) -> str:
         """The level counts (``4^1,3^4``), for what needs only the shape (sweeps)."""
@@ -111,7 +125,10 @@ class ComposedHarness(_Strict):
     params: {k: 3}}}}``; the papers' components it leaves out take the base's."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]{1,64}$")
+    """Its label, `kind/name` (for example `oos/mine`)."""
     components: dict[str, str | LevelSpec] = Field(min_length=1, max_length=64)
+    """Component -> a realization name or a level mapping; the papers' components left out take
+    the base harness's."""
 
 
 def papers_only(space: str) -> str:

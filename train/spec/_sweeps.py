@@ -40,7 +40,8 @@ class SweepError(HscaleError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              use_attribute_docstrings=True)  # the spec reference's text
 
 
 def _distinct(values: list[int]) -> list[int]:
@@ -63,8 +64,10 @@ class SizeSweep(_Strict):
     recipes: list[Annotated[str, AfterValidator(RECIPES.validator()),
                             AfterValidator(_sized)]] = Field(
         default_factory=lambda: ["structured", "random"], min_length=1, max_length=16)
+    """The recipes swept, one arm each per N, named `<recipe>-n<N>`."""
     n: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SWEPT_N)]],
                  AfterValidator(_distinct)] = Field(min_length=1, max_length=MAX_SWEPT_ARMS)
+    """The training-set sizes N."""
 
     @field_validator("recipes")
     @classmethod
@@ -80,11 +83,14 @@ class KSweep(_Strict):
 
     k: Annotated[list[Annotated[int, Field(ge=1, le=64)]], AfterValidator(_distinct)] = \
         Field(min_length=1, max_length=64)
+    """The K values, one arm each on the default training set, named `k<K>`."""
 
 
 class Sweeps(_Strict):
     size: SizeSweep | None = None
+    """One arm per recipe and training-set size N."""
     k: KSweep | None = None
+    """One arm per K."""
 
 
 @dataclass(frozen=True)

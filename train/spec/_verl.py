@@ -21,14 +21,24 @@ class VerlSettings(_Strict):
     mode, whether a completed run keeps its checkpoints, and raw Hydra overrides."""
 
     rollout: str = "vllm"  # actor_rollout_ref.rollout.name
+    """veRL's rollout engine (`vllm`, `sglang`; `hscale_hf` runs veRL on the CPU)."""
     nnodes: int = Field(1, ge=1)
+    """Nodes a run."""
     gpus_per_node: int | None = Field(None, ge=1)  # None: this machine's, on a local launch
+    """GPUs a node (a local launch counts this node's when not given)."""
     tensor_parallel: int = Field(1, ge=1)
+    """The rollout's tensor-parallel size."""
     prompt_length: int | None = Field(None, ge=16)
+    """veRL's prompt budget in tokens (measured at plan time from the rendered episodes when not
+    given)."""
     response_length: int | None = Field(None, ge=16)
+    """veRL's response budget in tokens (measured at plan time when not given)."""
     segment_mode: Literal["auto", "segments", "last_segment", "full_history"] = "auto"
+    """How an episode's context segments become training sequences (`auto` follows the trainer)."""
     checkpoints: Literal["keep", "drop"] = "keep"
+    """Keep a completed run's checkpoints, or drop them once its results are in."""
     overrides: list[str] = Field(default_factory=list)
+    """Raw Hydra overrides for veRL (`key=value`), applied after hscale's."""
 
     @field_validator("overrides")
     @classmethod

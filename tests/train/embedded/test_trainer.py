@@ -97,7 +97,8 @@ def test_ppo_trains_a_value_head_with_gae(tmp_path):
     assert not trainer.model.value_head.weight.detach().equal(before)
 
 
-@pytest.mark.parametrize("router", ["original", "random", "nearest", "rule",
+@pytest.mark.parametrize("router", ["original", pytest.param("random", marks=pytest.mark.slow),
+                                    "nearest", "rule",
                                     pytest.param("profile", marks=pytest.mark.slow)])
 def test_rescue_replaces_zero_signal_groups_with_routed_siblings(tmp_path, router):
     arm = {"train": "single", "assignment": {"mode": "rescue", "router": router, "group": 3,
@@ -147,3 +148,58 @@ def test_the_specs_trackers_log_every_step(tmp_path):
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [0, 1]
     assert "reward_mean" in lines[0]["data"]
+
+
+def test_kept_rollouts_are_the_stated_share_and_every_rescue_and_change_no_result(tmp_path):
+    """``keep_rollouts`` keeps the groups kept_group picks, every zero-signal group and the
+    siblings' rollouts that replaced it, with transcripts; training and evaluation are the
+    same as without it."""
+    from hscale.contracts import kept_group
+
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "plain").mkdir()
+    arm = {"train": "single", "assignment": {"mode": "rescue", "router": "random", "group": 3,
+                                             "k": 1}}
+    (run_dir, manifest), = planned(tmp_path / "kept", {"rescue": arm},
+                                   keep_rollouts=0.5).values()
+    assert manifest.keep_rollouts == 0.5
+    Trainer(run_dir, manifest).run()
+    (plain_dir, plain), = planned(tmp_path / "plain", {"rescue": arm}).values()
+    Trainer(plain_dir, plain).run()
+    assert plain.keep_rollouts is None and not (plain_dir / "rollouts.parquet").exists()
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "eval.parquet"),
+                                  pd.read_parquet(plain_dir / "eval.parquet"))
+    metrics = ["reward_mean", "success_rate", "rescue_groups", "loss"]
+    train = pd.read_parquet(run_dir / "train.parquet")
+    pd.testing.assert_frame_equal(train[metrics],
+                                  pd.read_parquet(plain_dir / "train.parquet")[metrics])
+
+    kept = pd.read_parquet(run_dir / "rollouts.parquet")
+    assert kept.transcript.map(lambda t: json.loads(t)["messages"][0][0]).eq("system").all()
+    for step, rows in kept.groupby("step"):
+        zero = rows[rows.role == "zero-signal"]
+        assert zero.group.nunique() == train.rescue_groups[step]
+        assert not zero.success.any() and (zero.groupby("group").size() == 2).all()
+        rescue = rows[rows.role == "rescue"]
+        assert set(rescue.group) == set(zero.group)
+        assert (rescue.groupby("group").size() == 3).all()
+        assert (rescue.harness != manifest.train_harnesses[0]).all()
+        sampled = set(rows[rows.role == "sampled"].group)
+        picked = {g for g in range(3) if kept_group(manifest, int(step), g)}
+        assert sampled == picked - set(zero.group)
+    assert (kept.prompt_tokens > 0).all() and (kept.seconds > 0).all()
+
+    # hscale view shows each zero-signal group with the rollouts that rescued it
+    from hscale.analysis import Study
+    from hscale.analysis._view_app import episode_page
+
+    study = Study(run_dir)
+    zero = study.select({"source": "rollout", "role": "zero-signal"})
+    assert len(zero) == (kept.role == "zero-signal").sum()
+    first = int(zero.index[0])
+    rescuers = study.group(first)
+    assert set(rescuers.role) == {"zero-signal", "rescue"} or set(rescuers.role) == {"rescue"}
+    assert (rescuers.role == "rescue").sum() == 3
+    page = episode_page(study, first)
+    assert "siblings' rollouts that replaced it" in page and "/compare?a=" in page
+    assert study.episode(first)["transcript"]["reward"] == 0.0

@@ -27,6 +27,7 @@ pytest.importorskip("torch")
 
 import pandas as pd  # noqa: E402
 
+from hscale.contracts import read_eval  # noqa: E402
 from tests.ray_head import local_ray_head  # noqa: E402
 from tests.train.verl_cpu.conftest import (  # noqa: E402
     RUN,
@@ -57,6 +58,11 @@ def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0
     assert train["training/global_step"].tolist() == [1, 2]
     evals = pd.read_parquet(run / "eval.parquet")
     assert sorted(evals.step.unique()) == list(validated)
+    # every evaluated episode's transcript, kept by the agent loop through veRL's dump
+    kept = read_eval(run, transcripts=True)
+    assert kept.transcript.notna().all() and kept.seconds.gt(0).all()
+    assert kept.transcript.map(lambda t: json.loads(t)["messages"][0][0]).eq("system").all()
+    assert kept.prompt_tokens.gt(0).all() and kept.model_calls.ge(1).all()
     if blackbox is not None:  # the same episodes through the real CLI, at every validation
         outside, evals = evals[evals.harness == blackbox], evals[evals.harness != blackbox]
         assert len(outside) == 4 * len(validated) and set(outside.setting) == {"out_of_space"}

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from hscale.contracts import EVAL, TRAIN, Manifest, result_problems, train_frame
+from hscale.contracts import TRAIN, Manifest, result_problems, train_frame, write_eval
 from hscale.files import write_parquet
 from hscale.train.backends._base import Backend, Progress, RayJob, StepProgress
 from hscale.train.backends.verl._check import validate_overrides, verdict_key
@@ -103,10 +103,10 @@ class VerlBackend(Backend):
         the fine-tune's."""
         evals = import_validation(run_dir, manifest)
         if is_blackbox_sft(manifest):
-            write_parquet(run_dir / EVAL, evals.assign(step=manifest.budget.steps))
+            write_eval(run_dir, evals.assign(step=manifest.budget.steps))
             write_parquet(run_dir / TRAIN, train_frame(sft_rows(_fine_tune(run_dir, manifest))))
         else:
-            write_parquet(run_dir / EVAL, evals)
+            write_eval(run_dir, evals)
             write_parquet(run_dir / TRAIN, import_metrics(run_dir))
             import_profiles(run_dir)
         if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed

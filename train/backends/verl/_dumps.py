@@ -71,7 +71,8 @@ def _eval_row(manifest: Manifest, row: RowInfo, run: int, episode: DumpedEpisode
         success=episode.success, turns=episode.turns, decoding=row.decoding or "sampled",
         category=row.category or "unknown",
         error="checker: failed (see the rollout worker's log)" if episode.checker_failed
-        else "", behaviour=episode.behaviour, cost=episode.cost)
+        else "", behaviour=episode.behaviour, cost=episode.cost,
+        transcript=episode.transcript, seconds=episode.seconds)
 
 
 def _episodes(path: Path):

@@ -1,0 +1,124 @@
+"""The docs cannot rot: the generated references cover everything the code accepts (every
+spec key, every command and option, every contracted column), and every command block of the
+tutorial and how-to pages runs (slow: CI's second step), in page order, in one working folder
+beside the repository's experiments, so a page whose command fails fails CI. A block marked
+``<!-- no-run: why -->`` (a GPU, a cluster, a download) is listed with its reason instead."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+RUN_PAGES = sorted((DOCS / "tutorial").glob("*.md")) + sorted((DOCS / "how-to").glob("*.md"))
+BLOCK = re.compile(r"(?:<!-- no-run: (?P<why>[^>]*) -->\n)?```bash\n(?P<body>.*?)```", re.S)
+
+
+def _models(annotation: typing.Any) -> set[type[BaseModel]]:
+    """Every spec model an annotation reaches (through unions, lists and mappings)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        out = {annotation}
+        for field in annotation.model_fields.values():
+            out |= _models(field.annotation)
+        return out
+    return {m for arg in typing.get_args(annotation) for m in _models(arg)}
+
+
+def test_the_spec_reference_covers_every_key_the_spec_models_accept():
+    from hscale.train.spec import ExperimentSpec
+    from hscale.train.spec._experiment import Arm
+    from hscale.train.spec._reference import _sections, spec_keys, spec_reference
+
+    reachable = _models(ExperimentSpec) | _models(Arm)  # arms are validated as Arm
+    documented = {model for _, model, _ in _sections()}
+    assert documented == reachable, {m.__name__ for m in reachable ^ documented}
+    page = spec_reference(ROOT / "experiments")
+    for section, model, _ in _sections():
+        part = page.split(f"## `{section}`\n" if section else "## Top level\n")[1].split("\n## ")[0]
+        for name, field in model.model_fields.items():
+            assert f"| `{name}` |" in part, (section, name)
+            assert field.description, f"{model.__name__}.{name} says nothing of itself"
+    assert len(spec_keys()) == sum(len(m.model_fields) for _, m, _ in _sections())
+    # a shipped spec's value is the example of the keys it sets
+    assert "`0.125` (experiments/demo.yaml)" in page
+    assert "`[bb/claude-code]`" in page or "bb/claude-code" in page
+
+
+def test_the_command_reference_has_every_command_and_option():
+    from hscale.cli import COMMANDS, load_command
+    from hscale.cli._reference import cli_commands, cli_reference
+
+    page = cli_reference()
+    paths = cli_commands()
+    assert {p.split()[1] for p in paths} == set(COMMANDS)
+    assert "hscale design oa" in paths and "hscale harness evolve" in paths
+    for name in COMMANDS:
+        command = load_command(name)
+        if hasattr(command, "list_commands"):
+            continue
+        for param in command.params:
+            if param.param_type_name == "option" and param.name != "help":
+                assert f"`{param.opts[0]}`" in page, (name, param.opts)
+
+
+def test_the_contracts_reference_has_every_column():
+    import hscale.contracts as c
+    from hscale.contracts._reference import contracts_reference
+
+    page = contracts_reference()
+    for name, columns in ((c.EVAL, {**c.EVAL_COLUMNS, **c.EVAL_OPTIONAL}),
+                          (c.TRANSCRIPTS, c.TRANSCRIPT_COLUMNS),
+                          (c.ROLLOUTS, c.ROLLOUT_COLUMNS), (c.SCHEDULE, c.SCHEDULE_COLUMNS)):
+        part = page.split(f"## `{name}`")[1].split("\n## ")[0]
+        assert all(f"| `{k}` |" in part for k in columns), name
+    assert all(f"| `{k}` |" in page for k in c.Manifest.model_fields)
+
+
+def blocks() -> list[tuple[str, int, str, str | None]]:
+    """(page, block number, commands, why it does not run) of every bash block."""
+    out = []
+    for page in RUN_PAGES:
+        for n, found in enumerate(BLOCK.finditer(page.read_text()), 1):
+            out.append((str(page.relative_to(DOCS)), n, found["body"], found["why"]))
+    return out
+
+
+def test_every_page_that_shows_commands_runs_most_of_them():
+    listed = blocks()
+    assert len(RUN_PAGES) >= 10
+    run = [b for b in listed if b[3] is None]
+    assert len(run) >= 15, len(run)
+    assert all(why.strip() for *_, why in listed if why is not None)
+
+
+@pytest.mark.slow
+def test_the_tutorial_and_how_to_commands_run(tmp_path):
+    """Each runnable block, its lines in order, in one folder for all pages (a page reuses
+    what an earlier one made: a run already done is skipped). ``pip install`` lines are the
+    environment this suite runs in, so they are not run again."""
+    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
+    failures, ran = [], 0
+    for page, n, body, why in blocks():
+        if why is not None:
+            continue
+        lines = [line for line in body.splitlines()
+                 if line.strip() and not line.lstrip().startswith(("pip install", "#"))]
+        script = "set -e\n" + "\n".join(lines)
+        done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600,
+                              env={**__import__("os").environ, "PYTHONUNBUFFERED": "1",
+                                   "PATH": f"{Path(sys.executable).parent}:"
+                                           + __import__("os").environ["PATH"]})
+        ran += 1
+        if done.returncode != 0:
+            failures.append(f"{page} block {n} (exit {done.returncode}): "
+                            + (done.stderr.strip().splitlines() or ["(no stderr)"])[-1])
+    assert not failures, "\n".join(failures)
+    assert ran >= 15
