@@ -5,13 +5,14 @@ checker, and shown by the report under the papers' Table 2 column."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from hscale.contracts import EVAL, Manifest, result_problems
+from hscale.contracts import EVAL, Manifest, read_eval, result_problems
 from hscale.harness._blackbox import HARNESSES
 from hscale.train.backends._scripted import ScriptedBackend
 from hscale.train.running._runner import run_experiment
@@ -84,6 +85,12 @@ def test_the_scripted_backend_plays_each_cli_and_its_checker_scores_it(tmp_path,
     assert sorted(bb.decoding.unique()) == ["greedy", "sampled"]
     assert (bb.setting == "out_of_space").all()
     assert (bb.reward == (1.0 - error_rate)).all(), bb[["harness", "task_id", "reward"]]
+    # every episode's transcript; a CLI's holds each model call from the server's record
+    kept = read_eval(run_dir, transcripts=True)
+    assert len(kept) == len(frame) and kept.transcript.notna().all()
+    calls = kept[kept.harness.isin(BB)].transcript.map(lambda t: json.loads(t)["model_calls"])
+    assert (calls.map(len) == kept[kept.harness.isin(BB)].model_calls).all()
+    assert calls.map(lambda c: all("reply" in x for x in c)).all()
     if error_rate == 0.0:
         assert (bb.turns >= 2).all()  # a tool call and the answer, each a request
         report = hscale("report", run_dir.parents[1], "--out", tmp_path / "report")
