@@ -4,7 +4,10 @@ has; the docs site builds its page from :func:`cli_reference`."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
 
 from hscale.cli import COMMANDS, _click, load_command
 
@@ -69,10 +72,6 @@ def _argument(param: _click.Parameter) -> bool:
 def _kind(param: _click.Parameter) -> str:
     """What the parameter takes, from its annotation (typer's type descriptor), with its
     bounds."""
-    import typing
-    from enum import Enum
-    from pathlib import Path
-
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", str)
     many = typing.get_origin(annotation) is list
     base = typing.get_args(annotation)[0] if many else annotation

@@ -13,7 +13,8 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
   joins them back);
 - ``rollouts.parquet``: :data:`ROLLOUT_COLUMNS`, the training episodes a run keeps (its
   manifest's ``keep_rollouts`` share of groups, :func:`kept_group`; a Harness-S arm's
-  zero-signal groups and their rescues), built by :func:`rollout_row`;
+  zero-signal groups and their rescues), built by :func:`rollout_row`, written and read
+  through :func:`write_rollouts` and :func:`read_rollouts`;
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
 
@@ -76,6 +77,7 @@ from hscale.contracts._tables import (
     eval_row,
     kept_group,
     read_eval,
+    read_rollouts,
     result_problems,
     rollout_row,
     schedule_frame,
@@ -83,6 +85,7 @@ from hscale.contracts._tables import (
     transcript_views,
     typed_frame,
     write_eval,
+    write_rollouts,
 )
 from hscale.contracts._vocabulary import (
     BASE_MODEL_ARM,
@@ -118,6 +121,7 @@ __all__ = [
     "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
     "COST", "EVAL_KEY", "TRANSCRIPTS", "TRANSCRIPT_COLUMNS", "read_eval", "transcript_views",
     "write_eval", "ROLLOUTS", "ROLLOUT_COLUMNS", "ROLLOUT_ROLES", "kept_group", "rollout_row",
+    "read_rollouts", "write_rollouts",
     "CheckerHealth", "checker_health", "checker_health_of",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",

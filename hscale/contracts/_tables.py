@@ -7,6 +7,7 @@ step)."""
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pandas as pd
 
 from hscale.contracts._manifest import EVAL, REPLAN, TRAIN, Manifest
 from hscale.contracts._vocabulary import BEHAVIOUR, COST, SETTINGS, unobserved
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, HscaleWarning
 from hscale.files import write_parquet
 
 SCHEDULE_COLUMNS: dict[str, str] = {
@@ -145,6 +146,31 @@ def write_eval(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame) -
         (run_dir / TRANSCRIPTS).unlink(missing_ok=True)
     write_parquet(run_dir / EVAL, eval_frame(frame.drop(columns=["seconds", "transcript"],
                                                         errors="ignore")))
+
+
+def write_rollouts(run_dir: str | Path, rows: list[dict[str, Any]]) -> None:
+    """rollouts.parquet of ``rows`` (hscale.contracts.rollout_row's); none kept: no file (an
+    earlier plan's is never this run's)."""
+    path = Path(run_dir) / ROLLOUTS
+    if rows:
+        write_parquet(path, typed_frame(rows, ROLLOUT_COLUMNS))
+    else:
+        path.unlink(missing_ok=True)
+
+
+def read_rollouts(run_dir: str | Path, before: int) -> list[dict[str, Any]]:
+    """The kept rollouts of the steps before ``before`` (where a resumed run continues), as
+    rows; none when the file is missing or damaged (a sample is lost, never the run)."""
+    path = Path(run_dir) / ROLLOUTS
+    if not path.is_file():
+        return []
+    try:
+        frame = pd.read_parquet(path)
+    except Exception:  # truncated or not parquet: pyarrow raises several types
+        warnings.warn(f"{path}: unreadable, the kept rollouts start again", HscaleWarning,
+                      stacklevel=2)
+        return []
+    return frame[frame.step < before].to_dict("records")
 
 
 def read_eval(run_dir: str | Path, transcripts: bool = False) -> pd.DataFrame:

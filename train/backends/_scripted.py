@@ -20,16 +20,16 @@ import pandas as pd
 
 from hscale.contracts import (
     EVAL,
-    ROLLOUT_COLUMNS,
     ROLLOUTS,
     TRAIN,
     TRANSCRIPTS,
     Manifest,
     eval_frame,
+    read_rollouts,
     result_problems,
     train_frame,
-    typed_frame,
     write_eval,
+    write_rollouts,
 )
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness import EPISODE_TURNS, NoisyOracle, is_blackbox, run_episode
@@ -58,7 +58,7 @@ class ScriptedBackend(Backend):
         done = _read(run_dir / TRAIN)
         steps = manifest.budget.steps
         sft = is_blackbox_sft(manifest)
-        kept = _kept(run_dir, int(done.step.max()) if len(done) else -1)
+        kept = read_rollouts(run_dir, int(done.step.max()) + 1 if len(done) else 0)
         if sft:  # the teacher's episodes are real; nothing is fine-tuned
             tally = teacher_samples(collect_teacher(run_dir, manifest))[1]
         for step in schedule.steps():
@@ -85,8 +85,7 @@ class ScriptedBackend(Backend):
                    "effective_group_rate": effective / len(pairs), "episodes": len(rewards),
                    "checker_error_rate": checker_errors / len(rewards)}
             done = train_frame(pd.concat([done, pd.DataFrame([row])], ignore_index=True))
-            if kept:  # before train.parquet, which says the step is done
-                write_parquet(run_dir / ROLLOUTS, typed_frame(kept, ROLLOUT_COLUMNS))
+            write_rollouts(run_dir, kept)  # before train.parquet, which says the step is done
             write_parquet(run_dir / TRAIN, done)
             if progress is not None:
                 progress(step + 1, steps)
@@ -174,15 +173,6 @@ def _draws(kind: str, job) -> str:
     """The generator an evaluation episode draws from: its pass's and run's (a sampled
     run's named as it always was, so its rows do not change)."""
     return f"{kind}-{job.run}" if not job.greedy else f"{kind}-greedy-{job.run}"
-
-
-def _kept(run_dir: Path, last: int) -> list[dict]:
-    """The kept rollouts of the steps up to ``last`` (the last one train.parquet holds)."""
-    path = run_dir / ROLLOUTS
-    if not path.is_file():
-        return []
-    frame = pd.read_parquet(path)
-    return frame[frame.step <= last].to_dict("records")
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -26,14 +26,13 @@ import torch
 
 from hscale.contracts import (
     EVAL,
-    ROLLOUT_COLUMNS,
-    ROLLOUTS,
     TRAIN,
     Manifest,
     read_eval,
+    read_rollouts,
     train_frame,
-    typed_frame,
     write_eval,
+    write_rollouts,
 )
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
@@ -117,7 +116,7 @@ class Trainer:
         self.router.rng.bit_generator.state = json.loads(state["router_rng"])
         self.router.score = {c: np.asarray(v) for c, v in json.loads(state["router_score"]).items()}
         self.step = int(state["step"])
-        self.rollouts = _kept_rollouts(self.dir, self.step)
+        self.rollouts = read_rollouts(self.dir, self.step)
         if len(self.train_rows):
             self.train_rows = self.train_rows[self.train_rows.step < self.step]
         if len(self.eval_rows):
@@ -155,10 +154,7 @@ class Trainer:
         write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
         if len(self.eval_rows):
             write_eval(self.dir, self.eval_rows)
-        if self.rollouts:
-            write_parquet(self.dir / ROLLOUTS, typed_frame(self.rollouts, ROLLOUT_COLUMNS))
-        else:  # an earlier plan's, never this run's
-            (self.dir / ROLLOUTS).unlink(missing_ok=True)
+        write_rollouts(self.dir, self.rollouts)
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
@@ -291,21 +287,6 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
             "turns_mean": float(np.mean([e.turns for e in episodes])),
             "checker_error_rate": float(np.mean([e.checker_failed for e in episodes]))}
-
-
-def _kept_rollouts(run_dir: Path, step: int) -> list[dict]:
-    """The kept rollouts of the steps before ``step`` (a checkpoint's), as rows; none when
-    the file is missing or damaged (a sample is lost, never the run)."""
-    path = run_dir / ROLLOUTS
-    try:
-        frame = pd.read_parquet(path) if path.is_file() else None
-    except Exception:  # truncated or not parquet: pyarrow raises several types
-        warnings.warn(f"{path}: unreadable, the kept rollouts start again", HscaleWarning,
-                      stacklevel=2)
-        frame = None
-    if frame is None:
-        return []
-    return frame[frame.step < step].to_dict("records")
 
 
 def _read(path: Path | None, transcripts: bool = False) -> pd.DataFrame | None:
