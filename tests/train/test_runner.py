@@ -112,6 +112,30 @@ def test_parallel_workers_give_the_rows_of_a_serial_run(tmp_path):
             pd.testing.assert_frame_equal(got, want)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
+def test_workers_end_when_the_runner_is_killed_and_the_rerun_completes_them(tmp_path):
+    """Workers fork from a server, not from the runner: a kill -9 of the runner still ends
+    them at once (no writer is left behind to race the rerun), and the rerun resumes."""
+    spec = write_spec(tmp_path, steps=40)
+    runs = tmp_path / "runs" / "small"
+    proc = subprocess.Popen([sys.executable, "-m", "hscale.cli", "run", str(spec), "--out",
+                             str(tmp_path / "runs"), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    files = [runs / arm / "0" / "train.parquet" for arm in ("structured-18", "single-harness")]
+    deadline = time.monotonic() + 120
+    while not all(f.is_file() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # a worker notices within moments
+    written = [f.stat().st_mtime_ns for f in files]
+    time.sleep(3)  # a live worker writes train.parquet after every step (well under 1 s)
+    assert [f.stat().st_mtime_ns for f in files] == written, "a worker outlived its runner"
+    assert {json.loads((f.parent / "status.json").read_text())["state"] for f in files} == {
+        "RUNNING"}
+    assert set(run_experiment(spec, tmp_path / "runs", workers=2).values()) == {"COMPLETED"}
+
+
 def test_a_second_runner_is_refused(tmp_path):
     spec = write_spec(tmp_path)
     with runner_lock(tmp_path / "runs" / "small"), pytest.raises(HscaleError,

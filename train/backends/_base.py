@@ -9,8 +9,9 @@ writes status.json. ``export`` is not a run: it writes what a run needs to run e
 and the runner's export changes no state.
 
 Everything a backend declares about itself is a class attribute, fixed before any run:
-``name``, ``max_workers`` (how many of its runs this machine takes at once) and ``ray``
-(how its runs travel to a Ray cluster: as a Python task or as a job's command line).
+``name``, ``max_workers`` (how many of its runs this machine takes at once), ``ray``
+(how its runs travel to a Ray cluster: as a Python task or as a job's command line) and
+``preload`` (modules its worker processes import once, before they fork).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ class Backend(ABC):
     # How a run goes to a Ray cluster: "task" (ray_work gives a RayTask), "job" (a RayJob),
     # or None (it runs here only).
     ray: ClassVar[Literal["task", "job"] | None] = None
+    # Modules the runner's worker processes share, imported once where the platform forks
+    # them from a server (torch and veRL take seconds a process to import).
+    preload: ClassVar[tuple[str, ...]] = ()
 
     def check(self, manifests: Sequence[Manifest]) -> None:  # noqa: B027 -- no-op default
         """Refuse, in one line, runs this backend cannot run or export; called before

@@ -33,6 +33,7 @@ def require_training_packages() -> None:
 class LocalBackend(Backend):
     name = "local"
     ray: ClassVar[Literal["task", "job"] | None] = "task"
+    preload = ("hscale.train.embedded._trainer", "verl.trainer.ppo.core_algos")
 
     def check(self, manifests: Sequence[Manifest]) -> None:
         """Every run's model is a preset this trainer knows; no run trains through a

@@ -94,6 +94,7 @@ class Trainer:
         self.router = self.plan.router()
         self.tracker = tracker(manifest, self.dir)
         self._resume()
+        self._written = (-1, -1)  # eval and kept rows saved: the first save writes both
 
     # --- state -----------------------------------------------------------------------
     def _resume(self) -> None:
@@ -151,10 +152,16 @@ class Trainer:
         return ""
 
     def _save(self, evaluated: int) -> None:
+        """The result files, then the checkpoint that covers them. Eval rows (with their
+        transcripts) and kept rollouts are written again only when they have grown: most
+        steps add neither."""
         write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
-        if len(self.eval_rows):
+        written = (len(self.eval_rows), len(self.rollouts))
+        if len(self.eval_rows) and written[0] != self._written[0]:
             write_eval(self.dir, self.eval_rows)
-        write_rollouts(self.dir, self.rollouts)
+        if written[1] != self._written[1]:
+            write_rollouts(self.dir, self.rollouts)
+        self._written = written
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),

@@ -187,12 +187,13 @@ def export_experiment(spec_path: str | Path, out: str | Path = "runs",
 
 def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | None,
                   workers: int, on_start: Callable[[Path], None] | None) -> dict[str, str]:
-    """Runs in a pool of spawned workers; on Ctrl-C (or any error) the workers are ended at
+    """Runs in a pool of worker processes; on Ctrl-C (or any error) the workers are ended at
     once: their runs stay RUNNING on disk, which the next run treats as resumable."""
-    context = multiprocessing.get_context("spawn")
+    context = _context(backend)
     updates = context.Queue()
+    alive, runner = context.Pipe(duplex=False)  # the workers' watch on this process
     pool = context.Pool(min(workers, len(todo)), initializer=_worker_init,
-                        initargs=(os.getpid(), updates))
+                        initargs=(alive, updates))
     states: dict[str, str] = {}
     try:
         pending = {str(run.path): pool.apply_async(_worker_run, (run.path, run.manifest, backend))
@@ -210,6 +211,7 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
     finally:
         pool.join()
         updates.close()
+        runner.close()
     return states
 
 
@@ -272,17 +274,33 @@ def _drain(updates, progress: Progress | None, on_start: Callable[[Path], None] 
 _updates = None  # a worker's progress queue (set by _worker_init)
 
 
-def _worker_init(parent: int, updates) -> None:
+def _context(backend: Backend):
+    """Workers forked from a server that imported the backend's ``preload`` once (where the
+    platform has one: a worker then starts in milliseconds, not the seconds torch and veRL
+    take to import), else spawned. Never forked from the runner itself, whose torch may
+    already hold threads."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(backend.preload))
+    return context
+
+
+def _worker_init(runner, updates) -> None:
     """One torch thread per worker; Ctrl-C is the runner's to handle; exit as soon as the
-    runner process is gone."""
+    runner process is gone: ``runner`` is the read end of a pipe only the runner writes to,
+    which the kernel closes when the runner dies however it dies (a forked worker's parent
+    is the fork server, not the runner)."""
     global _updates
     _updates = updates
     os.environ["OMP_NUM_THREADS"] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
+        try:
+            runner.recv()  # nothing is ever sent: this returns when the runner has gone
+        except (EOFError, OSError):
+            pass
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()

@@ -61,7 +61,11 @@ def assert_trained(run: Path, launches: int = 1, validated: tuple[int, ...] = (0
     # every evaluated episode's transcript, kept by the agent loop through veRL's dump
     kept = read_eval(run, transcripts=True)
     assert kept.transcript.notna().all() and kept.seconds.gt(0).all()
-    assert kept.transcript.map(lambda t: json.loads(t)["messages"][0][0]).eq("system").all()
+    first = kept.transcript.map(lambda t: json.loads(t)["messages"][0][0])
+    calls = kept.transcript.map(lambda t: len(json.loads(t)["model_calls"]))
+    inside = kept.harness != blackbox  # a real CLI's system prompt is in its model calls
+    assert first[inside].eq("system").all() and calls[inside].eq(0).all()
+    assert first[~inside].eq("user").all() and calls[~inside].ge(1).all()
     assert kept.prompt_tokens.gt(0).all() and kept.model_calls.ge(1).all()
     if blackbox is not None:  # the same episodes through the real CLI, at every validation
         outside, evals = evals[evals.harness == blackbox], evals[evals.harness != blackbox]
