@@ -92,7 +92,8 @@ def main() -> int:
                 print(f"pair {i}: {name:8} {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
             if args.baseline:
                 diff = differences(Path(tmp) / f"this-{i}", Path(tmp) / f"baseline-{i}")
-                print(f"pair {i}: rows {'identical' if not diff else 'DIFFER: ' + ', '.join(diff[:5])}")
+                same = "identical" if not diff else "DIFFER: " + ", ".join(diff[:5])
+                print(f"pair {i}: rows {same}")
     frame = pd.DataFrame(rows).groupby("code")[["wall_s", "cpu_s"]].median()
     this = frame.loc["this"]
     print(f"\nthis checkout (median of {pairs}): {this.wall_s:.1f} s wall, "

@@ -11,6 +11,7 @@ are followed from threads of the runner, as many at once as the cluster takes.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import multiprocessing
 import os
@@ -297,10 +298,8 @@ def _worker_init(runner, updates) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
-        try:
+        with contextlib.suppress(EOFError, OSError):
             runner.recv()  # nothing is ever sent: this returns when the runner has gone
-        except (EOFError, OSError):
-            pass
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
