@@ -50,7 +50,7 @@ def test_every_listed_command_loads_and_has_help():
 
 def test_no_flag_is_shown_as_taking_a_value():
     """A flag (``--quick``, ``--help``) has no value type beside it in any command's help;
-    an option that takes a value keeps its type."""
+    an option that takes a value keeps its type; help's prose wraps to the terminal."""
     import typer
 
     from hscale.cli import COMMANDS, load_command
@@ -66,10 +66,18 @@ def test_no_flag_is_shown_as_taking_a_value():
         with typer.Context(command, info_name=f"hscale {name}") as ctx:
             shown = [opt for opt in command.get_params(ctx) if getattr(opt, "is_flag", False)]
             assert all(opt.metavar == "" for opt in shown), name
+        # prose paragraphs reach the terminal unbroken: it wraps them to its width (typer
+        # kept a docstring's line breaks after the first paragraph)
+        for paragraph in (command.help or "").split("\n\n"):
+            lines = paragraph.splitlines()
+            if not any(line[:1].isspace() or line.startswith(("- ", "* ")) for line in lines):
+                assert len(lines) == 1, f"{name}: {paragraph[:60]!r}"
     run = hscale("run", "--help", env={"COLUMNS": "200"})
     lines = {line.split()[1]: line for line in run.stdout.splitlines()
              if line.startswith("│ --")}
     assert "<bool>" not in run.stdout and "<path>" in lines["--out"]
+    wide = hscale("evaluate", "--help", env={"COLUMNS": "200"}).stdout
+    assert "On a 2-core CPU a 135M model generates" in wide  # one line at 200 columns
 
 
 def test_oa_writes_a_verified_array(tmp_path):

@@ -9,6 +9,7 @@ and exit status 2, never a traceback.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import warnings
 from collections.abc import Callable
@@ -79,12 +80,25 @@ def _bare_flags(command: _click.Command) -> _click.Command:
     stack = [command]
     while stack:
         each = stack.pop()
+        each.help = _reflowed(each.help)
         for param in each.params:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""
         each.get_help_option = _bare_help(each.get_help_option)
         stack.extend(getattr(each, "commands", {}).values())
     return command
+
+
+def _reflowed(text: str | None) -> str | None:
+    """Each prose paragraph of a command's help as one line, for the terminal to wrap
+    (typer keeps a docstring's line breaks after its first paragraph); lists and indented
+    blocks as written."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if any(line[:1].isspace() or line.lstrip()[:2] in ("- ", "* ")
+                                 for line in p.splitlines()) else " ".join(p.split())
+                       for p in paragraphs)
 
 
 def _bare_help(made: Callable[[_click.Context], Any]) -> Callable[[_click.Context], Any]:

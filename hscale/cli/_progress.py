@@ -5,6 +5,7 @@ log shows the work moving and how far it got."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +13,8 @@ from contextlib import contextmanager
 from rich.console import Console
 
 EVERY_S = 10.0  # off a terminal: a line at most this often, and at the end
+QUIET_S = 6  # ... and, while nothing finishes, one every QUIET_S x EVERY_S (a real model's
+# episode can take minutes: a silent log looks hung)
 
 
 @contextmanager
@@ -28,15 +31,33 @@ def progress(what: str, console: Console | None = None,
             task = bar.add_task(what, total=None)
             yield lambda done, total: bar.update(task, completed=done, total=total)
         return
-    began, said = time.monotonic(), {"at": -every_s, "line": ""}
+    began, said = time.monotonic(), {"at": -every_s, "line": "", "count": ""}
+    lock, stop = threading.Lock(), threading.Event()
 
     def update(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - said["at"] < every_s and done < total:
-            return
-        line = f"{what}: {done}/{total} ({now - began:.0f} s)"
-        if line != said["line"]:
-            print(line, file=sys.stderr, flush=True)
-        said.update(at=now, line=line)
+        with lock:
+            now = time.monotonic()
+            said["count"] = f"{done}/{total}"
+            if now - said["at"] < every_s and done < total:
+                return
+            line = f"{what}: {done}/{total} ({now - began:.0f} s)"
+            if line != said["line"]:
+                print(line, file=sys.stderr, flush=True)
+            said.update(at=now, line=line)
 
-    yield update
+    def heartbeat() -> None:
+        while not stop.wait(every_s):
+            with lock:
+                now = time.monotonic()
+                if said["count"] and now - said["at"] >= QUIET_S * every_s:
+                    print(f"{what}: {said['count']} ({now - began:.0f} s, working)",
+                          file=sys.stderr, flush=True)
+                    said["at"] = now
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
+    try:
+        yield update
+    finally:
+        stop.set()
+        beating.join()

@@ -81,10 +81,12 @@ def test_demo_quick_rows_are_the_recorded_ones(demo):
         added = {"checker_error_rate"} if len(expected) else set()  # a base model trains not
         assert set(train.columns) == set(expected.columns) | added, arm
         assert (train.get("checker_error_rate", pd.Series(dtype=float)) == 0).all(), arm
+        # float32 means over a step's tokens (kl, loss): another CPU's kernels round them
+        # differently, by up to float32's resolution; the eval rows above stay exact
         for column in expected.columns:
             np.testing.assert_allclose(train[column].to_numpy(dtype=float),
                                        expected[column].to_numpy(dtype=float),
-                                       rtol=1e-6, atol=1e-9,
+                                       rtol=1e-6, atol=1e-7,
                                        err_msg=f"{arm}: train.parquet column {column}")
 
 

@@ -136,6 +136,20 @@ def test_workers_end_when_the_runner_is_killed_and_the_rerun_completes_them(tmp_
     assert set(run_experiment(spec, tmp_path / "runs", workers=2).values()) == {"COMPLETED"}
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: CI's slow step
+def test_workers_run_where_the_runner_is_now(tmp_path, monkeypatch):
+    """Workers fork from a server that outlives one call (it keeps the folder it started
+    in): a later call from another folder, with a relative runs folder, still runs there."""
+    spec = write_spec(tmp_path, steps=2)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        states = run_experiment(spec, "runs", workers=2)
+        assert set(states.values()) == {"COMPLETED"} and len(states) == 2
+        assert len(list((folder / "runs" / "small").glob("*/0/eval.parquet"))) == 2
+
+
 def test_a_second_runner_is_refused(tmp_path):
     spec = write_spec(tmp_path)
     with runner_lock(tmp_path / "runs" / "small"), pytest.raises(HscaleError,

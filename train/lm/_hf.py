@@ -78,6 +78,7 @@ class HFChat:
         quiet_threads()
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        from transformers.utils import logging as hf_logging
 
         folder = Path(folder).expanduser()
         if not (folder / "config.json").is_file():
@@ -96,6 +97,7 @@ class HFChat:
         if self.tok.chat_template is None:
             raise HscaleError(f"{folder}: the tokenizer has no chat template",
                               "use an instruct model's folder")
+        hf_logging.disable_progress_bar()  # hscale says its own progress, on a line
         try:
             self.model = AutoModelForCausalLM.from_pretrained(
                 str(folder), local_files_only=True, dtype=dtype).to(self.device).eval()

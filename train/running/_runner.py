@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -194,7 +195,7 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
     updates = context.Queue()
     alive, runner = context.Pipe(duplex=False)  # the workers' watch on this process
     pool = context.Pool(min(workers, len(todo)), initializer=_worker_init,
-                        initargs=(alive, updates))
+                        initargs=(alive, updates, dict(os.environ), os.getcwd(), sys.path))
     states: dict[str, str] = {}
     try:
         pending = {str(run.path): pool.apply_async(_worker_run, (run.path, run.manifest, backend))
@@ -287,13 +288,19 @@ def _context(backend: Backend):
     return context
 
 
-def _worker_init(runner, updates) -> None:
-    """One torch thread per worker; Ctrl-C is the runner's to handle; exit as soon as the
-    runner process is gone: ``runner`` is the read end of a pipe only the runner writes to,
-    which the kernel closes when the runner dies however it dies (a forked worker's parent
-    is the fork server, not the runner)."""
+def _worker_init(runner, updates, environ: dict[str, str], cwd: str, path: list[str]
+                 ) -> None:
+    """The runner's environment, folder and import path as they are now (a fork server
+    keeps those of the moment it started); one torch thread per worker; Ctrl-C is the
+    runner's to handle; exit as soon as the runner process is gone: ``runner`` is the read
+    end of a pipe only the runner writes to, which the kernel closes when the runner dies
+    however it dies (a forked worker's parent is the fork server, not the runner)."""
     global _updates
     _updates = updates
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+    sys.path[:] = path
     os.environ["OMP_NUM_THREADS"] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
