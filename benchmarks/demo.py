@@ -43,10 +43,12 @@ def busy() -> float:
 def run(source: Path | None, out: Path, quick: bool) -> tuple[float, float]:
     """(wall s, CPU s) of one ``hscale run`` of the demo into ``out``, with ``source`` (an
     hscale checkout) first on the path, or this one."""
-    env = {**os.environ, "PYTHONPATH": str(source or ROOT)}
+    env = {**os.environ, "PYTHONPATH": str((source or ROOT).resolve())}
     command = [sys.executable, "-m", "hscale.cli", "run", str(SPEC), "--out", str(out)]
     cpu, wall = busy(), time.perf_counter()
-    done = subprocess.run(command + (["--quick"] if quick else []), env=env,
+    # run from the output's folder: ``python -m`` puts the working folder first on the
+    # path, which would shadow ``source`` from inside a checkout
+    done = subprocess.run(command + (["--quick"] if quick else []), env=env, cwd=out.parent,
                           capture_output=True, text=True)
     wall, cpu = time.perf_counter() - wall, busy() - cpu
     if done.returncode != 0:
