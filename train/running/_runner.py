@@ -132,6 +132,8 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
     executor = RayExecutor(ray_address) if ray_address is not None else None
     if executor is not None:
         executor.check(backend)  # a bad address or a backend Ray cannot run: the plainest
+    if executor is None and min(workers, backend.max_workers or workers) > 1:
+        _context(backend, start=True)  # its imports overlap the planning below
     planned = plan_runs(spec_path, out, force=force, quick=quick)
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
     manifests = [run.manifest for run in todo]
@@ -276,15 +278,19 @@ def _drain(updates, progress: Progress | None, on_start: Callable[[Path], None] 
 _updates = None  # a worker's progress queue (set by _worker_init)
 
 
-def _context(backend: Backend):
+def _context(backend: Backend, start: bool = False):
     """Workers forked from a server that imported the backend's ``preload`` once (where the
     platform has one: a worker then starts in milliseconds, not the seconds torch and veRL
-    take to import), else spawned. Never forked from the runner itself, whose torch may
-    already hold threads."""
+    take to import), else spawned; ``start``: the server now, not at the first worker.
+    Never forked from the runner itself, whose torch may already hold threads."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(backend.preload))
+    if start:
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
     return context
 
 
