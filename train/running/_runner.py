@@ -132,7 +132,8 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
     executor = RayExecutor(ray_address) if ray_address is not None else None
     if executor is not None:
         executor.check(backend)  # a bad address or a backend Ray cannot run: the plainest
-    if executor is None and min(workers, backend.max_workers or workers) > 1:
+    here = min(workers, backend.max_workers or workers)  # worker processes on this machine
+    if executor is None and here > 1:
         _context(backend, start=True)  # its imports overlap the planning below
     planned = plan_runs(spec_path, out, force=force, quick=quick)
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
@@ -155,14 +156,13 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
             states.update(_run_threads(todo, backend, executor, slots or workers, progress,
                                        on_start))
             return states
-        workers = min(workers, backend.max_workers or workers)
-        if workers <= 1 or len(todo) <= 1:
+        if here <= 1 or len(todo) <= 1:
             for run in todo:
                 if on_start is not None:
                     on_start(run.path)
                 states[str(run.path)] = run_one(run.path, run.manifest, backend, progress)
         else:
-            states.update(_run_parallel(todo, backend, progress, workers, on_start))
+            states.update(_run_parallel(todo, backend, progress, here, on_start))
     return states
 
 
