@@ -1,5 +1,14 @@
 """The public API of hscale.train.embedded (read lazily by __init__.py)."""
 
+from ._lookup import (
+    available as available,
+)
+from ._lookup import (
+    base_model_path as base_model_path,
+)
+from ._lookup import (
+    content_hash as content_hash,
+)
 from ._model import (
     TinyGPT as TinyGPT,
 )
@@ -19,16 +28,7 @@ from ._trainer import (
     train_run as train_run,
 )
 from ._warmstart import (
-    available as available,
-)
-from ._warmstart import (
-    base_model_path as base_model_path,
-)
-from ._warmstart import (
     build as build,
-)
-from ._warmstart import (
-    content_hash as content_hash,
 )
 
 __all__ = [

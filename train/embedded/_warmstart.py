@@ -9,79 +9,28 @@ behaviour is wrong under some realizations and RL has something to learn beyond 
 
 The checkpoint is keyed by a content hash of the preset, the vocabulary, a fingerprint of the
 demonstrations themselves and the architecture version, so it follows what shapes the model
-and not how the code is written. Lookup order: ``$HSCALE_CACHE/models`` (default
-``~/.cache/hscale``), then the checkpoint shipped in ``train/embedded/data/`` when its recorded
-hash matches, else it is trained (``hscale model build NAME`` does exactly this, and is how
-the shipped file was made). Every arm of every experiment using the preset shares it.
+and not how the code is written. It is looked up (hscale.train.embedded._lookup) in
+``$HSCALE_CACHE/models`` (default ``~/.cache/hscale``), then shipped in
+``train/embedded/data/`` when its recorded hash matches, else it is trained (``hscale model
+build NAME`` does exactly this, and is how the shipped file was made). Every arm of every
+experiment using the preset shares it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 
 import torch
 
-from hscale.files import cache_dir, reads_as, refuse_foreign_file
+from hscale.files import reads_as, refuse_foreign_file
 from hscale.harness import tokenizer
+from hscale.train.embedded._lookup import available, base_model_path, content_hash
 from hscale.train.embedded._model import ModelConfig, TinyGPT, load, save
 from hscale.train.embedded._presets import preset
 from hscale.train.embedded._sequences import Sequences, token_logprobs
 from hscale.train.embedded._sequences import build as build_sequences
-
-ARCH_VERSION = 2  # bump when hscale.train.embedded._model changes what a state dict means
-SHIPPED = Path(__file__).resolve().parent / "data"
-FINGERPRINT_EPISODES = 32
-
-
-def demonstrations_fingerprint(seed: int) -> str:
-    """A hash of the first demonstrations' texts: it changes when the demonstrator does."""
-    from hscale.harness import demonstrations
-
-    h = hashlib.sha256()
-    for episode in demonstrations(FINGERPRINT_EPISODES, seed=seed):
-        for message in episode.messages:
-            h.update(f"{message.role}\x00{message.content}\x01".encode())
-    return h.hexdigest()
-
-
-@cache
-def content_hash(name: str) -> str:
-    spec = preset(name)
-    body = {"preset": spec, "tokenizer": tokenizer().fingerprint, "arch": ARCH_VERSION,
-            "demonstrations": demonstrations_fingerprint(spec["warm_start"]["seed"])}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:20]
-
-
-def base_model_path(name: str) -> Path:
-    """Where the base model of ``name`` is (or will be) cached."""
-    return cache_dir() / "models" / f"{name}-{content_hash(name)}.pt"
-
-
-def shipped_path(name: str) -> Path:
-    return SHIPPED / f"{name}.pt"
-
-
-def available(name: str) -> Path | None:
-    """The cached or shipped checkpoint whose content hash matches, if any."""
-    path = base_model_path(name)
-    if path.is_file():
-        return path
-    shipped = shipped_path(name)
-    if shipped.is_file() and checkpoint_hash(shipped) == content_hash(name):
-        return shipped
-    return None
-
-
-def checkpoint_hash(path: Path) -> str | None:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True).get("content_hash")
-    except (OSError, RuntimeError):
-        return None
 
 
 def base_model(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:
