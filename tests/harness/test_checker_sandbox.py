@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import hscale.harness.tasks._sandbox as sandbox
 from hscale.harness._engine import Generation, TurnEngine
 from hscale.harness._env import Env, Limits
 from hscale.harness._harness import Harness
@@ -97,8 +98,19 @@ def _dead(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in "ZX"
 
 
+@pytest.fixture(params=["prlimit", "preexec_fn"])
+def started(request, monkeypatch):
+    """How a script gets its limits and cgroup: through ``sh`` and ``prlimit``, which exec it
+    (so the runner can vfork), or a ``preexec_fn`` where those two are not installed."""
+    if request.param == "prlimit" and sandbox._wrappers() is None:
+        pytest.skip("sh or prlimit is not installed here")
+    if request.param == "preexec_fn":
+        monkeypatch.setattr(sandbox, "_wrappers", lambda: None)
+    return request.param
+
+
 def test_a_hostile_reward_script_gets_nothing_and_costs_only_its_episode(tmp_path,
-                                                                         monkeypatch):
+                                                                         monkeypatch, started):
     monkeypatch.setenv("HSCALE_TEST_SECRET", SECRET)
     bomb = BOMB if processes_limited() else 0  # never set off an unbounded bomb
     task = _script_task(tmp_path / "reward", HOSTILE.format(bomb=bomb))
@@ -211,7 +223,7 @@ def test_run_checker_still_raises_for_task_data_checks(tmp_path):
     assert info.value.short == "checker: exited with 4"
 
 
-def test_limits_can_be_set_per_call(tmp_path):
+def test_limits_can_be_set_per_call(tmp_path, started):
     script = tmp_path / "r.py"
     script.write_text("x = bytearray(300 << 20)\nprint(1.0)\n")
     spec = {"kind": "script", "path": str(script)}
@@ -220,7 +232,7 @@ def test_limits_can_be_set_per_call(tmp_path):
         run_checker(spec, tmp_path, "", limits=ScriptLimits(memory_bytes=200 << 20))
 
 
-def test_scripts_leave_no_cgroup_behind(tmp_path):
+def test_scripts_leave_no_cgroup_behind(tmp_path, started):
     if not cgroup_available():
         pytest.skip("no pids cgroup can be made here")
     script = tmp_path / "r.py"
