@@ -98,8 +98,7 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     sft = HARNESSES.get("bb/claude-code").installed()
     spec = write_spec(tmp_path, tiny_model, **(
         {"evaluation": {**SPEC["evaluation"], "base_model": True}} if not sft else
-        {"verl": {**SPEC["verl"], "prompt_length": 8192},
-         "arms": {**SPEC["arms"], "black-box-sft": {"blackbox": {
+        {"arms": {**SPEC["arms"], "black-box-sft": {"blackbox": {
              "harness": "bb/claude-code", "method": "sft", "episodes": 2, "batch": 2,
              "lr": 1e-2}}}}))
     runs, run = tmp_path / "runs", tmp_path / "runs" / RUN
