@@ -67,10 +67,13 @@ def available(name: str) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         staged = path.with_name(f".{path.name}.{os.getpid()}")
         try:
-            os.link(shipped, staged)
-        except OSError:
-            shutil.copyfile(shipped, staged)
-        os.replace(staged, path)
+            try:
+                os.link(shipped, staged)
+            except OSError:
+                shutil.copyfile(shipped, staged)
+            os.replace(staged, path)
+        finally:
+            staged.unlink(missing_ok=True)  # a copy that failed half-way
         return path
     return shipped
 
