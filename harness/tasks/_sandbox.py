@@ -90,20 +90,18 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
         [*no_network_prefix(), *cmd]
     group = _new_cgroup(limits.processes)
     pairs, wrappers = _rlimits(timeout, limits), _wrappers()
+    if wrappers:
+        cmd = _wrapped(cmd, pairs, group, *wrappers)
     try:
         procs_fd = None if group is None or wrappers else \
             os.open(group / "cgroup.procs", os.O_WRONLY)
         try:
-            if wrappers:
-                cmd, prepare = _wrapped(cmd, pairs, group, *wrappers), None
-            else:
-                prepare = _preexec(pairs, procs_fd)
             with open(scratch / "stdout", "wb") as out, open(scratch / "stderr", "wb") as err:
                 # a cwd inside a mount exists only in the jail (which moves there itself)
                 proc = subprocess.Popen(
                     list(cmd), cwd=scratch if mounts else cwd, env=env,
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                    preexec_fn=prepare)
+                    preexec_fn=None if wrappers else _preexec(pairs, procs_fd))
         finally:
             if procs_fd is not None:
                 os.close(procs_fd)

@@ -12,8 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hscale.train.embedded import _lookup  # noqa: E402
-from hscale.train.embedded._warmstart import load  # noqa: E402
+from hscale.train.embedded import _lookup, load  # noqa: E402
 
 PRESET = "hscale-tiny"  # the one hscale ships
 
