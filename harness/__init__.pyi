@@ -75,6 +75,9 @@ from ._engine import (
 from ._engine import (
     TurnEngine as TurnEngine,
 )
+from ._finishing import (
+    Finisher as Finisher,
+)
 from ._env import (
     Env as Env,
 )

@@ -25,6 +25,7 @@ import torch
 from hscale.harness import (
     EPISODE_TURNS,
     Episode,
+    Finisher,
     Generation,
     Harness,
     Message,
@@ -62,6 +63,7 @@ class _Row:
     next_token: int = -1
     greedy: bool = False
     prompt_tokens: int = 0  # of the turn being written (its cost)
+    ended: bool = False  # handed to the Finisher
 
 
 @dataclass
@@ -102,7 +104,7 @@ class Sampler:
         began = time.perf_counter()
         self.model.eval()
         rows: list[_Row] = []
-        done: dict[int, Episode] = {}
+        finisher = Finisher()
         try:
             for (harness, task), argmax in zip(jobs, greedy, strict=True):
                 row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax)
@@ -112,13 +114,18 @@ class Sampler:
                 if len(row.pending) + self.max_new > self.model.cfg.max_positions:
                     row.engine.fail(Termination.LENGTH)  # its first prompt alone fills the context
             index = [i for i, r in enumerate(rows) if not r.engine.done]
-            done.update({i: r.engine.finish() for i, r in enumerate(rows) if r.engine.done})
+            for i, r in enumerate(rows):
+                if r.engine.done:
+                    finisher.submit(i, r.engine)
             if index:
-                self._loop(rows, index, done, generator)
+                self._loop(rows, index, finisher, generator)
         finally:
-            for row in rows:
-                if not row.engine.env.closed:
-                    row.engine.env.close()
+            try:  # also after an error: no workspace is still being scored below
+                done = finisher.wait()
+            finally:
+                for row in rows:
+                    if not row.engine.env.closed:
+                        row.engine.env.close()
         self.stats.seconds += time.perf_counter() - began
         return [done[i] for i in range(len(rows))]
 
@@ -126,7 +133,7 @@ class Sampler:
                      ) -> list[int]:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
-    def _loop(self, rows: list[_Row], index: list[int], done: dict[int, Episode],
+    def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher,
               generator: torch.Generator | None) -> None:
         model, limit = self.model, self.model.cfg.max_positions
         live = [rows[i] for i in index]
@@ -184,8 +191,9 @@ class Sampler:
                     if self._advance(live[i], token, lp, limit):
                         valid[i, :t] = False  # the row starts a new sequence
             for i, r in enumerate(live):
-                if r.engine.done and index[i] not in done:
-                    done[index[i]] = r.engine.finish()
+                if r.engine.done and not r.ended:  # scored while the batch goes on
+                    finisher.submit(index[i], r.engine)
+                    r.ended = True
                     valid[i] = False
             keep = [i for i, r in enumerate(live) if not r.engine.done]
             # finished rows leave in groups: each leaving copies the cache of those staying

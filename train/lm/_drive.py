@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hscale.harness import EPISODE_TURNS, Episode, Harness, TurnEngine
+from hscale.harness import EPISODE_TURNS, Episode, Finisher, Harness, TurnEngine
 from hscale.harness.tasks import Task
 from hscale.train.lm._base import MAX_NEW_TOKENS, ChatModel, mix
 
@@ -31,6 +31,7 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
     waiting = list(range(len(jobs)))[::-1]
     live: dict[int, TurnEngine] = {}
     turns: dict[int, int] = {}
+    finisher = Finisher()
     try:
         while waiting or live:
             while waiting and len(live) < max_batch:
@@ -38,7 +39,8 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
                 harness, task, _ = jobs[i]
                 live[i], turns[i] = TurnEngine(harness, task, max_turns), 0
                 if live[i].done:  # no turns allowed
-                    _end(i, live.pop(i), episodes, done)
+                    finisher.submit(i, live.pop(i))
+            _record(finisher.ready(), episodes, done)
             order = list(live)
             if not order:
                 continue
@@ -47,19 +49,23 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
                                      seed=[mix(own[i], turns[i]) for i in order])
             for i, reply in zip(order, replies, strict=True):
                 turns[i] += 1
-                if live[i].submit(reply):
-                    _end(i, live.pop(i), episodes, done)
+                if live[i].submit(reply):  # scored while the next wave runs
+                    finisher.submit(i, live.pop(i))
     finally:
-        for engine in live.values():
-            engine.env.close()
+        try:  # every ended episode is recorded, also when interrupted: none is replayed
+            _record(finisher.wait(), episodes, done)
+        finally:
+            for engine in live.values():
+                engine.env.close()
     return [episodes[i] for i in range(len(jobs))]
 
 
-def _end(index: int, engine: TurnEngine, episodes: dict[int, Episode],
-         done: Callable[[int, Episode], None] | None) -> None:
-    episodes[index] = engine.finish()
-    if done is not None:
-        done(index, episodes[index])
+def _record(ended: dict, episodes: dict[int, Episode],
+            done: Callable[[int, Episode], None] | None) -> None:
+    for index, episode in ended.items():
+        episodes[index] = episode
+        if done is not None:
+            done(index, episode)
 
 
 __all__ = ["drive"]

@@ -1,0 +1,134 @@
+"""Ended episodes scored in background threads (hscale.harness.Finisher): the episodes a
+scorer inline would give, in the order submitted, while the driver goes on; a driver that
+fails still gets every ended episode scored, and an interrupted evaluation saves them."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from hscale.harness import Finisher, Generation, TurnEngine
+from hscale.harness._harness import harness_named
+from hscale.harness.tasks import Task, load_tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _engine(checker, i: int = 0) -> TurnEngine:
+    """An episode that has ended before its first turn (no turns allowed): only its scoring
+    is left."""
+    task = Task(task_id=f"t{i}", user_query=f"question {i}", checker=checker,
+                input_files={"notes.txt": f"note {i}"})
+    engine = TurnEngine(harness_named("S0-T0-O0-C0-W0"), task, max_turns=0)
+    assert engine.done
+    return engine
+
+
+def test_the_driver_goes_on_while_a_checker_waits_and_gets_its_episode_after():
+    release, started = threading.Event(), threading.Event()
+
+    def slow(workspace: Path, answer: str) -> float:
+        started.set()
+        assert release.wait(10)
+        return float((workspace / "notes.txt").read_text() == "note 0")
+
+    engine, finisher = _engine(slow), Finisher()
+    finisher.submit("a", engine)
+    assert started.wait(10)  # scoring began, on another thread
+    assert finisher.ready() == {}  # and the driver is not held up by it
+    release.set()
+    episode = finisher.wait()["a"]
+    assert episode.reward == 1.0 and episode.task_id == "t0"
+    assert engine.env.closed and not engine.env.workspace.exists()
+
+
+def test_episodes_come_back_in_the_order_submitted_whatever_order_they_end_in():
+    gates = [threading.Event() for _ in range(4)]
+
+    def checker_for(i):
+        def check(workspace: Path, answer: str) -> float:
+            assert gates[i].wait(10)
+            return i / 4
+        return check
+
+    finisher = Finisher()
+    for i in range(4):
+        finisher.submit(i, _engine(checker_for(i), i))
+    for gate in reversed(gates):  # the last submitted ends first
+        gate.set()
+    got = finisher.wait()
+    assert list(got) == [0, 1, 2, 3]
+    assert [e.reward for e in got.values()] == [0.0, 0.25, 0.5, 0.75]
+
+
+def test_the_same_episodes_as_scored_inline_for_reward_scripts():
+    folder = ROOT / "experiments" / "examples" / "tasks"
+    scripted = [t for t in load_tasks(folder)
+                if isinstance(t.checker, dict) and t.checker["kind"] == "script"][:6]
+    assert scripted, "the example tasks have reward scripts"
+    harness = harness_named("S1-T1-O1-C1-W1")
+
+    def answered(task: Task) -> TurnEngine:  # the oracle's answer, no files written
+        engine = TurnEngine(harness, task, max_turns=0)
+        engine.final = task.final_answer or ""
+        return engine
+
+    inline = [answered(t).finish() for t in scripted]
+    finisher = Finisher()
+    for i, task in enumerate(scripted):
+        finisher.submit(i, answered(task))
+    background = list(finisher.wait().values())
+    assert {e.reward for e in inline} == {0.0, 1.0}  # graded on the answer, or on a file
+    for a, b in zip(inline, background, strict=True):
+        assert (a.task_id, a.reward, a.error, a.final_answer) == \
+            (b.task_id, b.reward, b.error, b.final_answer)
+
+
+def test_a_finish_that_fails_is_raised_after_every_other_episode_has_ended():
+    release = threading.Event()
+
+    def slow(workspace: Path, answer: str) -> float:
+        assert release.wait(10)
+        return 1.0
+
+    engines = [_engine(slow, i) for i in range(12)]  # more than the finishing threads
+    broken = _engine(slow, 99)
+    broken.finish = lambda: (_ for _ in ()).throw(RuntimeError("finish failed"))
+    finisher = Finisher()
+    finisher.submit("broken", broken)
+    for i, engine in enumerate(engines):
+        finisher.submit(i, engine)
+    threading.Timer(0.2, release.set).start()
+    with pytest.raises(RuntimeError, match="finish failed"):
+        finisher.wait()
+    # nothing is still being scored when the driver's own cleanup runs
+    assert all(e.env.closed and not e.env.workspace.exists() for e in engines)
+    broken.env.close()
+
+
+def test_an_interrupted_evaluation_saves_every_episode_that_had_ended(tmp_path):
+    """hscale.train.lm.drive, stopped by Ctrl-C in its third wave: the episodes that ended in
+    the first two are scored and handed to ``done`` (what evaluate saves) before it stops."""
+    from hscale.train.lm import drive
+
+    tasks = [Task(task_id=f"t{i}", user_query=f"question {i}", checker=lambda w, a: 1.0)
+             for i in range(3)]
+    harness = harness_named("S0-T0-O0-C0-W0")
+
+    class Answers:  # one episode a wave (max_batch 1), each ends after its turn
+        waves = 0
+
+        def generate(self, views, greedy, max_new_tokens, seed):
+            self.waves += 1
+            if self.waves == 3:
+                raise KeyboardInterrupt
+            return [Generation("I am done. Final answer: 1") for _ in views]
+
+    saved = {}
+    with pytest.raises(KeyboardInterrupt):
+        drive(Answers(), [(harness, t, True) for t in tasks], max_turns=1, max_batch=1,
+              done=lambda i, e: saved.setdefault(i, e))
+    assert sorted(saved) == [0, 1]
+    assert all(e.reward == 1.0 for e in saved.values())
