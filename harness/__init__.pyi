@@ -260,6 +260,7 @@ __all__ = [
     "Episode",
     "FACTOR_COMPONENTS",
     "FILE_KINDS",
+    "Finisher",
     "Generation",
     "HARNESSES",
     "Harness",
