@@ -75,9 +75,6 @@ from ._engine import (
 from ._engine import (
     TurnEngine as TurnEngine,
 )
-from ._finishing import (
-    Finisher as Finisher,
-)
 from ._env import (
     Env as Env,
 )
@@ -86,6 +83,9 @@ from ._env import (
 )
 from ._env import (
     untouched_reward as untouched_reward,
+)
+from ._finishing import (
+    Finisher as Finisher,
 )
 from ._harness import (
     Harness as Harness,
