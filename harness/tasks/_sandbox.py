@@ -43,6 +43,7 @@ from pathlib import Path
 from hscale.harness.tasks._jail import containment
 
 OUTPUT_TAIL_BYTES = 65536  # of stdout/stderr read back: the reward is the last line
+STREAMS = ("stdout", "stderr")  # the output files in a run's scratch folder
 
 _names = itertools.count()
 
@@ -105,8 +106,11 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
         finally:
             if procs_fd is not None:
                 os.close(procs_fd)
+        written: list[int | None] = [None, None]  # the output to show: all of it, or ...
         try:
             timed_out = not _wait_exit(proc.pid, timeout)
+            if timed_out:  # ... what it wrote by its limit, not a shell's report of a kill
+                written = [(scratch / name).stat().st_size for name in STREAMS]
         finally:
             _kill_all(proc.pid, group)  # before reaping the leader: its pid stays the group's
             proc.wait()
@@ -114,7 +118,7 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
     finally:
         _remove_cgroup(group)
     return Finished(None if timed_out else jail.returncode(proc.returncode),
-                    _tail(scratch / "stdout"), _tail(scratch / "stderr"))
+                    *(_tail(scratch / name, size) for name, size in zip(STREAMS, written, strict=True)))
 
 
 @functools.cache
@@ -331,8 +335,9 @@ def _only_zombies(pgid: int) -> bool:
     return True
 
 
-def _tail(path: Path) -> str:
+def _tail(path: Path, size: int | None = None) -> str:
+    """The end of an output file, up to its first ``size`` bytes where given."""
     with open(path, "rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, size - OUTPUT_TAIL_BYTES))
-        return handle.read().decode("utf-8", errors="replace")
+        end = handle.seek(0, os.SEEK_END) if size is None else size
+        handle.seek(max(0, end - OUTPUT_TAIL_BYTES))
+        return handle.read(end - handle.tell()).decode("utf-8", errors="replace")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
+import hscale.harness.tasks._sandbox as sandbox
 from hscale.errors import HscaleError
 from hscale.harness._engine import Generation, TurnEngine
 from hscale.harness._env import Env
@@ -155,6 +157,42 @@ def test_a_command_cannot_write_outside_the_workspace(tmp_path):
     with Env(_task(), root=tmp_path / "ws") as env:
         out = _run(env, f"touch {outside}/x 2>/dev/null; echo $?")
         assert out == "exit 0\n1" and not (outside / "x").exists()
+
+
+def _descendants(leader: int) -> dict[int, str]:
+    """pid -> command name of every process below ``leader``."""
+    parent, name = {}, {}
+    for entry in Path("/proc").iterdir():
+        try:
+            comm, _, rest = (entry / "stat").read_text().partition(") ")
+            parent[int(entry.name)] = int(rest.split()[1])
+            name[int(entry.name)] = comm.partition(" (")[2]
+        except (OSError, ValueError, IndexError):
+            continue
+    below, grew = {leader}, True
+    while grew:
+        more = {pid for pid, ppid in parent.items() if ppid in below} - below
+        below |= more
+        grew = bool(more)
+    return {pid: name[pid] for pid in below - {leader}}
+
+
+def test_a_command_stopped_at_its_limit_shows_what_it_wrote_by_then_and_no_more(tmp_path,
+                                                                               monkeypatch):
+    kill_all = sandbox._kill_all
+
+    def sleep_first(leader: int, group) -> None:  # as on a loaded machine: the kill reaches
+        for pid, name in _descendants(leader).items():  # a shell's child before the shell
+            if name == "sleep":
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+        kill_all(leader, group)
+
+    monkeypatch.setattr(sandbox, "_kill_all", sleep_first)
+    with Env(_task(limits={"run_seconds": 1}), root=tmp_path) as env:
+        # the loop's shell reports its killed sleep ("Killed") before its own kill
+        command = "echo started; (while true; do sleep 0.2; done) ; echo never"
+        assert _run(env, command) == "timeout after 1 s\nstarted"
 
 
 def test_a_command_is_stopped_at_its_limit_with_everything_it_started(tmp_path):
