@@ -117,8 +117,9 @@ def run_limited(cmd: Sequence[str], cwd: Path, env: dict[str, str], scratch: Pat
             _settle(proc.pid)
     finally:
         _remove_cgroup(group)
-    return Finished(None if timed_out else jail.returncode(proc.returncode),
-                    *(_tail(scratch / name, size) for name, size in zip(STREAMS, written, strict=True)))
+    stdout, stderr = (_tail(scratch / name, size)
+                      for name, size in zip(STREAMS, written, strict=True))
+    return Finished(None if timed_out else jail.returncode(proc.returncode), stdout, stderr)
 
 
 @functools.cache
