@@ -19,7 +19,7 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
           seed: int = 0, seeds: Sequence[int] | None = None, max_batch: int = 32,
           done: Callable[[int, Episode], None] | None = None) -> list[Episode]:
     """One episode per (harness, task, greedy) job, in order. Up to ``max_batch`` episodes
-    run together; ``done(index, episode)`` is called as each ends (for progress and for
+    run together; ``done(index, episode)`` is called as each is scored (for progress and for
     saving finished work). Each episode samples from a seed of its own, ``seeds[index]``
     (or one drawn from ``seed`` and its index), mixed with its turn: what it draws does not
     depend on which episodes share its batch, so rerunning part of the jobs draws what the
