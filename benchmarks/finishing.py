@@ -23,12 +23,6 @@ class Inline:
     def __init__(self) -> None:
         self.done: dict = {}
 
-    def __enter__(self) -> Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
     def submit(self, key, engine) -> None:
         self.done[key] = engine.finish()
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 from functools import cache
 from pathlib import Path
 
-from hscale.files import cache_dir
+from hscale.errors import HscaleError
+from hscale.files import atomic_write_bytes, cache_dir
 from hscale.harness import tokenizer
 from hscale.train.embedded._presets import preset
 
@@ -55,25 +54,17 @@ def shipped_path(name: str) -> Path:
 
 def available(name: str) -> Path | None:
     """The cached or shipped checkpoint whose content hash matches, if any. A shipped one
-    that matches is linked into the cache (or copied, across file systems), so the next
-    lookup finds it by name without reading it."""
+    that matches is copied into the cache (600 kB), so the next lookup finds it by name
+    without reading it."""
     path = base_model_path(name)
     if path.is_file():
         return path
     shipped = shipped_path(name)
     if not (shipped.is_file() and checkpoint_hash(shipped) == content_hash(name)):
         return None
-    with contextlib.suppress(OSError):  # a read-only cache: read the shipped one each time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = path.with_name(f".{path.name}.{os.getpid()}")
-        try:
-            try:
-                os.link(shipped, staged)
-            except OSError:
-                shutil.copyfile(shipped, staged)
-            os.replace(staged, path)
-        finally:
-            staged.unlink(missing_ok=True)  # a copy that failed half-way
+    # a cache it cannot write: the shipped one is read each time
+    with contextlib.suppress(OSError, HscaleError):
+        atomic_write_bytes(path, shipped.read_bytes())
         return path
     return shipped
 

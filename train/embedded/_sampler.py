@@ -63,7 +63,6 @@ class _Row:
     next_token: int = -1
     greedy: bool = False
     prompt_tokens: int = 0  # of the turn being written (its cost)
-    ended: bool = False  # handed to the Finisher
 
 
 @dataclass
@@ -190,11 +189,9 @@ class Sampler:
                 for i, token, lp in zip(sampling, chosen.tolist(), picked, strict=True):
                     if self._advance(live[i], token, lp, limit):
                         valid[i, :t] = False  # the row starts a new sequence
-            for i, r in enumerate(live):
-                if r.engine.done and not r.ended:  # scored while the batch goes on
-                    finisher.submit(index[i], r.engine)
-                    r.ended = True
-                    valid[i] = False
+                    if live[i].engine.done:  # it ended: scored while the batch goes on
+                        finisher.submit(index[i], live[i].engine)
+                        valid[i] = False
             keep = [i for i, r in enumerate(live) if not r.engine.done]
             # finished rows leave in groups: each leaving copies the cache of those staying
             if not keep or LEAVE * (len(live) - len(keep)) >= len(live):

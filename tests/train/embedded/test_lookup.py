@@ -1,4 +1,4 @@
-"""Finding a base model: the shipped checkpoint is current, a matching one is linked into the
+"""Finding a base model: the shipped checkpoint is current, a matching one is copied into the
 cache, and the runner's own process finds the base models without importing torch (the
 workers import it; the runner only dispatches)."""
 
@@ -24,7 +24,7 @@ def test_the_shipped_checkpoint_is_the_current_base_model():
     load(shipped)  # and it loads
 
 
-def test_a_matching_shipped_checkpoint_is_linked_into_the_cache(tmp_path, monkeypatch):
+def test_a_matching_shipped_checkpoint_is_copied_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HSCALE_CACHE", str(tmp_path))
     found = _lookup.available(PRESET)
     assert found == _lookup.base_model_path(PRESET) and found.parent == tmp_path / "models"
