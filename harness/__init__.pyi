@@ -87,6 +87,9 @@ from ._env import (
 from ._finishing import (
     Finisher as Finisher,
 )
+from ._finishing import (
+    submit_all as submit_all,
+)
 from ._harness import (
     Harness as Harness,
 )
@@ -321,6 +324,7 @@ __all__ = [
     "run_episode",
     "sha256_of",
     "stage_plugins",
+    "submit_all",
     "tokenizer",
     "transcript",
     "untouched_reward",

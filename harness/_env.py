@@ -197,6 +197,13 @@ class Env:
             return ToolResult(False, error=f"{call.name} failed")
         return self._cap(str(output))
 
+    def waits(self, call: ToolCall) -> bool:
+        """Whether ``call`` may wait on something outside this process: the shell's ``run``
+        (a sandbox's start alone takes tens of milliseconds) or a replaced tool. A batched
+        driver runs such calls side by side (:func:`hscale.harness.submit_all`)."""
+        impl = self.tools.get(call.name)
+        return call.name == "run" or (impl is not None and self._bounded.get(call.name) != impl)
+
     def reward(self, final_answer: str | None, transcript: list[dict] | None = None) -> float:
         """The task's checker on this workspace and final answer (and the episode's
         transcript, for checkers that read it), under the checker time limit; a failing

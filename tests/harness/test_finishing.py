@@ -1,6 +1,8 @@
 """Ended episodes scored in background threads (hscale.harness.Finisher): the episodes a
 scorer inline would give, in the order submitted, while the driver goes on; a driver that
-fails still gets every ended episode scored, and an interrupted evaluation saves them."""
+fails still gets every ended episode scored, and an interrupted evaluation saves them. A
+wave's shell commands run side by side (hscale.harness.submit_all), each episode seeing
+what submitting in turn gives."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness import Finisher, Generation, TurnEngine
+from hscale.harness import Finisher, Generation, ToolCall, TurnEngine, submit_all
 from hscale.harness._harness import harness_named
 from hscale.harness.tasks import Task, load_tasks
 
@@ -132,3 +134,104 @@ def test_an_interrupted_evaluation_saves_every_episode_that_had_ended(tmp_path):
               done=lambda i, e: saved.setdefault(i, e))
     assert sorted(saved) == [0, 1]
     assert all(e.reward == 1.0 for e in saved.values())
+
+
+# --- a wave's turns: shell commands side by side (hscale.harness.submit_all) ------------------
+
+def _shell_task(i: int) -> Task:
+    return Task(task_id=f"s{i}", user_query=f"inspect {i}", checker=lambda w, a: 1.0,
+                input_files={"notes.txt": f"note {i}"},
+                tools=("list", "read", "write", "search", "calc", "run"))
+
+
+def _call(harness, name: str, **args: str) -> Generation:
+    return Generation(harness.format_call(ToolCall(name, args)))
+
+
+def test_a_waves_shell_commands_run_side_by_side_in_their_own_sandboxes():
+    from hscale.harness.tasks._jail import containment
+
+    if not containment().strong:
+        pytest.skip("run needs a contained shell (bubblewrap or user namespaces)")
+    harness = harness_named("S0-T0-O0-C0-W0")
+    engines = [TurnEngine(harness, _shell_task(i)) for i in range(3)]
+    command = "date +%s.%N; cat notes.txt; echo; sleep 1; date +%s.%N"
+    ended = submit_all(engines, [_call(harness, "run", command=command)] * 3)
+    assert ended == [False] * 3
+    spans = []
+    for i, engine in enumerate(engines):
+        (call, result), = engine.calls
+        assert result.ok and f"note {i}" in result.output  # each in its own workspace
+        lines = result.output.split("\n")
+        spans.append((float(lines[1]), float(lines[-1])))
+        engine.env.close()
+    # one after another, each would start after the one before had ended
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+
+
+def test_an_evaluations_waves_run_their_shell_commands_side_by_side():
+    """hscale.train.lm.drive, as ``hscale evaluate`` drives a real model: three episodes
+    each run a one-second command, then answer."""
+    from hscale.harness.tasks._jail import containment
+    from hscale.train.lm import drive
+
+    if not containment().strong:
+        pytest.skip("run needs a contained shell (bubblewrap or user namespaces)")
+    harness = harness_named("S0-T0-O0-C0-W0")
+    command = "date +%s.%N; sleep 1; date +%s.%N"
+
+    class Inspects:  # a command first, then the answer
+        def generate(self, views, greedy, max_new_tokens, seed):
+            return [Generation("Final answer: 1") if len(view) > 3 else
+                    _call(harness, "run", command=command) for view in views]
+
+    episodes = drive(Inspects(), [(harness, _shell_task(i), True) for i in range(3)])
+    spans = []
+    for episode in episodes:
+        (_, result), = episode.tool_calls
+        lines = result.output.split("\n")
+        spans.append((float(lines[1]), float(lines[-1])))
+        assert episode.turns == 2 and episode.reward == 1.0
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+
+
+def test_submitting_a_wave_together_gives_what_submitting_in_turn_gives():
+    harness = harness_named("S1-T1-O1-C1-W1")
+    wave = [_call(harness, "read", path="notes.txt"), Generation("no call in this one"),
+            _call(harness, "run", command="cat notes.txt"), Generation("Final answer: 3"),
+            _call(harness, "run", command="ls"), _call(harness, "write", path="a", text="b")]
+
+    def played(together: bool) -> list:
+        engines = [TurnEngine(harness, _shell_task(i), max_turns=2) for i in range(len(wave))]
+        if together:
+            ended = submit_all(engines, wave)
+        else:
+            ended = [e.submit(g) for e, g in zip(engines, wave, strict=True)]
+        out = [(done, [m.content for m in e.history], e.transcript, e.final)
+               for done, e in zip(ended, engines, strict=True)]
+        for engine in engines:
+            engine.env.close()
+        return out
+
+    assert played(True) == played(False)
+
+
+def test_a_tool_call_that_raises_is_raised_after_the_others_have_ended():
+    harness = harness_named("S0-T0-O0-C0-W0")
+    engines = [TurnEngine(harness, _shell_task(i)) for i in range(4)]
+    finished = []
+
+    def slow(command: str) -> str:
+        threading.Event().wait(0.3)
+        finished.append(command)
+        return "ok"
+
+    for engine in engines[1:]:
+        engine.env.tools["run"] = slow  # a replaced tool may wait: it runs side by side
+    engines[0].env.execute = lambda call: (_ for _ in ()).throw(RuntimeError("tool broke"))
+    engines[0].env.waits = lambda call: True
+    with pytest.raises(RuntimeError, match="tool broke"):
+        submit_all(engines, [_call(harness, "run", command=f"c{i}") for i in range(4)])
+    assert sorted(finished) == ["c1", "c2", "c3"]  # none still running in the background
+    for engine in engines:
+        engine.env.close()

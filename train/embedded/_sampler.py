@@ -32,6 +32,7 @@ from hscale.harness import (
     Termination,
     TurnEngine,
     WordTokenizer,
+    submit_all,
 )
 from hscale.harness.tasks import Task
 from hscale.train.embedded._model import TinyGPT
@@ -186,8 +187,16 @@ class Sampler:
                 picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
                 self.stats.sampled += len(sampling)
                 self.stats.entropy -= float((logp.exp() * logp.nan_to_num(neginf=0.0)).sum())
+                turned = []  # (row, its ended turn, where the turn goes in its history)
                 for i, token, lp in zip(sampling, chosen.tolist(), picked, strict=True):
-                    if self._advance(live[i], token, lp, limit):
+                    gen = self._extend(live[i], token, lp, limit)
+                    if gen is not None:
+                        turned.append((i, gen, len(live[i].engine.history)))
+                # the ended turns go through their engines together (shell commands side by
+                # side), then each row takes its harness's reply
+                submit_all([live[i].engine for i, _, _ in turned], [g for _, g, _ in turned])
+                for i, gen, at in turned:
+                    if self._next_turn(live[i], gen, at, limit):
                         valid[i, :t] = False  # the row starts a new sequence
                     if live[i].engine.done:  # it ended: scored while the batch goes on
                         finisher.submit(index[i], live[i].engine)
@@ -202,24 +211,27 @@ class Sampler:
                     cache = [(k[sel, :, :room], v[sel, :, :room]) for k, v in cache]
                     valid = valid[sel, :room]
 
-    def _advance(self, r: _Row, token: int, logp: float, limit: int) -> bool:
-        """A sampled token: continue the turn, or end it and queue the harness's reply.
-        True when the row must restart (the view no longer extends what it has seen)."""
+    def _extend(self, r: _Row, token: int, logp: float, limit: int) -> Generation | None:
+        """A sampled token: the turn goes on (None), or it ends: its Generation, for the
+        harness."""
         if token != self.tok.eos and len(r.gen) < self.max_new:
             r.gen.append(token)
             r.logps.append(logp)
             r.next_token = token
             if r.pos + 1 < limit:
-                return False
+                return None
         # the end-of-turn token's log-prob follows the content's when the model chose to stop
         ended = (logp,) if token == self.tok.eos else ()
-        gen = Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended),
-                         prompt_tokens=r.prompt_tokens)
-        before = len(r.engine.history)
-        finished = r.engine.submit(gen)
-        r.own[id(r.engine.history[before])] = tuple(r.gen)
+        return Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended),
+                          prompt_tokens=r.prompt_tokens)
+
+    def _next_turn(self, r: _Row, gen: Generation, at: int, limit: int) -> bool:
+        """After the harness took ``gen`` (its message at ``at`` in the history): queue the
+        harness's reply, unless the episode ended. True when the row must restart (the view
+        no longer extends what it has seen)."""
+        r.own[id(r.engine.history[at])] = gen.token_ids
         r.gen, r.logps = [], []
-        if finished:
+        if r.engine.done:
             return False
         prompt = self._turn_prompt(r.engine, r.own)
         r.prompt_tokens = len(prompt)

@@ -1,7 +1,8 @@
 """Many episodes through one chat model, in waves: every live episode's view goes to the
 model in one ``generate`` call (a batch, where the model batches), each reply goes through
-the harness's turn engine (hscale.harness._engine.TurnEngine: parse, workflow, tool, observation),
-and the episodes still running make the next wave. The same engine the embedded sampler and
+the harness's turn engine (hscale.harness._engine.TurnEngine: parse, workflow, tool, observation;
+the wave's shell commands side by side, hscale.harness.submit_all), and the episodes still
+running make the next wave. The same engine the embedded sampler and
 the veRL agent loop drive, so a real model meets exactly the harness a trained one does.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hscale.harness import EPISODE_TURNS, Episode, Finisher, Harness, TurnEngine
+from hscale.harness import EPISODE_TURNS, Episode, Finisher, Harness, TurnEngine, submit_all
 from hscale.harness.tasks import Task
 from hscale.train.lm._base import MAX_NEW_TOKENS, ChatModel, mix
 
@@ -47,9 +48,10 @@ def drive(model: ChatModel, jobs: Sequence[tuple[Harness, Task, bool]], *,
             views = [live[i].view() for i in order]
             replies = model.generate(views, [jobs[i][2] for i in order], max_new_tokens,
                                      seed=[mix(own[i], turns[i]) for i in order])
-            for i, reply in zip(order, replies, strict=True):
+            ended = submit_all([live[i] for i in order], replies)
+            for i, finished in zip(order, ended, strict=True):
                 turns[i] += 1
-                if live[i].submit(reply):  # scored while the next wave runs
+                if finished:  # scored while the next wave runs
                     finisher.submit(i, live.pop(i))
     finally:
         try:  # every ended episode is recorded, also when interrupted: none is replayed
