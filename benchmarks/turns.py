@@ -1,9 +1,9 @@
 """A batched driver's waves of turns through the harness when the agent runs shell commands,
-as a fast model's evaluation of real tasks plays them (``hscale evaluate`` against a GPU
-server: the model answers a wave in about a second, the harness then runs every episode's
-command): the wave's commands side by side (hscale's way, hscale.harness.submit_all)
-against one episode after another (``TurnEngine.submit`` in turn). Both in one run,
-alternating; the episodes must be identical.
+as an evaluation of real tasks plays them (``hscale evaluate``: the model answers the whole
+wave, then the harness takes every episode's turn; with a fast model, an endpoint on a GPU,
+the harness's part is what the wave waits for): the wave's commands side by side (hscale's
+way, hscale.harness.submit_all) against one episode after another (``TurnEngine.submit`` in
+turn). Both in one run, alternating; the episodes must be identical.
 
     python benchmarks/turns.py [--episodes 32] [--pairs 3] [--tasks DIR]
 

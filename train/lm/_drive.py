@@ -1,10 +1,9 @@
 """Many episodes through one chat model, in waves: every live episode's view goes to the
 model in one ``generate`` call (a batch, where the model batches), each reply goes through
-the harness's turn engine (hscale.harness._engine.TurnEngine: parse, workflow, tool, observation;
-the wave's shell commands side by side, hscale.harness.submit_all), and the episodes still
-running make the next wave. The same engine the embedded sampler and
-the veRL agent loop drive, so a real model meets exactly the harness a trained one does.
-"""
+the harness's turn engine (hscale.harness._engine.TurnEngine: parse, workflow, tool,
+observation; the wave's shell commands side by side, hscale.harness.submit_all), and the
+episodes still running make the next wave. The same engine the embedded sampler and the veRL
+agent loop drive, so a real model meets exactly the harness a trained one does."""
 
 from __future__ import annotations
 
