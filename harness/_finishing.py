@@ -61,15 +61,21 @@ def submit_all(engines: Sequence[TurnEngine], generations: Sequence[Generation])
     """:meth:`TurnEngine.submit` of each engine's generation, in order, with the tool calls
     that wait on a process (:meth:`Env.waits`: the shell's ``run``) run side by side; True
     for each episode that has ended. Each episode sees what submitting them one after
-    another gives: parsing and observing stay on this thread, in order."""
+    another gives: parsing and observing stay on this thread, in order. Every call has
+    ended when this returns or raises (an error, or Ctrl-C)."""
     calls = [engine.take(gen) for engine, gen in zip(engines, generations, strict=True)]
     waiting = [i for i, call in enumerate(calls)
                if call is not None and engines[i].env.waits(call)]
     results = {}
     if len(waiting) > 1:
-        pool = _pool(os.getpid(), "tool", TOOL_THREADS)
-        futures = {i: pool.submit(engines[i].env.execute, calls[i]) for i in waiting}
-        wait(list(futures.values()))  # all of them, before an error leaves any running
+        pool, futures = _pool(os.getpid(), "tool", TOOL_THREADS), {}
+        try:
+            for i in waiting:
+                futures[i] = pool.submit(engines[i].env.execute, calls[i])
+            wait(list(futures.values()))
+        except BaseException:  # Ctrl-C: the commands end (each by its limit) before the
+            wait(list(futures.values()))  # driver deletes their workspaces
+            raise
         results = {i: future.result() for i, future in futures.items()}
     ended = []
     for i, (engine, call) in enumerate(zip(engines, calls, strict=True)):

@@ -235,3 +235,34 @@ def test_a_tool_call_that_raises_is_raised_after_the_others_have_ended():
     assert sorted(finished) == ["c1", "c2", "c3"]  # none still running in the background
     for engine in engines:
         engine.env.close()
+
+
+def test_ctrl_c_during_a_wave_lets_its_commands_end_before_it_stops():
+    """An interrupted evaluation closes its live episodes' workspaces next: no command may
+    still be running in one."""
+    import signal
+
+    harness = harness_named("S0-T0-O0-C0-W0")
+    engines = [TurnEngine(harness, _shell_task(i)) for i in range(3)]
+    started = [threading.Event() for _ in engines]
+    finished = []
+
+    def interrupted(command: str) -> str:  # Ctrl-C, once the others run
+        assert all(event.wait(10) for event in started[1:])
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return "ok"
+
+    def slow(command: str) -> str:
+        started[int(command[1:])].set()
+        threading.Event().wait(0.5)
+        finished.append(command)
+        return "ok"
+
+    engines[0].env.tools["run"] = interrupted
+    for engine in engines[1:]:
+        engine.env.tools["run"] = slow
+    with pytest.raises(KeyboardInterrupt):
+        submit_all(engines, [_call(harness, "run", command=f"c{i}") for i in range(3)])
+    assert sorted(finished) == ["c1", "c2"]
+    for engine in engines:
+        engine.env.close()
