@@ -134,6 +134,7 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     assert "global_step_1, setting global step to 1" in log
     assert "Platform override from VERL_PLATFORM: cpu" in log
     assert "LLMServerManager: ['hscale_hf-0']" in log
+    assert "'num_data_storage_units': 1," in log  # one TransferQueue storage process, not 8
     assert_trained(run, launches=2, validated=(0, 1, 2))
     steps = [json.loads(line)["step"] for p in sorted((run / "verl" / "metrics").glob("*"))
              for line in p.read_text().splitlines() if line.strip()]

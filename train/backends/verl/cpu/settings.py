@@ -25,7 +25,8 @@ def overrides() -> list[str]:
     """Hydra overrides that put veRL's trainer on the CPU: the platform module in every Ray
     worker, device ``cpu``, FSDP2 (FSDP1 wants a GPU for ``sync_module_states``), no
     torch.compile, no flash-attention (sdpa), padded batches, one agent-loop and one
-    reward worker."""
+    reward worker, and one TransferQueue storage unit (veRL's 8 are for spreading a
+    cluster's load; on one machine each is only another process to start)."""
     env = [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={v}" for k, v in ENV.items()]
     return [
         *env,
@@ -40,6 +41,7 @@ def overrides() -> list[str]:
         "actor_rollout_ref.rollout.agent.num_workers=1",
         "reward.num_workers=1",
         "data.dataloader_num_workers=0",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
     ]
 
 
