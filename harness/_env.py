@@ -245,7 +245,7 @@ class Env:
             resolved = (self.workspace / rel).resolve()
         except (OSError, RuntimeError):  # e.g. a symlink loop
             raise ToolError("bad path") from None
-        if not self._inside(resolved):
+        if not resolved.is_relative_to(self.workspace):  # symlinks resolved just above
             raise ToolError("path points outside the workspace")
         return resolved
 
