@@ -195,6 +195,9 @@ from ._view_app import (
 from ._view_app import (
     export_html as export_html,
 )
+from ._view_app import (
+    is_export as is_export,
+)
 from ._view_data import (
     Study as Study,
 )
@@ -236,6 +239,7 @@ __all__ = [
     "efficiency_frame",
     "estimate_weights",
     "export_html",
+    "is_export",
     "find_run_dirs",
     "floor_se",
     "harness_s_table",

@@ -43,7 +43,11 @@ def default_reference(methods: Iterable[str]) -> str:
     base model is never one)."""
     ordered = [m for m in order_methods(methods) if not is_base_model(m)]
     if not ordered:
-        raise ValueError("no arms to choose a reference from")
+        from hscale.errors import HscaleError
+
+        raise HscaleError("the results hold the base model alone: no trained arm to "
+                          "compare", "run the spec's arms (hscale run SPEC) into the same "
+                          "folder, or report the folder that holds them")
     for name in ordered:
         if name.split(" (")[0] == REFERENCE:
             return name

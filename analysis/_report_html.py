@@ -102,6 +102,12 @@ def shown_tables(results: Results, report: Report) -> list[tuple[Table, Table | 
     return out
 
 
+# no script, nothing fetched: the figures are data URIs, the style inline (a run folder's
+# values are escaped; this is the second line of defence)
+POLICY = ("<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; img-src data:\">")
+
+
 def _img(name: str, png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode("ascii")
     return f"<img id='fig-{html.escape(name)}' alt='{html.escape(alt)}' " \
@@ -119,8 +125,9 @@ def report_html(results: Results, report: Report) -> str:
     from hscale.analysis._plots import FIGURES
 
     esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>hscale report</title>"
-             f"<style>{_CSS}</style></head><body><h1>hscale report</h1>",
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>{POLICY}"
+             f"<title>hscale report</title><style>{_CSS}</style></head><body>"
+             "<h1>hscale report</h1>",
              "<ul class='summary' id='run-summary'>"]
     if report.summary is not None:
         parts += [f"<li><b>{esc(k)}</b> {esc(v)}</li>" for k, v in report.summary.lines()]

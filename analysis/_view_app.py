@@ -2,13 +2,22 @@
 saw it, turn by turn; two side by side with what tells them apart marked; and one
 self-contained HTML file of a selection (``--export``). Pages are rendered on the server
 (Starlette), so a filter is a link, works without scripts and can be shared.
+
+Every value on a page comes from a run folder, which may be shared or downloaded, so pages
+are Jinja2 templates (templates/view/) with autoescaping on: nothing a run folder holds is
+ever written into a page as markup, and its control characters are shown as pictures
+(hscale.text.visible). No page carries a script; the Content-Security-Policy says so.
 """
 
 from __future__ import annotations
 
-import html
+import base64
+import hashlib
 import math
+import sys
 from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,9 +25,11 @@ import pandas as pd
 
 from hscale.analysis._view_data import BEHAVIOURS, PAGE, Study, marked_lines
 from hscale.contracts import COST, transcript_views
+from hscale.errors import HscaleError, reason
+from hscale.text import printable, visible
 
-esc = html.escape
 PORT = 8777  # hscale view's default port; the report's "episodes" links point there
+GENERATOR = "hscale view"  # an export's <meta name=generator>: how hscale knows its own file
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2125;background:#fafafa}
 header{background:#23395d;color:#fff;padding:8px 16px}header a{color:#fff}
@@ -39,102 +50,11 @@ table.meta{width:auto;background:none}.meta td{border:none;padding:1px 12px 1px 
 .pager{margin:8px 0}
 details summary{cursor:pointer;color:#23395d;font-size:12px}
 """
-
-
-def page(title: str, body: str, root: str = "") -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
-            f"<style>{STYLE}</style></head><body><header><a href='/'>hscale view</a> · "
-            f"{esc(root)}</header><main>{body}</main></body></html>")
-
-
-def table_page(study: Study, query: Mapping[str, str]) -> str:
-    """The filter form, a summary of what matches and one page of rows."""
-    rows = study.select(query)
-    pages = max(1, math.ceil(len(rows) / PAGE))
-    number = min(max(_int(query.get("page"), 1), 1), pages)
-    shown = rows.iloc[(number - 1) * PAGE:number * PAGE]
-    solved = float(rows["success"].mean() * 100) if len(rows) else float("nan")
-    rate = "Pass@1" if (query.get("source") or "eval") == "eval" else "solved"
-    cost = "".join(f", {rows[c].mean():,.0f} {c.replace('_', ' ')}/episode"
-                   for c in ("prompt_tokens", "completion_tokens") if rows[c].notna().any())
-    source = query.get("source") or "eval"
-    total = int((study.frame["source"] == source).sum())
-    what = "evaluated episodes" if source == "eval" else "kept training rollouts"
-    summary = (f"<p id='summary'><b>{len(rows):,}</b> of {total:,} {what}"
-               + (f"; {rate} {solved:.1f}%{cost}" if len(rows) else "") + "</p>")
-    body = [_filters(study, query), summary, _pager(query, number, pages),
-            episode_table(shown, lambda i: f"/episode/{i}"), _pager(query, number, pages)]
-    return page("hscale view", "".join(body), str(study.root))
-
-
-def episode_table(rows: pd.DataFrame, link) -> str:
-    head = ("<table id='episodes'><thead><tr><th></th><th>arm</th><th>seed</th><th>step</th>"
-            "<th>setting</th><th>harness</th><th>task</th><th>run</th><th>outcome</th>"
-            "<th>turns</th><th>tool calls</th><th>errors</th><th>tokens</th></tr></thead><tbody>")
-    out = [head]
-    for i, r in rows.iterrows():
-        tokens = r["prompt_tokens"] + r["completion_tokens"]
-        out.append(
-            f"<tr class='episode'><td><a href='{link(i)}'>#{i}</a></td><td>{esc(str(r.arm))}"
-            f"</td><td>{r.seed}</td><td>{r.step}</td><td>{esc(str(r.setting))}</td>"
-            f"<td>{esc(str(r.harness))}</td><td>{esc(str(r.task_id))}</td>"
-            f"<td>{r.run} {esc(str(r.decoding))}</td><td>{_outcome(r.success)}</td>"
-            f"<td>{r.turns}</td><td>{_num(r.tool_calls)}</td><td>{_num(r.tool_errors)}</td>"
-            f"<td>{_num(tokens)}</td></tr>")
-    return "".join(out) + "</tbody></table>"
-
-
-def _filters(study: Study, query: Mapping[str, str]) -> str:
-    out = ["<form class='filters' method='get' action='/'>"]
-    for key, values in study.choices().items():
-        if len(values) < 2 and key not in ("arm", "setting"):
-            continue
-        options = "".join(f"<option{' selected' if query.get(key) == v else ''}>{esc(v)}"
-                          f"</option>" for v in values[:400])
-        first = "" if key == "source" else "<option value=''>any</option>"  # eval unless asked
-        out.append(f"<label>{key}<select name='{key}'>{first}{options}</select></label>")
-    out.append(_select("outcome", {"solved": "solved", "failed": "failed"}, query))
-    out.append(_select("behaviour", {k: v[0] for k, v in BEHAVIOURS.items()}, query))
-    out.append(f"<label>task<input name='task' size='14' value='{esc(query.get('task', ''))}'>"
-               "</label><button type='submit'>filter</button> <a href='/'>clear</a></form>")
-    return "".join(out)
-
-
-def _select(key: str, values: dict[str, str], query: Mapping[str, str]) -> str:
-    options = "".join(f"<option value='{esc(k)}'{' selected' if query.get(key) == k else ''}>"
-                      f"{esc(v)}</option>" for k, v in values.items())
-    return (f"<label>{key}<select name='{key}'><option value=''>any</option>{options}"
-            "</select></label>")
-
-
-def _pager(query: Mapping[str, str], number: int, pages: int) -> str:
-    if pages == 1:
-        return ""
-    base = {k: v for k, v in query.items() if k != "page" and v}
-
-    def link(n: int, text: str) -> str:
-        return f"<a href='/?{esc(urlencode({**base, 'page': n}))}'>{text}</a>"
-
-    prev = link(number - 1, "&larr; previous") if number > 1 else ""
-    nxt = link(number + 1, "next &rarr;") if number < pages else ""
-    return f"<div class='pager'>{prev} page {number} of {pages:,} {nxt}</div>"
-
-
-# --- one episode -----------------------------------------------------------------------
-def episode_page(study: Study, index: int) -> str:
-    ep = study.episode(index)
-    others = study.siblings(index)
-    compare = episode_table(others, lambda i: f"/compare?a={index}&b={i}") if len(others) \
-        else "<p>No other episode of this task.</p>"
-    group = study.group(index)
-    told = GROUP_TOLD.get(str(ep["role"]), "")
-    kin = (f"<h3>{told}</h3>" + episode_table(group, lambda i: f"/compare?a={index}&b={i}")
-           if len(group) else "")
-    body = (episode_body(ep) + kin + "<h3>Compare with the same task in evaluations</h3>"
-            + compare)
-    return page(f"episode #{index}", body, str(study.root))
-
-
+# no script, no fetch, no frame; the one inline style by its hash; forms and links only here
+_STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
+POLICY = (f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src data:; "
+          "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+EXPORT_POLICY = f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src data:"
 # a kept training rollout's role -> what its group's other rollouts are to it
 GROUP_TOLD = {
     "zero-signal": "Its group: every rollout failed (zero signal); the siblings' rollouts "
@@ -144,87 +64,189 @@ GROUP_TOLD = {
 }
 
 
-def episode_body(ep: dict[str, Any], other: dict[str, Any] | None = None) -> str:
-    """The episode's identity and cost, then its history turn by turn (with, folded, what the
-    model saw before each of its turns); lines of a message the ``other`` episode's matching
-    message lacks are marked."""
+@cache
+def _templates() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+    from markupsafe import Markup
+
+    def shown(value: Any) -> Any:  # every {{ value }}: None as nothing, control chars seen
+        if value is None:
+            return ""
+        if isinstance(value, str) and not isinstance(value, Markup):  # a macro's is markup
+            return visible(value)
+        return value
+
+    return Environment(loader=PackageLoader("hscale.analysis", "templates/view"),
+                       autoescape=select_autoescape(default=True, default_for_string=True),
+                       undefined=StrictUndefined, finalize=shown, trim_blocks=True,
+                       lstrip_blocks=True)
+
+
+def render(name: str, title: str, root: str = "", export: bool = False, **context: Any) -> str:
+    """A page from ``templates/view/NAME`` (autoescaped)."""
+    return _templates().get_template(name).render(
+        title=title, root=root, style=STYLE, generator=GENERATOR, export=export,
+        policy=EXPORT_POLICY, home="#" if export else "/", **context)
+
+
+def table_page(study: Study, query: Mapping[str, str]) -> str:
+    """The filter form, a summary of what matches and one page of rows."""
+    rows = study.select(query, strict=False)
+    pages = max(1, math.ceil(len(rows) / PAGE))
+    number = min(max(_int(query.get("page"), 1), 1), pages)
+    shown = rows.iloc[(number - 1) * PAGE:number * PAGE]
+    source = query.get("source") or "eval"
+    solved = float(rows["success"].astype(bool).mean() * 100) if len(rows) else math.nan
+    cost = "".join(f", {_num(rows[c].mean())} {c.replace('_', ' ')}/episode"
+                   for c in ("prompt_tokens", "completion_tokens")
+                   if pd.to_numeric(rows[c], errors="coerce").notna().any())
+    rate = f"{'Pass@1' if source == 'eval' else 'solved'} {solved:.1f}%{cost}" if len(rows) \
+        else ""
+    total = int((study.frame["source"] == source).sum())
+    base = {k: v for k, v in query.items() if k != "page" and v}
+    return render("table.html", "hscale view", str(study.root),
+                  filters=_filters(study, query), task=query.get("task", ""),
+                  count_text=f"{len(rows):,}", total_text=f"{total:,}",
+                  what="evaluated episodes" if source == "eval" else "kept training rollouts",
+                  rate=rate, rows=table_rows(shown, lambda i: f"/episode/{i}"),
+                  pages=pages, pages_text=f"{pages:,}", number=number,
+                  previous=f"/?{urlencode({**base, 'page': number - 1})}" if number > 1
+                  else "",
+                  next=f"/?{urlencode({**base, 'page': number + 1})}" if number < pages
+                  else "")
+
+
+def table_rows(rows: pd.DataFrame, link: Callable[[int], str]) -> list[dict[str, Any]]:
+    """What the episode table shows of each row (values as text: autoescaped in the page)."""
+    out = []
+    for i, r in rows.iterrows():
+        tokens = _sum(r["prompt_tokens"], r["completion_tokens"])
+        out.append({"id": i, "link": link(int(i)), "arm": r["arm"], "seed": r["seed"],
+                    "step": r["step"], "setting": r["setting"], "harness": r["harness"],
+                    "task": r["task_id"], "run": r["run"], "decoding": r["decoding"],
+                    "success": _truth(r["success"]), "turns": r["turns"],
+                    "tool_calls": _num(r["tool_calls"]), "tool_errors": _num(r["tool_errors"]),
+                    "tokens": _num(tokens)})
+    return [{k: _text(v) if k not in ("id", "success") else v for k, v in row.items()}
+            for row in out]
+
+
+def _filters(study: Study, query: Mapping[str, str]) -> list[dict[str, Any]]:
+    out = []
+    for key, values in study.choices().items():
+        if len(values) < 2 and key not in ("arm", "setting"):
+            continue
+        out.append({"key": key, "any": key != "source", "chosen": query.get(key, ""),
+                    "options": [(v, v) for v in values[:400]]})
+    out.append({"key": "outcome", "any": True, "chosen": query.get("outcome", ""),
+                "options": [("solved", "solved"), ("failed", "failed")]})
+    out.append({"key": "behaviour", "any": True, "chosen": query.get("behaviour", ""),
+                "options": [(k, v[0]) for k, v in BEHAVIOURS.items()]})
+    return out
+
+
+# --- one episode -----------------------------------------------------------------------
+def episode_page(study: Study, index: int) -> str:
+    ep = study.episode(index, strict=False)
+    others = study.siblings(index)
+    group = study.group(index)
+    compare = lambda i: f"/compare?a={index}&b={i}"  # noqa: E731
+    told = GROUP_TOLD.get(str(ep["role"]), "") if len(group) else ""
+    return render("episode.html", f"episode #{index}", str(study.root),
+                  ep=episode_view(ep), group_told=told, group=table_rows(group, compare),
+                  others=table_rows(others, compare))
+
+
+def episode_view(ep: dict[str, Any], other: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The episode's identity and cost, then its history turn by turn (with, folded, what
+    the model saw before each of its turns); lines of a message the ``other`` episode's
+    matching message lacks are marked. A transcript that breaks its contract is named as
+    damaged and shown without its history."""
     record = ep["transcript"]
     meta = [("arm", ep["arm"]), ("seed", ep["seed"]), ("step", ep["step"]),
             ("setting", ep["setting"]), ("harness", ep["harness"]), ("task", ep["task_id"]),
-            ("run", f"{ep['run']} ({ep['decoding']})"), ("reward", ep["reward"]),
-            ("turns", ep["turns"]),
+            ("run", f"{_text(ep['run'])} ({_text(ep['decoding'])})"),
+            ("reward", ep["reward"]), ("turns", ep["turns"]),
             *[(c.replace("_", " "), _num(ep[c])) for c in COST],
-            ("seconds", "—" if not _finite(ep["seconds"]) else f"{ep['seconds']:.2f}")]
+            ("seconds", _num(ep["seconds"], 2))]
     if record:
-        meta += [("termination", record["termination"]), ("answer", record["final_answer"])]
+        meta += [("termination", record.get("termination")),
+                 ("answer", record.get("final_answer"))]
     if ep["source"] == "rollout":
-        meta[3] = ("setting", f"training rollout, group {ep['group']} ({ep['role']})")
+        meta[3] = ("setting", f"training rollout, group {_text(ep['group'])} "
+                              f"({_text(ep['role'])})")
     if ep["error"]:
         meta.append(("error", ep["error"]))
-    out = [f"<h2 class='title'>#{ep['id']} {_outcome(ep['success'])}</h2><table class='meta'>"
-           + "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(v))}</td></tr>" for k, v in meta)
-           + "</table>"]
-    if record is None:
-        return out[0] + "<p>No transcript kept for this episode (a run from before hscale " \
-                        "kept them).</p>"
+    view = {"id": ep["id"], "success": _truth(ep["success"]),
+            "meta": [(k, _text(v)) for k, v in meta], "problem": ep.get("problem", ""),
+            "messages": [], "calls": []}
+    if not record:
+        return view
     theirs = other["transcript"]["messages"] if other and other.get("transcript") else []
     seen = iter(transcript_views(record))
     for i, (role, content) in enumerate(record["messages"]):
-        fold = ""
-        if role == "assistant":
-            view = next(seen, [])
-            fold = ("<details><summary>what the model saw before this turn "
-                    f"({len(view)} messages)</summary>"
-                    + "".join(_message(r, c) for r, c in view) + "</details>")
         match = theirs[i][1] if i < len(theirs) and theirs[i][0] == role else None
-        out.append(fold + _message(role, content, match))
-    for n, call in enumerate(record.get("model_calls") or []):
-        out.append(f"<h4>model call {n + 1}: {call.get('prompt_tokens')} prompt tokens, "
-                   f"{call.get('completion_tokens')} completion, "
-                   f"{_num(call.get('seconds'), 2)} s</h4>"
-                   + "".join(_message(str(m.get("role", "?")), _text(m.get("content")))
-                             for m in call.get("new", []) if isinstance(m, dict))
-                   + _message("assistant", str(call.get("reply", "")))
-                   + "".join(_message("tool call", str(c)) for c in call.get("tool_calls", [])))
-    return "".join(out)
+        message = _message(role, content, match)
+        if role == "assistant":
+            message["view"] = [_message(r, c) for r, c in next(seen, [])]
+        view["messages"].append(message)
+    for call in record.get("model_calls") or []:
+        messages = [_message(str(m.get("role", "?")), _content(m.get("content")))
+                    for m in call.get("new", []) if isinstance(m, dict)]
+        messages.append(_message("assistant", str(call.get("reply", ""))))
+        messages += [_message("tool call", str(c)) for c in call.get("tool_calls", [])]
+        view["calls"].append({"prompt": _text(call.get("prompt_tokens")),
+                              "completion": _text(call.get("completion_tokens")),
+                              "seconds": _num(call.get("seconds"), 2), "messages": messages})
+    return view
 
 
 def compare_page(study: Study, a: int, b: int) -> str:
-    left, right = study.episode(a), study.episode(b)
+    left, right = study.episode(a, strict=False), study.episode(b, strict=False)
     diffs = study.differences(left, right) or ["nothing: the same setting (another draw)"]
-    body = ("<h3>What differs</h3><ul class='diffs'>"
-            + "".join(f"<li>{esc(d)}</li>" for d in diffs) + "</ul>"
-            + f"<div class='pair'><div id='left'>{episode_body(left, right)}</div>"
-            + f"<div id='right'>{episode_body(right, left)}</div></div>")
-    return page(f"#{a} and #{b}", body, str(study.root))
+    return render("compare.html", f"#{a} and #{b}", str(study.root), diffs=diffs,
+                  left=episode_view(left, right), right=episode_view(right, left))
 
 
 def export_html(study: Study, query: Mapping[str, str], limit: int = 200) -> str:
     """One self-contained file: the selection's table, then each episode (up to ``limit``),
-    linked by anchors."""
+    linked by anchors. A damaged transcript among them is a Damaged error (nothing is
+    written); a query that names no known filter or value is refused (Study.select)."""
     rows = study.select(query)
     shown = rows.head(limit)
     told = ", ".join(f"{k}={v}" for k, v in query.items() if v) or "all episodes"
-    head = (f"<p id='summary'><b>{len(rows):,}</b> episodes match ({esc(told)})"
-            + (f"; the first {limit} are included" if len(rows) > limit else "") + "</p>")
-    bodies = "".join(f"<section id='e{i}'>{episode_body(study.episode(int(i)))}</section><hr>"
-                     for i in shown.index)
-    return page("hscale view: export", head + episode_table(shown, lambda i: f"#e{i}")
-                + bodies, str(study.root))
+    episodes = [episode_view(study.episode(int(i))) for i in shown.index]
+    return render("export.html", "hscale view: export", str(study.root), export=True,
+                  count=len(rows), count_text=f"{len(rows):,}", limit=limit, told=told,
+                  rows=table_rows(shown, lambda i: f"#e{i}"), episodes=episodes)
 
 
-def _message(role: str, content: str, other: str | None = None) -> str:
+def is_export(path: Path) -> bool:
+    """Whether the file at ``path`` is an export hscale wrote (its generator meta tag in the
+    first kilobyte): the only file ``--export`` replaces."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1024)
+    except OSError:
+        return False
+    return f'<meta name="generator" content="{GENERATOR}">'.encode() in head
+
+
+def message_page(text: str, title: str = "not found") -> str:
+    return render("message.html", title, text=text)
+
+
+def _message(role: str, content: str, other: str | None = None) -> dict[str, Any]:
     kind = role if role in ("assistant", "tool", "system", "user") else "tool"
     if other is None or other == content:
-        text = esc(content)
+        lines = [{"text": line, "changed": False} for line in content.split("\n")]
     else:
-        text = "\n".join(f"<span class='changed'>{esc(line.text)}</span>" if line.changed
-                         else esc(line.text) for line in marked_lines(content, other))
-    return (f"<div class='msg {kind}'><div class='role'><span>{esc(role)}</span></div>"
-            f"<pre>{text}</pre></div>")
+        lines = [{"text": line.text, "changed": line.changed}
+                 for line in marked_lines(content, other)]
+    return {"role": role, "kind": kind, "lines": lines, "view": None}
 
 
-def _text(content: Any) -> str:
+def _content(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -233,8 +255,25 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _outcome(success: Any) -> str:
-    return "<span class='ok'>solved</span>" if bool(success) else "<span class='bad'>failed</span>"
+def _text(value: Any) -> str:
+    """A cell as text: a whole number without its ``.0``, NaN and None as a dash."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "—"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _truth(value: Any) -> bool:
+    return value is True or isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value == 1 or str(value).strip().lower() in ("true", "1")
+
+
+def _sum(*values: Any) -> float:
+    try:
+        return float(sum(float(v) for v in values))
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _num(value: Any, digits: int = 0) -> str:
@@ -280,36 +319,55 @@ def view_link(episodes: pd.DataFrame, port: int = PORT) -> Callable[[dict], str 
         if row.get("harness") not in (None, "", "—") and "-" in str(row["harness"]):
             query["harness"] = str(row["harness"])
         component, level = str(row.get("component", "")), str(row.get("level", ""))
-        if component[:1].isalpha() and level.isdigit():  # the in-space table of levels
+        if component[:1].isalpha() and level.isascii() and level.isdecimal():  # levels
             query.update(level=f"{component[:1]}{level}", setting="in_space")
         return f"http://127.0.0.1:{port}/?{urlencode(query)}" if query else None
     return link
 
 
 def build_view_app(study: Study):
-    """The Starlette app over ``study`` (read-only: GET pages, nothing written)."""
+    """The Starlette app over ``study`` (read-only: GET pages, nothing written), behind
+    hscale.web.LocalOnly: it answers only requests that name this machine and come from its
+    own pages, and every response carries :data:`POLICY`."""
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
 
-    def missing(what: str) -> HTMLResponse:
-        return HTMLResponse(page("not found", f"<p>{esc(what)}</p>"), status_code=404)
+    from hscale.web import LocalOnly
 
-    async def table(request: Request) -> HTMLResponse:
+    def missing(what: str) -> HTMLResponse:
+        return HTMLResponse(message_page(what), status_code=404)
+
+    def page(make: Callable[[Request], HTMLResponse]):
+        """A route whose page, if it cannot be made (a file damaged since the viewer read
+        it), says why in one line: no traceback, in the page or on the terminal."""
+        async def route(request: Request) -> HTMLResponse:
+            try:
+                return make(request)
+            except Exception as exc:  # noqa: BLE001 -- every failure is one page and one line
+                what = exc.one_line() if isinstance(exc, HscaleError) else \
+                    f"this page could not be made ({reason(exc)})"
+                print(printable(f"hscale view: {request.url.path}: {what}"), file=sys.stderr)
+                return HTMLResponse(message_page(what, "cannot show this"), status_code=500)
+        return route
+
+    def table(request: Request) -> HTMLResponse:
         return HTMLResponse(table_page(study, dict(request.query_params)))
 
-    async def episode(request: Request) -> HTMLResponse:
+    def episode(request: Request) -> HTMLResponse:
         index = _int(request.path_params["index"], -1)
         if not 0 <= index < len(study):
             return missing(f"no episode #{request.path_params['index']}")
         return HTMLResponse(episode_page(study, index))
 
-    async def compare(request: Request) -> HTMLResponse:
+    def compare(request: Request) -> HTMLResponse:
         a, b = (_int(request.query_params.get(k), -1) for k in ("a", "b"))
         if not (0 <= a < len(study) and 0 <= b < len(study)):
             return missing("compare needs two episode numbers: /compare?a=1&b=2")
         return HTMLResponse(compare_page(study, a, b))
 
-    return Starlette(routes=[Route("/", table), Route("/episode/{index}", episode),
-                             Route("/compare", compare)])
+    return Starlette(routes=[Route("/", page(table)), Route("/episode/{index}", page(episode)),
+                             Route("/compare", page(compare))],
+                     middleware=[Middleware(LocalOnly, policy=POLICY)])

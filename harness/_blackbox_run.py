@@ -33,6 +33,7 @@ from hscale.harness._env import Env
 from hscale.harness._netns import isolated
 from hscale.harness._types import Message
 from hscale.harness.tasks import Task
+from hscale.text import printable
 
 SESSION_HEADER = "x-hscale-session"
 CLI_ERROR = "cli: "  # an episode error that is the CLI's own failure (cli_failed)
@@ -130,7 +131,8 @@ def _homes() -> Path:
 def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str]:
     """(final answer, termination, error) of the CLI's run; its process group is killed
     when it ends or runs out of time. Its output is bytes: what is not UTF-8 is replaced,
-    never the episode's end."""
+    never the episode's end; its error is printable (no escape sequence of the CLI's reaches
+    a terminal through it)."""
     termination = "answer"
     proc = subprocess.Popen(run.argv, cwd=workspace, env=run.env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -149,7 +151,7 @@ def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str
         final = run.final(out)
     except (ValueError, KeyError, TypeError, IndexError):
         final = ""
-    last = run.why(out)[:300] or _last_line(err) or _last_line(out)
+    last = printable(run.why(out)[:300] or _last_line(err) or _last_line(out))
     if termination == "answer" and proc.returncode != 0:
         return final, "error", f"{CLI_ERROR}exit {proc.returncode}: {last or '(no output)'}"
     return final, termination, last

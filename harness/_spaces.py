@@ -230,13 +230,25 @@ def plugin_of(source: str, base: Path | None = None) -> Plugin:
     """A spec's plugin entry as planned: a ``.py`` file (relative to ``base``, the spec's
     folder) or an importable module's dotted name; loaded now, so what it registers can be
     checked."""
-    if is_file_source(source):
+    beside = (base or Path.cwd()) / Path(source).expanduser()
+    if is_file_source(source) or beside.is_file():  # notes.txt beside the spec: a file
         path = Path(source).expanduser()
         path = (base / path if base is not None and not path.is_absolute() else path).resolve()
+        if path.is_dir():
+            raise HscaleError(f"plugin {source}: is a folder, not a Python file",
+                              "give the path of a .py file (relative to the spec's folder)")
+        if path.exists() and path.suffix != ".py":
+            raise HscaleError(f"plugin {source}: not a Python file (its name does not end in "
+                              ".py)", "give the path of a .py file, or an importable module's "
+                              "dotted name")
         data = _read(path, source)
         plugin = Plugin(_module_name(path), sha256_of(data), str(path))
         probe(source, plugin.module, plugin.sha256, path)
     else:
+        if not all(part.isidentifier() for part in source.split(".")):
+            raise HscaleError(f"plugin {source!r}: neither a .py file nor a module's dotted "
+                              "name", "give the path of a .py file (relative to the spec's "
+                              "folder) or a module name such as my_package.harnesses")
         if importlib.util.find_spec(source.split(".")[0]) is not None:  # else _import says so
             probe(source, source, "", None)
         module = _import(source)

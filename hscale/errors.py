@@ -8,6 +8,8 @@ Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from hscale.text import printable
+
 USER_ERROR = 2
 INTERRUPTED = 130
 
@@ -27,7 +29,7 @@ class HscaleError(ValueError):
         """The message and hint on one line; a value the user gave that runs long (a
         pasted file, a 5,000-character name) is cut, so the line stays readable."""
         text = self.message if not self.hint else f"{self.message} (hint: {self.hint})"
-        return " ".join(_cut(word) for word in text.split())
+        return " ".join(_cut(word) for word in printable(text).split())
 
 
 WORD = 240  # characters of one word of a message (paths fit)
@@ -39,7 +41,7 @@ def _cut(word: str) -> str:
 
 def reason(exc: BaseException, limit: int = 160) -> str:
     """A third-party error as a short clause for a one-line message: its type and text."""
-    text = " ".join(str(exc).split())[:limit]
+    text = " ".join(printable(exc).split())[:limit]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -60,6 +62,6 @@ def exit_for(exc: BaseException, command: str = "hscale") -> tuple[int, str] | N
         return USER_ERROR, "out of memory (hint: ask for a smaller array, space or enumeration)"
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
-        return USER_ERROR, (f"{exc.strerror or exc}{where} (hint: check the path and its "
-                            "permissions)")
+        return USER_ERROR, printable(f"{exc.strerror or exc}{where} (hint: check the path "
+                                     "and its permissions)")
     return None

@@ -62,10 +62,15 @@ def refuse_foreign_folder(path: Path, ours: Callable[[Path], bool], what: str, h
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: readers never see half a file."""
+    """Write via a temporary file in the same folder and rename: readers never see half a
+    file. A link, FIFO or device at ``path`` is refused, never replaced or written through."""
     path = Path(path)
     if path.is_dir():
         raise HscaleError(f"{path} is a folder", "give a file name such as oa.csv")
+    if path.is_symlink() or path.exists() and not path.is_file():
+        # a rename would put a plain file where a link, FIFO or device was: never that
+        raise HscaleError(f"{path}: exists and is not a plain file (a link, FIFO or device)",
+                          "give the path of a new file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -66,6 +66,11 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct
 def read_yaml(path: str | Path, what: str = "YAML file") -> tuple[Any, yaml.Node | None]:
     """(data, node tree) of the YAML at ``path``; one-line HscaleErrors for everything else."""
     path = Path(path)
+    if path.is_dir():
+        raise HscaleError(f"{path}: is a folder, not a file", f"give the path of a {what}")
+    if path.exists() and not path.is_file():
+        raise HscaleError(f"{path}: not a plain file (a FIFO or device)",
+                          f"give the path of a {what}")
     if not path.is_file():
         raise HscaleError(f"{path}: no such file", f"give the path of a {what}")
     size = path.stat().st_size

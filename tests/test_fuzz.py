@@ -9,6 +9,7 @@ import contextlib
 import copy
 import io
 import json
+import re
 import signal
 import string
 import tempfile
@@ -62,12 +63,19 @@ def cli(*args: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+# a library's words where the user's should be: pydantic's phrasing and class names, Python's
+JARGON = re.compile(r"Input should|instance of|NoneType|string indices|has no attribute|"
+                    r"\b(FactorSpec|LevelSpec|SpaceSpec|ComposedHarness|BlackBoxTraining|"
+                    r"VerlSettings|ExperimentSpec|TrainSet)\b")
+
+
 def assert_clean(code: int, err: str) -> None:
     assert code in (0, 1, 2), (code, err)
     assert "Traceback" not in err, err
     if code == 2:
         lines = [line for line in err.strip().splitlines() if not line.startswith("warning:")]
         assert len(lines) == 1 and lines[0].startswith("error: "), err
+        assert not JARGON.search(lines[0]), lines[0]
 
 
 def files_under(folder: Path) -> set[Path]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -94,6 +95,7 @@ def factory(name: str) -> Callable[..., Any]:
 def get(name: str, **params: Any) -> Any:
     """Build the realization ``<component>/<realization>`` with optional parameters."""
     build = factory(name)
+    _check_types(name, build, params)
     try:
         return build(**params)
     except TypeError as exc:
@@ -102,6 +104,30 @@ def get(name: str, **params: Any) -> Any:
             f"cannot build {name} with params {params}: {exc}",
             f"its params are: {', '.join(allowed) or 'none'}",
         ) from None
+
+
+_KINDS = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+
+
+def _check_types(name: str, build: Callable[..., Any], params: dict[str, Any]) -> None:
+    """Each given parameter of the type its field declares (an int, float, str or bool),
+    so a wrong one is named as such, never as the realization's own TypeError."""
+    if not dataclasses.is_dataclass(build):
+        return
+    try:
+        hints = typing.get_type_hints(build)
+    except Exception:  # noqa: BLE001 -- a plugin's annotations that do not resolve
+        return
+    for key, value in params.items():
+        kind = hints.get(key)
+        if kind not in _KINDS:
+            continue
+        fits = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool)) \
+            or kind is float and isinstance(value, int) and not isinstance(value, bool)
+        if not fits:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise HscaleError(f"{name}: param {key} is {shown}, not {_KINDS[kind]}",
+                              f"its params are: {', '.join(_param_names(build)) or 'none'}")
 
 
 def _param_names(build: Callable[..., Any]) -> list[str]:

@@ -46,6 +46,7 @@ from hscale.harness.tasks._judge import JudgeError, judge_rubric
 from hscale.harness.tasks._sandbox import ScriptLimits, plain_env, run_limited
 from hscale.harness.tasks._specs import FOLDER_HINT, Checker, check_spec
 from hscale.harness.tasks._timeout import call_with_timeout
+from hscale.text import printable
 
 # An environment string may not exceed 128 KiB (MAX_ARG_STRLEN) nor hold a NUL.
 ANSWER_ENV_MAX_BYTES = 65536
@@ -210,7 +211,8 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
     if done.returncode != 0:
         cause = first_cause(done.stderr)
         if mount is not None:  # name the task's own file, not its place in the runner's layout
-            cause = cause.replace(f"{mount.rstrip('/')}/reward/", f"{script.parent}/")
+            for inside in (mount.rstrip("/"), str(workspace)):  # shown there, or mapped
+                cause = cause.replace(f"{inside}/reward/", f"{script.parent}/")
         how = _exit_words(done.returncode)
         raise CheckerError(f"{script}: reward script {how}" + (f": {cause}" if cause else ""),
                            "run it by hand with the workspace path as argument",
@@ -225,8 +227,9 @@ def _run_script(script: Path, workspace: Path, answer: str, timeout: float,
 
 def first_cause(stderr: str, limit: int = 300) -> str:
     """The first thing a failed script said: its first line, or, when that opens a Python
-    traceback, the exception that ends it (a pipeline's later errors are consequences)."""
-    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    traceback, the exception that ends it (a pipeline's later errors are consequences);
+    printable: a script's escape sequences never reach a terminal or a record."""
+    lines = [line.rstrip() for line in printable(stderr).splitlines() if line.strip()]
     if not lines:
         return ""
     if lines[0].startswith("Traceback (most recent call last)"):

@@ -141,8 +141,11 @@ def _assembled_root(targets: list[str]) -> list[str]:
 
 
 def _in(cwd: Path, cmd: Sequence[str]) -> list[str]:
-    """``cmd`` started from ``cwd`` (setpriv keeps the working folder the jail started in)."""
-    return ["sh", "-c", 'cd "$1" && shift && exec "$@"', "hscale-cd", str(cwd), *cmd]
+    """``cmd`` started from ``cwd`` (setpriv keeps the working folder the jail started in);
+    the ``OLDPWD`` that ``cd`` sets is dropped, so the program's environment is exactly what
+    it was given."""
+    return ["sh", "-c", 'cd "$1" && unset OLDPWD && shift && exec "$@"', "hscale-cd",
+            str(cwd), *cmd]
 
 
 KINDS = ("bubblewrap", "namespaces", "limits")

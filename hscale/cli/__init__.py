@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover
     import click as _click
 
 from hscale.errors import USER_ERROR, HscaleWarning, exit_for
+from hscale.text import printable
 
 # name -> ("module:attribute", one-line help). The attribute is a Typer app (a command group)
 # or a command function.
@@ -162,6 +163,7 @@ def _command_path(argv: list[str]) -> str:
 
 
 def _fail(status: int, message: str) -> None:
+    message = printable(message)  # a CLI's or script's text in it: no escape sequence acts
     print(message if status != USER_ERROR else f"error: {' '.join(message.split())}",
           file=sys.stderr)
     sys.exit(status)
@@ -170,7 +172,7 @@ def _fail(status: int, message: str) -> None:
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     """hscale's warnings as one line each; others as Python prints them."""
     if issubclass(category, HscaleWarning):
-        print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+        print(f"warning: {' '.join(printable(message).split())}", file=sys.stderr)
     else:
         _show(message, category, filename, lineno, file, line)
 
@@ -188,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)  # typer has already printed the help
     except _click.exceptions.UsageError as exc:
         cmd = exc.ctx.command_path if exc.ctx else "hscale"
-        _fail(USER_ERROR, f"{exc.format_message()} (hint: run '{cmd} --help')")
+        said = exc.format_message().replace("Input should be", "it must be")  # typer's words
+        _fail(USER_ERROR, f"{said} (hint: run '{cmd} --help')")
     except typer.Abort as exc:
         if isinstance(exc.__cause__, EOFError):  # click turns any EOFError into an Abort
             _fail_for(exc.__cause__, args)

@@ -29,6 +29,7 @@ def collect_cmd(
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
     hscale.train.lm._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
     from hscale.cli._progress import progress
+    from hscale.text import printable
     from hscale.train.lm import Collection, EpisodeLog, collect
 
     asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)
@@ -36,8 +37,8 @@ def collect_cmd(
 
     def failed(task_id: str, error: str) -> None:
         failures.append((task_id, error))
-        print(f"{task_id}: {harness} failed: {error.removeprefix('cli: ')}", file=sys.stderr,
-              flush=True)
+        print(printable(f"{task_id}: {harness} failed: {error.removeprefix('cli: ')}"),
+              file=sys.stderr, flush=True)
 
     with progress("episodes") as update:
         record = collect(asked, out, update, failed=failed)
@@ -46,7 +47,8 @@ def collect_cmd(
     print(f"collected {len(rows)} episodes of {teacher} through {harness}, {solved} solved; "
           f"record in {record}")
     if failures:
-        print(f"{len(failures)} episode{'s' * (len(failures) != 1)} not collected: the CLI "
-              f"failed ({failures[0][1].removeprefix('cli: ')}); rerun to play "
-              f"{'them' if len(failures) > 1 else 'it'} again", file=sys.stderr)
+        print(printable(f"{len(failures)} episode{'s' * (len(failures) != 1)} not collected: "
+                        f"the CLI failed ({failures[0][1].removeprefix('cli: ')}); rerun to "
+                        f"play {'them' if len(failures) > 1 else 'it'} again"),
+              file=sys.stderr)
         raise typer.Exit(1)

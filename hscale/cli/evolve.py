@@ -49,7 +49,7 @@ def _editor(source: str, served_name: str | None):
         return ModelEditor(open_chat_model(source, served_name))
     from hscale.yamlio import read_yaml
 
-    data, _ = read_yaml(Path(source), "editor replies")
+    data, _ = read_yaml(Path(source), "file of editor replies")
     if not isinstance(data, list):
         raise HscaleError(f"{source}: scripted editor replies are a list (one a proposal)",
                           "write a YAML or JSON list of edits ({set: {...}, why: ...})")
@@ -151,16 +151,20 @@ def evolve_cmd(
     and after each round: after Ctrl-C or a kill the same command resumes after the last
     finished round and writes the pool an uninterrupted run writes; a checkpoint of other
     inputs (editor, model, spec, rounds, tasks) is refused, or started over with --force."""
+    from hscale.files import reads_as, refuse_foreign_file
     from hscale.harness import canonical, harness_named, sha256_of
-    from hscale.train.harness_s import Evolution, write_pool
+    from hscale.train.harness_s import Evolution, read_pool, write_pool
     from hscale.train.lm import drive, open_chat_model
 
     plan = _rounds(rounds)
-    if out.exists() and not force:
-        raise HscaleError(f"{out} exists: a frozen pool is not replaced",
-                          "pass --force, or write the new pool under another name")
     if out.suffix != ".json":
         raise HscaleError(f"--out {out}: a pool file is JSON", "name it pool.json")
+    refuse_foreign_file(out, reads_as(read_pool), "an hscale pool file",
+                        "give the name of a new file (nothing was written)", name=f"--out {out}")
+    if out.exists() and not force:
+        raise HscaleError(f"--out {out}: a frozen pool exists there and is not replaced",
+                          "pass --force to replace it, or write the new pool under another "
+                          "name")
     chosen = _editor(editor, served_name)
     space, train, validation = _tasks(spec, tasks)
     factors = space.factor_space

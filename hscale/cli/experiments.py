@@ -202,9 +202,11 @@ def _summary(states: dict[str, str], out: Path) -> None:
     if warning:
         print(warning, file=sys.stderr)
 
-    for run in failed:
+    from hscale.text import printable
+
+    for run in failed:  # a run's error may quote a CLI or a reward script: printable
         error = read_status(Path(run)).error
-        print(f"  {run}: {states[run]}" + (f": {error}" if error else ""))
+        print(printable(f"  {run}: {states[run]}" + (f": {error}" if error else "")))
     if failed:
         raise typer.Exit(1)
 

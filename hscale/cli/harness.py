@@ -78,12 +78,13 @@ def install_cmd(
     """Install black-box harnesses from the npm registry, pinned, into hscale's cache
     ($HSCALE_CACHE/harnesses; OpenClaw with the Node 24 it needs)."""
     from hscale.harness import HARNESSES, install, version_of
+    from hscale.text import printable
 
     chosen = list(HARNESSES) if names == ["all"] else names
     for name in chosen:
         HARNESSES.check(name)
     for name in chosen:
-        harness = install(name, log=lambda line: console.print(line, markup=False))
+        harness = install(name, log=lambda line: console.print(printable(line), markup=False))
         console.print(f"{name}: {version_of(harness) or harness.version} at "
                       f"{harness.executable}", markup=False)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -80,10 +81,18 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
         pilot_design,
         pooled,
     )
-    from hscale.errors import HscaleError
+    from hscale.errors import HscaleError, HscaleWarning
 
     results = load_results(path, reported=False)
+    for problem in results.problems:  # what the pilot lacks is said, as the report says it
+        warnings.warn(f"{problem} (left out of the pilot)", HscaleWarning, stacklevel=2)
     methods = set(results.episodes["method"].astype(str))
+    unmeasured = sorted(set(results.runs["method"].astype(str)) - methods) \
+        if len(results.runs) else []
+    if unmeasured:
+        warnings.warn(f"{', '.join(unmeasured)}: planned, but no evaluated episode was read "
+                      "(see the problems above); left out of the pilot", HscaleWarning,
+                      stacklevel=2)
     if reference is not None and reference not in methods:
         raise HscaleError(f"reference arm {reference!r} is not among the results",
                           f"choose one of {', '.join(sorted(methods))}")

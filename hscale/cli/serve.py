@@ -26,6 +26,10 @@ def serve_cmd(
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Bind a non-loopback "
                                                "host (the endpoint has no authentication).")
                             ] = False,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="A name clients reach this server by, besides localhost and "
+                             "IP addresses (with --allow-remote; repeatable): a request whose "
+                             "Host names anything else is refused (DNS rebinding).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")
                        ] = False,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=1024,
@@ -55,7 +59,7 @@ def serve_cmd(
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # as Ctrl-C: a clean stop
     server = serve(chat, host, port, record=record, allow_remote=allow_remote,
                    verbose=verbose, max_batch=max_batch, served_name=served_name,
-                   max_new_tokens=max_new_tokens)
+                   max_new_tokens=max_new_tokens, allow_hosts=tuple(allow_host or ()))
     try:  # from the moment it serves: whenever the stop comes, the record is compacted
         print(f"serving {server.service.completer.name} at {server.url}"
               + (f" (recording to {record})" if record is not None else ""), flush=True)

@@ -29,41 +29,73 @@ def view_cmd(
                                        help="Episodes an export includes in full.")] = 200,
 ) -> None:
     """Serve the episodes under RUNS at http://127.0.0.1:PORT until Ctrl-C (read in place,
-    nothing copied or written), or write --export FILE."""
+    nothing copied or written), or write --export FILE (a new file, or an earlier export:
+    nothing else is replaced)."""
+    import sys
+
     from hscale.analysis import Study
     from hscale.errors import HscaleError
-    from hscale.files import atomic_write_text
 
     query = {}
     for item in where or ():
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise HscaleError(f"--where {item}: not KEY=VALUE", "e.g. --where arm=k1")
         query[key.strip()] = value.strip()
+    if export is None and query:
+        raise HscaleError("--where filters an --export", "in the page, pick the filters above "
+                                                         "the table")
+    if export is not None:
+        _refuse_foreign(export)
+    sock = None if export is not None else _listen(port)
     began = time.perf_counter()
     study = Study(runs)
+    for problem in study.problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
     print(f"{len(study):,} episodes from {len(study.folders)} run folders under {runs} "
           f"({time.perf_counter() - began:.1f} s)", flush=True)
     if export is not None:
         from hscale.analysis import export_html
+        from hscale.files import atomic_write_text
 
-        if export.is_dir():
-            raise HscaleError(f"--export {export}: is a folder", "give a file name (view.html)")
-        atomic_write_text(export, export_html(study, query, limit))
+        page = export_html(study, query, limit)  # every transcript read before a byte is written
+        atomic_write_text(export, page)
         print(f"wrote {export} ({len(study.select(query)):,} episodes match)")
         return
-    if query:
-        raise HscaleError("--where filters an --export", "in the page, pick the filters above "
-                                                         "the table")
-    import socket
-
     import uvicorn
 
     from hscale.analysis import build_view_app
 
-    if port == 0:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+    port = sock.getsockname()[1]
     print(f"open http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
-    uvicorn.run(build_view_app(study), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(build_view_app(study), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(port: int):
+    """A socket bound to the loopback at ``port`` (0: a free one) before the study is read:
+    a port in use is one line, before any work."""
+    import socket
+
+    from hscale.errors import HscaleError
+
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise HscaleError(f"--port {port}: cannot listen on 127.0.0.1:{port} "
+                          f"({exc.strerror or exc})", "pick another --port (0 picks a free "
+                          "one), or stop what holds it") from None
+    sock.listen(128)
+    return sock
+
+
+def _refuse_foreign(path: Path) -> None:
+    """An --export path must be new, or a file an earlier export wrote."""
+    from hscale.analysis import is_export
+    from hscale.files import refuse_foreign_file
+
+    refuse_foreign_file(path, is_export, "an hscale view export",
+                        "give the name of a new file (nothing was written)",
+                        name=f"--export {path}")

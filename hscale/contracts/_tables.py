@@ -211,24 +211,74 @@ def check_schedule(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     return schedule_frame(frame)
 
 
+def check_columns(frame: pd.DataFrame, columns: dict[str, str], name: str,
+                  problems: list[str]) -> pd.DataFrame | None:
+    """``frame`` with ``columns`` (a contract's, all present) in their contracted types:
+    numbers that are whole where an int64 is, true/false or 1/0 where a bool is, text with
+    no empty cell where a str is (a number there, from a CSV, becomes its text). None, with
+    one problem naming the file, the column and a bad value, when a column cannot be."""
+    frame = frame.copy()
+    for col, kind in columns.items():
+        values = frame[col]
+        try:
+            if kind == "str":
+                empty = values.isna()
+                if empty.any():
+                    raise ValueError(f"{int(empty.sum())} empty cells")
+                frame[col] = values.astype(str)
+            elif kind == "bool":
+                frame[col] = as_bool(values)
+            else:
+                numbers = pd.to_numeric(values)
+                if kind == "int64" and not (numbers == numbers.round()).all():
+                    raise ValueError("not whole numbers")
+                frame[col] = numbers.astype(kind)
+        except (TypeError, ValueError, OverflowError) as exc:
+            bad = _first_bad(values, kind)
+            problems.append(f"{name}: column {col} is not {_KINDS[kind]} ("
+                            + (f"e.g. {bad!r}" if bad is not None else str(exc)[:80]) + ")")
+            return None
+    return frame
+
+
+_KINDS = {"str": "text", "bool": "true/false", "int64": "whole numbers",
+          "float64": "numbers"}
+
+
+def _first_bad(values: pd.Series, kind: str) -> str | None:
+    """The first value of ``values`` that is not of ``kind`` (for the message), cut short."""
+    for value in values:
+        if not _fits(value, kind):
+            text = str(value)
+            return text if len(text) <= 40 else text[:40] + "..."
+    return None
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return value is not None and not (isinstance(value, float) and math.isnan(value))
+    try:
+        if kind == "bool":
+            as_bool(pd.Series([value]))
+            return True
+        return kind != "int64" or float(value).is_integer()
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFrame | None:
     """An eval.parquet (or an external CSV of its shape) as read: required columns present,
-    values in range, types coerced (``turns`` defaults to 0). None, with the reason appended
-    to ``problems``, when it cannot be used; softer findings are appended too."""
+    in their types (:func:`check_columns`; ``turns`` defaults to 0), values in range. None,
+    with the reason appended to ``problems``, when it cannot be used; softer findings are
+    appended too."""
     missing = [c for c in EVAL_COLUMNS if c not in frame.columns and c != "turns"]
     if missing:
         problems.append(f"{name}: missing columns {', '.join(missing)}")
         return None
-    frame = frame.copy()
     if "turns" not in frame.columns:
-        frame["turns"] = 0
-    try:
-        for col in ("seed", "run", "step", "turns"):
-            frame[col] = pd.to_numeric(frame[col]).astype("int64")
-        frame["reward"] = pd.to_numeric(frame["reward"]).astype("float64")
-        frame["success"] = as_bool(frame["success"])
-    except (TypeError, ValueError) as exc:
-        problems.append(f"{name}: bad values ({exc})")
+        frame = frame.assign(turns=0)
+    frame = check_columns(frame, EVAL_COLUMNS, name, problems)
+    if frame is None:
         return None
     if len(frame) and not frame["reward"].between(0, 1).all():
         problems.append(f"{name}: rewards outside [0, 1]")
@@ -237,6 +287,18 @@ def check_eval(frame: pd.DataFrame, name: str, problems: list[str]) -> pd.DataFr
         problems.append(f"{name}: unknown settings {', '.join(unknown)} "
                         f"(expected {', '.join(SETTINGS)})")
     return frame
+
+
+def check_rollouts(frame: pd.DataFrame, name: str, problems: list[str]
+                   ) -> pd.DataFrame | None:
+    """A rollouts.parquet as read (its columns but ``transcript`` and ``seconds``, which a
+    reader takes on demand), as :func:`check_eval` checks an eval.parquet."""
+    wanted = {c: k for c, k in ROLLOUT_COLUMNS.items() if c not in ("transcript", "seconds")}
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        problems.append(f"{name}: missing columns {', '.join(missing)}")
+        return None
+    return check_columns(frame, wanted, name, problems)
 
 
 def result_problems(run_dir: str | Path, manifest: Manifest, train: bool = True) -> list[str]:

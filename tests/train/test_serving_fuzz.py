@@ -168,7 +168,8 @@ def client(tmp_path_factory) -> Iterator[TestClient]:
     completer = completer_of(ScriptedChat({TASK: ["cat note.txt"]}))
     recorder = Recorder(tmp_path_factory.mktemp("record"))
     service = Service(completer, Batcher(completer, max_batch=1), recorder)  # no gathering
-    with TestClient(build_app(service), raise_server_exceptions=False) as running:
+    with TestClient(build_app(service), raise_server_exceptions=False,
+                    base_url="http://127.0.0.1") as running:
         yield running
     service.batcher.close()
     recorder.close()
@@ -190,11 +191,12 @@ def deadline(seconds: int = DEADLINE_S) -> Iterator[None]:
 
 
 def send(client: TestClient, face: Face, content: bytes,
-         content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
-    """Status and JSON reply; fails on a hang, a 5xx, a traceback or a reply not JSON."""
+         content_type: str | None = "application/json") -> tuple[int, dict[str, Any]]:
+    """Status and JSON reply (``content_type`` None: the request names none); fails on a
+    hang, a 5xx, a traceback or a reply not JSON."""
     with deadline():
-        response = client.post(face.url, content=content,
-                               headers={"content-type": content_type})
+        response = client.post(face.url, content=content, headers={} if content_type is None
+                               else {"content-type": content_type})
     assert response.status_code < 500, response.text[:500]
     assert "Traceback" not in response.text
     return response.status_code, response.json()
@@ -294,13 +296,17 @@ def test_a_body_that_is_not_a_json_object_is_a_400_about_the_body(client, face, 
 
 
 @pytest.mark.parametrize("face", FACES, ids=lambda f: f.name)
-def test_the_content_type_is_not_what_decides(client, face):
-    """A JSON body under another content type is read as JSON (as the real APIs' clients
-    expect of a lenient server); a form is not JSON."""
-    status, _ = send(client, face, json.dumps(face.body).encode(), "text/plain")
-    assert status == 200
-    status, reply = send(client, face, b"a=1&b=2", "application/x-www-form-urlencoded")
-    assert status == 400 and "body" in face.error(reply)[0]
+def test_a_body_a_web_page_could_send_unasked_is_refused(client, face):
+    """JSON under application/json (any charset) or under no content type (a non-browser
+    client) is read; the types a page may send cross-site without a preflight (text/plain,
+    a form) are a 415 naming the type, so no page can make the server spend its model."""
+    for kind in ("application/json", "application/json; charset=utf-8", None):
+        status, reply = send(client, face, json.dumps(face.body).encode(), kind)
+        assert status == 200, (kind, reply)
+    for kind in ("text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                 "multipart/form-data; boundary=x"):
+        status, reply = send(client, face, json.dumps(face.body).encode(), kind)
+        assert status == 415 and kind.split(";")[0] in face.error(reply)[0], (kind, reply)
 
 
 @pytest.mark.parametrize("face", FACES, ids=lambda f: f.name)

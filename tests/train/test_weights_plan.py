@@ -138,15 +138,15 @@ def test_validate_shows_the_weights_and_each_adaptive_arms_k(tmp_path, capsys):
 BAD = [
     ({"weights": {"contxt": 2.0}}, "weights:\n  contxt", "did you mean 'context'"),
     ({"weights": {"Q": 2.0}}, "weights:\n  Q", "components: S (system_prompt)"),
-    ({"weights": {"C": -1.0}}, "weights:\n  C", "greater than 0"),
-    ({"weights": {"C": True}}, "weights:\n  C", "valid number"),
+    ({"weights": {"C": -1.0}}, "weights:\n  C", "-1.0 is not more than 0"),
+    ({"weights": {"C": True}}, "weights:\n  C", "True is not a number"),
     ({"weights": {"C": ".inf"}}, "weights:\n  C", "finite number"),
     ({"weights": [1, 2, 3, 4, 5]}, "weights:", "is not a mapping"),
     ({"weights": {"C": 2.0, "context": 1.0}}, "weights:\n  C: 2.0\n  context", "twice"),
     ({"arms": {"a": {"assignment": {"mode": "repeat", "radius": 2}}}},
      "arms:\n  a:\n    assignment", "needs locality assignment, not repeat"),
     ({"arms": {"a": {"assignment": {"radius": 0}}}},
-     "arms:\n  a:\n    assignment:\n      radius", "greater than 0"),
+     "arms:\n  a:\n    assignment:\n      radius", "0 is not more than 0"),
     ({"arms": {"a": {"assignment": {"radious": 2}}}},
      "arms:\n  a:\n    assignment:\n      radious", "did you mean 'radius'"),
 ]

@@ -89,6 +89,29 @@ def with_pool(space: Any, pool: Pool, where: str, hint: str) -> Any:
         pair for pair in pool.composed() if pair[0] not in known)))
 
 
+def _check_fields(path: Path, entry: Any, fields: dict[str, type], where: str) -> None:
+    """``entry`` an object with each of ``fields`` of its type: else one line naming the
+    file, the entry and the key."""
+    hint = "write it with hscale harness evolve"
+    if not isinstance(entry, dict):
+        raise HscaleError(f"{path}: {where} is {_kind(entry)}, not an object", hint)
+    for key, kind in fields.items():
+        if key not in entry:
+            raise HscaleError(f"{path}: {where} has no {key}", hint)
+        value = entry[key]
+        if not isinstance(value, kind) or kind is int and isinstance(value, bool):
+            raise HscaleError(f"{path}: {where}.{key} is {_kind(value)}, not {_kind(kind())}",
+                              hint)
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words."""
+    if value is None:
+        return "null"
+    return {bool: "true/false", int: "a number", float: "a number", str: "text",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def write_pool(path: str | Path, pool: Pool) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,15 +133,18 @@ def read_pool(path: str | Path) -> Pool:
     if not isinstance(raw, dict) or raw.get("format") not in (POOL_FORMAT, _CHILDREN_ONLY):
         raise HscaleError(f"{path}: not a pool file (format is not {POOL_FORMAT})",
                           "write it with hscale harness evolve")
-    try:
-        children = tuple(Child(str(c["name"]), str(c["parent"]), int(c["round"]),
-                               tuple(c.get("causes") or ()), dict(c["edit"]),
-                               dict(c["components"])) for c in raw["children"])
-        pool = Pool(str(raw["space"]), str(raw["base"]), children,
-                    tuple(raw.get("rounds") or ()), dict(raw.get("notes") or {}), raw["format"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise HscaleError(f"{path}: a pool entry lacks {exc}", "write it with hscale harness "
-                          "evolve") from None
+    _check_fields(path, raw, {"space": str, "base": str, "children": list}, "the pool")
+    for key, kind in (("rounds", list), ("notes", dict)):
+        if raw.get(key) is not None and not isinstance(raw[key], kind):
+            raise HscaleError(f"{path}: {key} is {_kind(raw[key])}, not {_kind(kind())}",
+                              "write it with hscale harness evolve")
+    for i, c in enumerate(raw["children"]):
+        _check_fields(path, c, {"name": str, "parent": str, "round": int, "edit": dict,
+                                "components": dict}, f"children[{i}]")
+    children = tuple(Child(c["name"], c["parent"], c["round"], tuple(c.get("causes") or ()),
+                           dict(c["edit"]), dict(c["components"])) for c in raw["children"])
+    pool = Pool(raw["space"], raw["base"], children, tuple(raw.get("rounds") or ()),
+                dict(raw.get("notes") or {}), raw["format"])
     renamed = next((c.name for c in children if c.name != child_name(c.components)), None)
     if renamed or pool.sha256 != raw.get("sha256"):
         raise HscaleError(f"{path}: the pool changed after it was frozen"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_text
+from hscale.files import atomic_write_text, refuse_foreign_folder
 from hscale.harness.tasks import Task
 
 ASKED, RECORD = "collect.json", "record"
@@ -116,7 +116,7 @@ def _own(out: Path, asked: Collection) -> None:
                               "give another --out, or rerun with the same teacher, harness "
                               "and tasks to finish it")
         return
-    if out.exists() and any(out.iterdir()):
-        raise HscaleError(f"{out}: not empty and not a collection", "give an empty --out")
+    refuse_foreign_folder(out, lambda _: False, "a collection", "give an empty or new --out",
+                          name=f"--out {out}")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, wanted + "\n")

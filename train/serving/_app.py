@@ -10,7 +10,10 @@ and headers past MAX_HEADERS (431), the body read to its end first so that a cli
 sending hears the reply rather than a reset. A row (request,
 reply, tool calls, token ids, the client's session) is on disk before its reply is sent, so
 SIGTERM or SIGKILL of the server loses no answered request (hscale.train.lm._record). Binds to
-loopback unless told otherwise: the endpoint has no authentication.
+loopback unless told otherwise: the endpoint has no authentication, so it answers only
+requests whose Host names this machine and that come from no other site's page
+(hscale.web.LocalOnly: a DNS-rebinding or cross-site request is a recorded 403, a page's
+text/plain or form body a 415).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from hscale.train.serving._chat import BadRequest, Reply, new_id
 from hscale.train.serving._engine import Batcher, Completer
 from hscale.train.serving._live import Live
 from hscale.train.serving._tool_prompt import to_messages
+from hscale.web import LocalOnly
 
 MAX_BODY = 32 << 20  # bytes of one request's body; past them a 413
 MAX_DRAIN = 4 * MAX_BODY  # bytes of a refused body read and dropped; past them, a reset
@@ -399,7 +403,15 @@ class _HeaderLimit:
         await response(scope, receive, send)
 
 
-def build_app(service: Service) -> Starlette:
+async def _refused(http: HTTPRequest, status: int, message: str) -> Response:
+    """hscale.web.LocalOnly's refusal (a foreign Host or Origin, a page's simple body), in
+    the API's shape and recorded like every request: the record shows who tried."""
+    return await _refuse(http, status, message)
+
+
+def build_app(service: Service, hosts: tuple[str, ...] = ()) -> Starlette:
+    """The app behind hscale.web.LocalOnly (``hosts``: names besides localhost and IP
+    addresses a request's Host may give)."""
     routes = [Route("/", _root, methods=["GET", "HEAD"]),
               Route("/health", _health), Route("/v1/health", _health),
               Route("/v1/models", _models), Route("/models", _models)]
@@ -409,7 +421,9 @@ def build_app(service: Service) -> Starlette:
         routes += [Route(p, _endpoint(api), methods=["POST"]) for p in paths]
     routes += [Route(p, _endpoint("messages", counting=True), methods=["POST"])
                for p in ("/v1/messages/count_tokens", "/messages/count_tokens")]
-    app = Starlette(routes=routes, middleware=[Middleware(_HeaderLimit)],
+    guard = Middleware(LocalOnly, json_api=True, hosts=hosts, refuse=_refused,
+                       host_hint=", or start hscale serve with --allow-host NAME")
+    app = Starlette(routes=routes, middleware=[guard, Middleware(_HeaderLimit)],
                     exception_handlers={404: _unrouted, 405: _unrouted})
     app.state.service = service
     return app

@@ -171,6 +171,45 @@ def number(value: Any, name: str, default: float, low: float = 0.0) -> float:
     return float(value)
 
 
+# the sampling fields each API documents and a local model does not use: accepted when the
+# real API would accept them, refused (400, naming the field) where it would not
+_RANGES = {"top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
+           "frequency_penalty": (-2.0, 2.0)}
+TEMPERATURE_HIGH = {"chat": 2.0, "responses": 2.0, "messages": 1.0}
+
+
+def check_sampling(data: dict[str, Any], api: str) -> None:
+    """The fields of ``data`` a face accepts and ignores, checked as the real API checks
+    them: ``top_p`` in [0, 1], the penalties in [-2, 2], ``top_k`` a whole number >= 0,
+    ``temperature`` at most 2 (1 for messages), ``stop`` a string or up to 4 strings
+    (``stop_sequences`` a list of strings)."""
+    for name, (low, high) in _RANGES.items():
+        value = data.get(name)
+        if value is not None and not (_real(value) and low <= value <= high):
+            raise BadRequest(f"'{name}' must be a number in [{low:g}, {high:g}]", name)
+    temperature = data.get("temperature")
+    if _real(temperature) and temperature > TEMPERATURE_HIGH[api]:
+        raise BadRequest(f"'temperature' must be at most {TEMPERATURE_HIGH[api]:g}",
+                         "temperature")
+    top_k = data.get("top_k")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)
+                              or top_k < 0):
+        raise BadRequest("'top_k' must be an integer >= 0", "top_k")
+    stop = data.get("stop")
+    if stop is not None and not (isinstance(stop, str) or isinstance(stop, list)
+                                 and len(stop) <= 4 and all(isinstance(x, str) for x in stop)):
+        raise BadRequest("'stop' must be a string or a list of up to 4 strings", "stop")
+    sequences = data.get("stop_sequences")
+    if sequences is not None and not (isinstance(sequences, list)
+                                      and all(isinstance(x, str) for x in sequences)):
+        raise BadRequest("'stop_sequences' must be a list of strings", "stop_sequences")
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
 def integer(value: Any, name: str, default: int | None, low: int = 1,
             high: int = MAX_TOKENS_LIMIT) -> int | None:
     if value is None:

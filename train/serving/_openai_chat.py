@@ -21,6 +21,7 @@ from hscale.train.serving._chat import (
     Request,
     Tool,
     Turn,
+    check_sampling,
     integer,
     number,
     seed_of,
@@ -115,6 +116,7 @@ def parse(data: Any, session: str = "") -> Request:
     if not isinstance(data, dict):
         raise BadRequest("body must be a JSON object")
     check(_Body, data, indexed=True)  # from here on the messages and tools have their shape
+    check_sampling(data, "chat")
     turns = [_turn(m) for m in data["messages"]]
     if data.get("n", 1) != 1:
         raise BadRequest("only n = 1 is supported", "n")

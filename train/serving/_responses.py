@@ -23,6 +23,7 @@ from hscale.train.serving._chat import (
     Request,
     Tool,
     Turn,
+    check_sampling,
     integer,
     new_id,
     number,
@@ -102,6 +103,7 @@ def parse(data: Any, session: str = "") -> Request:
                          "responses; send the whole conversation as input",
                          "previous_response_id")
     check(_Body, data, indexed=True)  # from here on instructions, input and tools have their shape
+    check_sampling(data, "responses")
     turns = []
     instructions = data.get("instructions")
     if instructions is not None:

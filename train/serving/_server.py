@@ -27,14 +27,15 @@ class Server:
     it, then the batcher, then writes the record's last part. A context manager."""
 
     def __init__(self, service: Service, sock: socket.socket, host: str,
-                 verbose: bool) -> None:
+                 verbose: bool, hosts: tuple[str, ...] = ()) -> None:
         import uvicorn
 
         self.service, self.host = service, host
         self.port = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/v1"
-        config = uvicorn.Config(build_app(service), log_level="info" if verbose else "warning",
+        config = uvicorn.Config(build_app(service, hosts),
+                                log_level="info" if verbose else "warning",
                                 access_log=verbose, lifespan="off",
                                 timeout_graceful_shutdown=GRACE_S, http="h11",
                                 h11_max_incomplete_event_size=MAX_HEADER_BLOCK)
@@ -105,9 +106,11 @@ def batcher_of(completer: Completer, max_batch: int = 32,
 def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
           record: str | Path | None = None, allow_remote: bool = False,
           verbose: bool = False, max_batch: int = 32, served_name: str | None = None,
-          max_new_tokens: int = 1024, cache_tokens: int = CACHE_TOKENS) -> Server:
+          max_new_tokens: int = 1024, cache_tokens: int = CACHE_TOKENS,
+          allow_hosts: tuple[str, ...] = ()) -> Server:
     """Serve ``model`` (a ChatModel, or an upstream URL to front) in a background thread;
-    port 0 picks a free port."""
+    port 0 picks a free port. Requests must name this machine in ``Host``: localhost, an IP
+    address, ``host`` itself, or a name in ``allow_hosts``."""
     family = _family(host, allow_remote)
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -122,7 +125,7 @@ def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
     recorder = Recorder(record) if record is not None else None
     service = Service(completer, batcher_of(completer, max_batch, cache_tokens), recorder,
                       verbose)
-    return Server(service, sock, host, verbose)
+    return Server(service, sock, host, verbose, (host, *allow_hosts))
 
 
 def _family(host: str, allow_remote: bool) -> int:

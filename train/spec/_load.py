@@ -4,6 +4,7 @@ arms merged over ``defaults``, and the paths in a spec made absolute against its
 from __future__ import annotations
 
 import difflib
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -203,12 +204,108 @@ def _spec_error(path: Path, tree: yaml.Node | None, exc: ValidationError,
         return HscaleError(f"{path}:{line}: {where}: {err['input']!r} is not a name here",
                            "names are ASCII letters, digits and _ . - (up to 64, starting "
                            "with a letter or digit): they become folder, file and label parts")
+    if err["type"] == "string_type" and err["input"] is None:
+        return HscaleError(f"{path}:{line}: {where}: empty (YAML reads a key with no value, "
+                           "~ or null as nothing)", "give it a value, or leave the key out")
     if err["type"] == "string_type" and not isinstance(err["input"], (dict, list)):
         return HscaleError(f"{path}:{line}: {where}: {err['input']!r} is read as "
                            f"{_yaml_type(err['input'])}, not text",
                            "put it in double quotes as you wrote it, so YAML reads text")
-    return HscaleError(f"{path}:{line}: {where}: {err['msg']}",
-                       "see experiments/demo.yaml for a complete example")
+    hint = _described(loc) or ("see experiments/demo.yaml for a complete example, or the "
+                                "spec reference in the docs")
+    branches = [e for e, m in scored if m == mine and e["type"] in _WRONG_BRANCH]
+    if err["type"] in _WRONG_BRANCH and len(branches) > 1:  # a union: say every form it takes
+        forms = list(dict.fromkeys(_form(e) for e in branches))
+        forms = [f for f in forms if not any(f != g and f in g for g in forms)]
+        return HscaleError(f"{path}:{line}: {where}: {_shown(err['input'])} is not "
+                           + " or ".join(forms), hint)
+    return HscaleError(f"{path}:{line}: {where}: {_said(err)}", hint)
+
+
+def _described(loc: tuple[Any, ...]) -> str:
+    """``key: what it is`` from the spec model's own documentation of the key at ``loc``
+    (the spec reference's words), or "" where no model documents it."""
+    keys = [str(p) for p in loc if not isinstance(p, int)]
+    if not keys:
+        return ""
+    parent = keys[-2] if len(keys) > 1 else "ExperimentSpec"
+    model = _FIELDS.get(parent) or (Arm if len(keys) == 3 and keys[0] in ("arms", "defaults")
+                                    or len(keys) == 2 and keys[0] == "defaults" else None)
+    field = getattr(model, "model_fields", {}).get(keys[-1])
+    text = " ".join((field.description or "").replace("`", "").split()) if field else ""
+    if not text:
+        return ""
+    first = text.split(". ")[0].rstrip(".")
+    return f"{keys[-1]}: {first[:1].lower()}{first[1:]}"
+
+
+# the plain form a value of each model takes (pydantic names the class)
+_FORMS = {
+    "FactorSpec": "a factor: a list of levels, or {component: KIND, levels: [...]}",
+    "LevelSpec": "a level: a realization's name, or {realization: NAME, params: {...}, "
+                 "name: LABEL}",
+    "SpaceSpec": "a space: harness, or {name: ..., factors: {...}}",
+    "ComposedHarness": "an out-of-space harness: a preset's name, or {name: ..., "
+                       "components: {...}}",
+    "BlackBoxTraining": "a blackbox section: {harness: bb/NAME, method: sft or rl, "
+                        "teacher: ...}",
+    "VerlSettings": "veRL settings: a mapping of keys",
+}
+_TYPES = {"string_type": "text", "list_type": "a list", "dict_type": "a mapping of keys",
+          "int_type": "a whole number", "int_parsing": "a whole number",
+          "int_from_float": "a whole number", "float_type": "a number",
+          "float_parsing": "a number", "bool_type": "true or false",
+          "bool_parsing": "true or false", "model_attributes_type": "a mapping of keys"}
+
+
+def _form(err: dict[str, Any]) -> str:
+    """What a value must be, in the user's words, for one pydantic error."""
+    if err["type"] == "model_type":
+        return _FORMS.get(str((err.get("ctx") or {}).get("class_name")), "a mapping of keys")
+    if err["type"] == "literal_error":
+        return f"one of {(err.get('ctx') or {}).get('expected', '')}"
+    return _TYPES.get(err["type"], "of the form the key takes")
+
+
+def _shown(value: Any) -> str:
+    """A value the user wrote, as the message quotes it."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _said(err: dict[str, Any]) -> str:
+    """One pydantic error in plain words: the value, and what it must be instead."""
+    kind, ctx, value = err["type"], err.get("ctx") or {}, _shown(err.get("input"))
+    bounds = {"greater_than_equal": ("less than", "ge"), "greater_than": ("not more than", "gt"),
+              "less_than_equal": ("more than", "le"), "less_than": ("not less than", "lt")}
+    if kind in bounds:
+        words, key = bounds[kind]
+        bound = ctx.get(key)
+        return f"{value} is {words} {bound:g}" if isinstance(bound, float) else \
+            f"{value} is {words} {bound}"
+    if kind in ("too_short", "too_long"):
+        short = kind == "too_short"
+        return (f"{ctx.get('actual_length')} items; {'at least' if short else 'at most'} "
+                f"{ctx.get('min_length' if short else 'max_length')}")
+    if kind in ("string_too_short", "string_too_long"):
+        short = kind == "string_too_short"
+        return (f"{value} is too {'short' if short else 'long'}: "
+                f"{'at least' if short else 'at most'} "
+                f"{ctx.get('min_length' if short else 'max_length')} characters")
+    if kind == "missing":
+        return "required, and missing"
+    if kind == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    if kind in _TYPES or kind in ("model_type", "literal_error"):
+        return f"{value} is not {_form(err)}"
+    return re.sub(r" or instance of \w+", "", err["msg"]).replace("Input should be",
+                                                                   "should be")
 
 
 # What a union's other branch says when the user wrote the shape of this one: the deeper,

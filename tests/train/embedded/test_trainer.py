@@ -3,6 +3,7 @@ with veRL's math, Harness-S rescue under each router, evaluation rows, determini
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -200,6 +201,6 @@ def test_kept_rollouts_are_the_stated_share_and_every_rescue_and_change_no_resul
     rescuers = study.group(first)
     assert set(rescuers.role) == {"zero-signal", "rescue"} or set(rescuers.role) == {"rescue"}
     assert (rescuers.role == "rescue").sum() == 3
-    page = episode_page(study, first)
+    page = html.unescape(episode_page(study, first))
     assert "siblings' rollouts that replaced it" in page and "/compare?a=" in page
     assert study.episode(first)["transcript"]["reward"] == 0.0
