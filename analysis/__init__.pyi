@@ -6,6 +6,9 @@ from ._calibration import (
 from ._calibration import (
     planted as planted,
 )
+from ._component_tests import (
+    component_effects as component_effects,
+)
 from ._components import (
     COMPONENTS as COMPONENTS,
 )
@@ -51,6 +54,18 @@ from ._efficiency import (
 from ._external import (
     read_reported as read_reported,
 )
+from ._hypotheses import (
+    judge_hypotheses as judge_hypotheses,
+)
+from ._hypotheses import (
+    open_arms as open_arms,
+)
+from ._hypotheses import (
+    spending_levels as spending_levels,
+)
+from ._hypotheses import (
+    studies_of as studies_of,
+)
 from ._load import (
     Results as Results,
 )
@@ -77,6 +92,36 @@ from ._passk import (
 )
 from ._passk import (
     run_scores as run_scores,
+)
+from ._planning import (
+    Question as Question,
+)
+from ._planning import (
+    equal_plan as equal_plan,
+)
+from ._planning import (
+    plan_power as plan_power,
+)
+from ._planning import (
+    plan_seeds as plan_seeds,
+)
+from ._planning import (
+    question_se as question_se,
+)
+from ._planning import (
+    scaled_questions as scaled_questions,
+)
+from ._planning import (
+    staged_design as staged_design,
+)
+from ._planning import (
+    variance_interval as variance_interval,
+)
+from ._planted import (
+    check as check,
+)
+from ._planted import (
+    plant as plant,
 )
 from ._plots import (
     FIGURES as FIGURES,
@@ -140,6 +185,9 @@ from ._stats import (
 )
 from ._stats import (
     cluster_bootstrap as cluster_bootstrap,
+)
+from ._stats import (
+    compare as compare,
 )
 from ._stats import (
     compare_arms as compare_arms,
@@ -213,6 +261,7 @@ __all__ = [
     "LABELS",
     "NoData",
     "Options",
+    "Question",
     "Results",
     "Study",
     "StudySize",
@@ -224,9 +273,12 @@ __all__ = [
     "bootstrap_ci",
     "build_view_app",
     "calibrate",
+    "check",
     "cluster_bootstrap",
+    "compare",
     "compare_arms",
     "complementarity",
+    "component_effects",
     "compute_cells",
     "contrasts",
     "default_reference",
@@ -237,19 +289,22 @@ __all__ = [
     "distance_to_training",
     "effects_table",
     "efficiency_frame",
+    "equal_plan",
     "estimate_weights",
     "export_html",
-    "is_export",
     "find_run_dirs",
     "floor_se",
     "harness_s_table",
     "holm",
+    "is_export",
+    "judge_hypotheses",
     "load_results",
     "locality",
     "logit_effects",
     "main_effects",
     "mde",
     "measured_ordering",
+    "open_arms",
     "options",
     "ordering_statements",
     "out_of_space_table",
@@ -259,19 +314,28 @@ __all__ = [
     "pass_at_k",
     "passk",
     "pilot_design",
+    "plan_power",
+    "plan_seeds",
+    "plant",
     "planted",
     "pooled",
+    "question_se",
     "read_reported",
     "rl_gains",
     "run_scores",
+    "scaled_questions",
     "settings_table",
+    "spending_levels",
     "split_decoding",
+    "staged_design",
+    "studies_of",
     "success_by_distance",
     "synthetic_episodes",
     "tests_table",
     "to_html",
     "to_latex",
     "to_markdown",
+    "variance_interval",
     "write_report",
     "write_runs",
 ]

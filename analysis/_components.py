@@ -147,6 +147,23 @@ def satterthwaite(terms: Sequence[tuple[float, float]]) -> float:
     return total * total / sum(v * v / df for v, df in live)
 
 
+def welch_df(terms: Sequence[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of independent variance terms (value, its df), each an
+    arm's run variance over its runs or a crossed part: Satterthwaite's, but no more than
+    df_i / share_i for any term (share_i: its part of the sum). Why the cap: with a few
+    seeds an arm whose runs diverge has its variance underestimated as often as not, and
+    Satterthwaite's df then rises exactly when the statistic is inflated; the cap keeps the
+    df near the dominant term's own, where Welch's test rejects a true null too often (5.9%
+    at 5% with 3 seeds a side and a 36-fold variance ratio; 5.2% with the cap, 3.4% vs
+    2.8% at equal variances: hscale.analysis._planted's studies, benchmarks/calibration.py)."""
+    live = [(v, df) for v, df in terms if v > 0]
+    if not live:
+        return math.inf
+    satt = satterthwaite(live)
+    total = sum(v for v, _ in live)
+    return float(min(satt, *(df * total / v for v, df in live)))
+
+
 def combined_df(terms: Sequence[tuple[float, float]]) -> float:
     """Degrees of freedom of a sum of variance terms (value, its df): the fewest of any term
     holding at least :data:`SHARE` of the sum. Why not Satterthwaite's (sum v)^2 / sum(v^2 /

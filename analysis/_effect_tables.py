@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hscale.analysis._effects import logit_effects, main_effects, success_by_distance
+from hscale.analysis._component_tests import component_effects
+from hscale.analysis._effects import success_by_distance
 from hscale.analysis._load import Results
 from hscale.analysis._naming import method_key
 from hscale.analysis._render import Table, fmt, fmt_p
@@ -21,43 +22,49 @@ def _sorted(frame: pd.DataFrame, *extra: str) -> pd.DataFrame:
 
 
 def effects_table(results: Results, n_boot: int = 2000, seed: int = 0) -> Table:
-    """Level effects (pp against the arm's in-space mean) per arm: rows factor x level."""
-    data = main_effects(results.episodes, KEYS, n_boot=n_boot, seed=seed)
+    """Level effects (pp against the arm's in-space mean) per arm: rows factor x level, with
+    intervals over the arm's training runs (hscale.analysis._component_tests)."""
+    data, _ = component_effects(results.episodes, KEYS)
     if data.empty:
         return Table("effects", "Component main effects", pd.DataFrame(), data,
                      ["No in-space configuration harnesses were evaluated."])
     data = _sorted(data, "factor", "level")
-    data["text"] = [f"{fmt(e, signed=True)} [{lo - m + e:+.1f}, {hi - m + e:+.1f}]"
-                    for e, m, lo, hi in zip(data["effect"], data["mean"], data["lo"],
-                                            data["hi"], strict=True)]
+    data["text"] = [fmt(e, signed=True) if not np.isfinite(lo) else
+                    f"{fmt(e, signed=True)} [{lo:+.1f}, {hi:+.1f}]"
+                    for e, lo, hi in zip(data["effect"], data["lo"], data["hi"], strict=True)]
     frame = data.pivot_table(index=["factor", "level"], columns="method", values="text",
                              aggfunc="first", sort=False).reset_index().rename_axis(columns=None)
-    note = ("Marginal in-space Pass@1 of each level minus the arm's in-space mean, in percentage "
-            "points, with 95% cluster-bootstrap intervals over tasks; the eval set is an "
-            "orthogonal array, so levels are balanced against every other component.")
+    note = ("Each level's in-space Pass@1 effect (pp; a factor's level effects sum to zero), "
+            "from each training run's regression on the eval set's components, averaged "
+            "over the arm's runs, with 95% intervals from how much the runs disagree (pooled "
+            "over the arms); no interval with one seed an arm. The eval set is an orthogonal "
+            "array: levels are balanced against every other component.")
     return Table("effects", "Component main effects (pp)", frame, data, [note])
 
 
 def tests_table(results: Results) -> Table:
-    """Wald tests of main effects and two-factor interactions (logistic regression)."""
-    _, tests = logit_effects(results.episodes, KEYS)
+    """F tests of main effects and two-factor interactions, training runs as replicates."""
+    _, tests = component_effects(results.episodes, KEYS)
     if tests.empty:
         return Table("component_tests", "Component tests", pd.DataFrame(), tests,
                      ["No in-space configuration harnesses were evaluated."])
     tests = _sorted(tests)
     frame = pd.DataFrame({"method": tests["method"], "term": tests["term"],
-                          "df": tests["df"], "chi²": tests["chi2"].map(
-                              lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
+                          "df": [f"{a:.0f}, {b:.0f}" if np.isfinite(b) else f"{a:.0f}"
+                                 for a, b in zip(tests["df1"], tests["df2"], strict=True)],
+                          "F": tests["F"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}"),
                           "p": tests["p"].map(fmt_p), "p (Holm)": tests["p_holm"].map(fmt_p),
-                          "covariance": tests["cov"], "note": tests["note"]})
-    note = ("Logistic regression of in-space success on the components (effect coding). "
-            "Two-factor interactions are fitted jointly when the eval design separates them "
-            "all; otherwise (an 18-run array) each pair alone beside the main effects, where "
-            "pairs are partially aliased with one another: a small p says where to look, not "
-            "which pair it is. Covariance: cluster-robust over tasks with >= 20 tasks, "
-            "otherwise quasi-binomial. Holm adjusts each arm's tests together.")
-    return Table("component_tests", "Component main effects and interactions: Wald tests",
-                 frame, tests, [note])
+                          "runs": tests["runs"], "note": tests["note"]})
+    note = ("Each training run's in-space Pass@1 per harness regressed on the components "
+            "(effect coding, a linear probability model: no separation); a term's "
+            "coefficients averaged over the arm's runs and tested against how much runs "
+            "disagree (Hotelling's T^2 as an F, the covariance pooled over the arms). An "
+            "interaction is tested beside the main effects where the eval set separates it; "
+            "in an 18-run array the main effects are partially aliased with two-factor "
+            "interactions (the note gives the largest alias). Holm adjusts each arm's tests "
+            "together.")
+    return Table("component_tests", "Component main effects and interactions: F tests "
+                 "over training runs", frame, tests, [note])
 
 
 def distance_table(results: Results, n_boot: int = 2000, seed: int = 0) -> Table:

@@ -107,16 +107,17 @@ def headline(comparisons: pd.DataFrame, gains: pd.DataFrame | None,
 
 # -- the answer ----------------------------------------------------------------------------
 
-def answer(found: list[Verdict]) -> list[str]:
-    """Two to four sentences made from the verdicts: what holds and what does not, at what
-    size, with how many seeds; what RL added; whether the papers' differences fit."""
+def answer(found: list[Verdict], paper_note: str = "") -> list[str]:
+    """Two to four sentences made from the verdicts: what is resolved and what is not (with
+    the differences the data are compatible with, never "no difference"), what RL added,
+    and the papers' numbers where the setup is theirs (else ``paper_note``: why not)."""
     if not found:
         return ["No paired comparison was possible (one arm, or no shared tasks)."]
-    seeds = min((v.seeds for v in found if v.seeds), default=0)
+    seeds = [v.seeds for v in found if v.seeds] + [v.seeds_ref for v in found if v.seeds_ref]
     out = [_arms_sentence([v for v in found if not is_base_model(v.reference)], seeds),
            _gain_sentence([v for v in found if is_base_model(v.reference)]),
-           _paper_sentence(found)]
-    if seeds == 1:
+           _paper_sentence(found) or paper_note]
+    if seeds and max(seeds) == 1:
         out.append("One seed per arm: these intervals cover tasks and evaluation noise, not "
                    "training randomness (a second training seed changes them most; hscale "
                    "power says how many a difference needs).")
@@ -131,31 +132,40 @@ def _numbers(v: Verdict) -> str:
     return f"{v.diff:+.1f} pp {fmt_interval(v.lo, v.hi, 1)}"
 
 
-def _arms_sentence(arms: list[Verdict], seeds: int) -> str:
+def _per(seeds: list[int]) -> str:
+    """'with 3 seeds an arm', 'with 2 to 8 seeds an arm'."""
+    if not seeds:
+        return "at this size"
+    low, high = min(seeds), max(seeds)
+    count = f"{low}" if low == high else f"{low} to {high}"
+    return f"with {count} seed{'s' if high != 1 else ''} an arm"
+
+
+def _arms_sentence(arms: list[Verdict], seeds: list[int]) -> str:
     if not arms:
         return ""
     ref, m = arms[0].reference, arms[0].m
-    per = f"with {seeds} seed{'s' if seeds != 1 else ''} per arm" if seeds else "at this size"
-    mdes = [v.mde for v in arms if math.isfinite(v.mde) and v.mde > 0
-            and v.word == "not resolved"]
-    low, high = (min(mdes), max(mdes)) if mdes else (math.inf, math.inf)
-    size = ("the intervals are too wide to tell any difference apart" if low >= 100 else
-            f"differences under {low:.0f} pp could not be told apart" if round(low) ==
-            round(high) else f"differences under {low:.0f} to "
-            f"{'100' if high >= 100 else f'{high:.0f}'} pp could not be told apart")
+    per = _per(seeds)
+    open_ = [v for v in arms if v.word == "not resolved"
+             and math.isfinite(v.lo) and math.isfinite(v.hi)]
+    span = (f"compatible with differences from {min(v.lo for v in open_):+.0f} to "
+            f"{max(v.hi for v in open_):+.0f} pp" if open_ else "")
     done = [v for v in arms if v.word != "not resolved"]
     if not done:
         which = ("its 95% interval holds 0" if len(arms) == 1 else
-                 f"none of the {len(arms)} simultaneous 95% intervals leaves out 0")
-        return f"Against {ref}, no arm differs in Pass@1: {which}; {per}, {size}."
+                 f"each of the {len(arms)} simultaneous 95% intervals holds 0")
+        return (f"Against {ref}, no comparison is resolved ({which}; {per}): the data are "
+                f"{span or 'too few to bound the differences'}, so they neither show a "
+                "difference nor rule one out.")
     said = "; ".join(f"{v.method} is {'higher' if v.diff > 0 else 'lower'} {_where(v)} "
                      f"({_numbers(v)})" for v in done[:3])
     more = f"; {len(done) - 3} more in the list below" if len(done) > 3 else ""
     rest = len(arms) - len(done)
     others = "the other one is" if rest == 1 else f"the other {rest} are"
-    tail = f"; {others} not resolved ({per}, {size})" if rest else ""
+    tail = f"; {others} not resolved ({span})" if rest and span else \
+        f"; {others} not resolved" if rest else ""
     return (f"Against {ref}, {len(done)} of {len(arms)} comparisons are resolved at "
-            f"95% simultaneous confidence (m = {m}): {said}{more}{tail}.")
+            f"95% simultaneous confidence (max-t over {m}; {per}): {said}{more}{tail}.")
 
 
 def _gain_sentence(gains: list[Verdict]) -> str:
@@ -168,7 +178,7 @@ def _gain_sentence(gains: list[Verdict]) -> str:
     verdict = ("none of them resolved" if not resolved else
                "all resolved" if resolved == len(gains) else f"{resolved} resolved")
     return (f"RL over the base model, {arm}: " + "; ".join(parts)
-            + f" ({verdict}; simultaneous over the {gains[0].m} RL gains).")
+            + f" ({verdict}; simultaneous over the {gains[0].m} RL gains, max-t).")
 
 
 def _paper_sentence(found: list[Verdict]) -> str:
@@ -177,8 +187,8 @@ def _paper_sentence(found: list[Verdict]) -> str:
         return ""
     inside = [v for v in with_paper if v.paper_word == "consistent"]
     outside = [v for v in with_paper if v.paper_word != "consistent"]
-    text = (f"The papers' differences lie inside our intervals for {len(inside)} of "
-            f"{len(with_paper)} comparisons they report")
+    text = (f"Where the papers measured this setup, their differences lie inside our "
+            f"intervals for {len(inside)} of {len(with_paper)} comparisons")
     if outside:
         named = "; ".join(
             f"{v.method} vs {v.reference} {_where(v)}: the paper's "
@@ -207,7 +217,7 @@ def adjustment(frame: pd.DataFrame) -> str:
     """The adjustment the intervals carry, in words for the plot's title."""
     families = frame.drop_duplicates("family")
     parts = [f"{int(r.m)} {r.family}" for r in families.itertuples() if r.m > 1]
-    return ("Bonferroni within each family: " + ", ".join(parts)) if parts else "one comparison"
+    return ("max-t within each family: " + ", ".join(parts)) if parts else "one comparison"
 
 
 def plot_forest(frame: pd.DataFrame, fig=None):
@@ -249,13 +259,14 @@ def plot_forest(frame: pd.DataFrame, fig=None):
 
 # -- one page ------------------------------------------------------------------------------
 
-def summary_page(summary: RunSummary, frame: pd.DataFrame, found: list[Verdict]):
+def summary_page(summary: RunSummary, frame: pd.DataFrame, found: list[Verdict],
+                 said: list[str] | None = None):
     """One page: what was run, the answer, the forest plot, every comparison as a row of a
     compact table (slides, a paper draft); the page grows with the comparisons, so nothing
     is cut."""
     from matplotlib.figure import Figure
 
-    said = answer(found)
+    said = said if said is not None else answer(found)
     rows = len(found)
     table_in = 0.17 * (rows + 1) + 0.3
     head_in = 0.75 + 0.17 * sum(len(_wrap(s, 165).splitlines()) for s in said)

@@ -44,35 +44,39 @@ def crit(m: int = 1, alpha: float = 0.05, df: float = math.inf) -> float:
 
 
 def mde(se: float, m: int = 1, alpha: float = 0.05, power: float = 0.8,
-        df: float = math.inf, spread_df: float | None = None) -> float:
-    """The smallest true difference the two-sided test at alpha/m detects with ``power``
-    (same unit as ``se``): the effect at which :func:`power_at` equals ``power``."""
+        df: float = math.inf, spread_df: float | None = None,
+        critical: float | None = None) -> float:
+    """The smallest true difference the two-sided test detects with ``power`` (same unit as
+    ``se``): the effect at which :func:`power_at` equals ``power``. The test rejects past
+    ``critical`` (a family's max-t value), by default t at alpha/m."""
     from scipy.optimize import brentq
 
-    if math.isnan(df) or not math.isfinite(se):
+    if math.isnan(df) or not math.isfinite(se) or (critical is not None
+                                                   and not math.isfinite(critical)):
         return math.nan
     if se <= 0:
         return 0.0
 
     def gap(x: float) -> float:
-        return power_at(x, 1.0, m, alpha, df, spread_df) - power
+        return power_at(x, 1.0, m, alpha, df, spread_df, critical) - power
 
-    hi = crit(m, alpha, df) + 10.0
+    hi = (critical or crit(m, alpha, df)) + 10.0
     while gap(hi) < 0:
         hi *= 2
     return se * brentq(gap, 0.0, hi, xtol=1e-10)
 
 
 def power_at(effect: float, se: float, m: int = 1, alpha: float = 0.05,
-             df: float = math.inf, spread_df: float | None = None) -> float:
-    """Probability that the two-sided test at alpha/m, with ``df`` degrees of freedom,
-    detects a true ``effect``: the noncentral t's, whose tails are ``spread_df``'s (the
-    statistic's Satterthwaite degrees of freedom; by default the test's), both tails."""
+             df: float = math.inf, spread_df: float | None = None,
+             critical: float | None = None) -> float:
+    """Probability that the two-sided test, with ``df`` degrees of freedom, detects a true
+    ``effect``: the noncentral t's, whose tails are ``spread_df``'s (by default the test's),
+    both tails. The test rejects past ``critical``, by default t at alpha/m."""
     from scipy.stats import nct, norm
 
     if not se > 0:
         return 1.0
-    c, shift = crit(m, alpha, df), abs(effect) / se
+    c, shift = (critical if critical is not None else crit(m, alpha, df)), abs(effect) / se
     tails = df if spread_df is None or math.isnan(spread_df) else spread_df
     if math.isfinite(tails) and tails < 1e4:
         upper, lower = float(nct.sf(c, tails, shift)), float(nct.cdf(-c, tails, shift))

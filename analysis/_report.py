@@ -32,6 +32,7 @@ from hscale.analysis._headline import (
     run_summary,
     summary_page,
 )
+from hscale.analysis._hypotheses import answer_hypotheses, outcomes_frame, studies_of
 from hscale.analysis._load import Results, load_results
 from hscale.analysis._naming import setting_label
 from hscale.analysis._plots import FIGURES, NoData, Options, pdf_bytes, png_bytes
@@ -139,17 +140,23 @@ def _attempt(report: Report, name: str, draw):
 
 def draw_headline(results: Results, comparisons: pd.DataFrame, gains: pd.DataFrame | None,
                   reported: pd.DataFrame, report: Report) -> None:
-    """The first screen: the run summary, the verdicts, the forest plot and the one-page
+    """The first screen: the run summary, the study's confirmatory hypotheses (study.json)
+    answered first, then the exploratory verdicts, the forest plot and the one-page
     summary; a figure that fails is named like any other, the rest go on."""
     report.summary = run_summary(results)
     report.verdicts = headline(comparisons, gains, reported)
-    report.answer = answer(report.verdicts)
+    confirm, report.hypotheses = answer_hypotheses(results, studies_of(results))
+    rest = answer(report.verdicts, report.paper_note)
+    if confirm:
+        rest = [f"Exploratory (every comparison, outside the confirmatory family): {rest[0]}",
+                *rest[1:]]
+    report.answer = [*confirm, *rest]
     frame = forest_frame(report.verdicts)
     forest = _attempt(report, "headline", lambda: png_bytes(plot_forest(frame)))
     if forest is not None:
         report.figures["headline"] = forest
     page = _attempt(report, "summary",
-                    lambda: summary_page(report.summary, frame, report.verdicts))
+                    lambda: summary_page(report.summary, frame, report.verdicts, report.answer))
     if page is not None:
         report.pages = {"summary.png": png_bytes(page, dpi=150), "summary.pdf": pdf_bytes(page)}
 
@@ -184,7 +191,8 @@ def build_report(results: Results, out: Path, reference: str | None = None,
         gains = next((t.data for t in tables if t.name == "rl_gain"), None)
         if gains is not None:
             report.ordering += gain_statements(gains, comparisons)
-        draw_headline(results, comparisons, gains, cells.reported, report)
+        report.paper_note = cells.paper_note
+        draw_headline(results, comparisons, gains, cells.comparable, report)
         draw_figures(results, Options(reference, n_boot, seed), report)
     report.notes = warning_notes(caught)
     evaluated = pd.concat([results.episodes, results.greedy], ignore_index=True) \
@@ -206,6 +214,9 @@ def save_report(results: Results, report: Report) -> None:
         atomic_write_bytes(out / f"{name}.png", png)
     for name, page in report.pages.items():
         atomic_write_bytes(out / name, page)
+    if report.hypotheses:
+        atomic_write_text(out / "hypotheses.csv",
+                          outcomes_frame(report.hypotheses).to_csv(index=False))
     atomic_write_text(out / "report.md", report_markdown(results, report, REPORT_HEAD))
     atomic_write_text(out / "report.html", report_html(results, report))
 
@@ -241,6 +252,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None,
                           + (" ..." if len(results.problems) > 5 else ""),
                           "fix or remove those runs, or report without --strict")
     methods = set(results.episodes["method"].astype(str))
+    if reference is None:  # the one the spec names (study.json), when the results hold it
+        named = {s.reference for s in studies_of(results).values() if s.reference}
+        reference = next(iter(named)) if len(named) == 1 and named <= methods else None
     if reference is not None and reference not in methods:
         raise HscaleError(f"reference arm {reference!r} is not among the results",
                           f"choose one of {', '.join(sorted(methods))}")

@@ -29,3 +29,5 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)  # one a headline comparison
     answer: list[str] = field(default_factory=list)  # the first screen's sentences
     pages: dict[str, bytes] = field(default_factory=dict)  # summary.png, summary.pdf
+    paper_note: str = ""  # why the papers' numbers are not compared (another setup), or ""
+    hypotheses: list = field(default_factory=list)  # the study's confirmatory outcomes

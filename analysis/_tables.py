@@ -28,6 +28,7 @@ from hscale.analysis._naming import (
 from hscale.analysis._passk import pass1, passk
 from hscale.analysis._render import Table, fmt, fmt_interval, fmt_p
 from hscale.analysis._stats import compare_arms, rl_gains
+from hscale.analysis._verdicts import comparable
 from hscale.contracts import blackbox_name
 
 ROW = ("source", "model", "algorithm", "method")
@@ -51,6 +52,10 @@ class Cells:
     by_harness: pd.DataFrame  # pass@1 per out-of-space harness (benchmark average)
     reported: pd.DataFrame  # summary rows (papers, external summaries) with a ``table`` tag
     results: Results
+    # the reported rows whose setup is this study's (hscale.analysis._verdicts.comparable):
+    # the only ones a verdict checks; ``paper_note`` says why the others are not compared
+    comparable: pd.DataFrame | None = None
+    paper_note: str = ""
 
 
 def _long(frame: pd.DataFrame, **fixed: object) -> pd.DataFrame:
@@ -70,9 +75,16 @@ def compute_cells(results: Results) -> Cells:
     reported["experiment"] = ""
     reported["n"] = np.nan
     tags = reported.pop("table") if "table" in reported.columns else ""
+    reported = _long(reported).assign(table=tags)
+    measured = ep[ep["source"] == "measured"] if "source" in ep.columns else ep
+    models = sorted({str(m) for m in results.runs.get("model", pd.Series(dtype=str))}
+                    | {str(m) for m in measured.get("model", pd.Series(dtype=str)).unique()})
+    same, note = comparable(reported[reported["source"] == "reported"]
+                            if "source" in reported.columns else reported, models,
+                            sorted({str(b) for b in measured["benchmark"].unique()}))
     return Cells(measured=_long(pass1(ep), metric="pass@1"),
                  by_harness=_long(by_harness, metric="pass@1"),
-                 reported=_long(reported).assign(table=tags), results=results)
+                 reported=reported, results=results, comparable=same, paper_note=note)
 
 
 PASS1 = ("pass@1",)
@@ -368,8 +380,8 @@ def all_tables(results: Results, reference: str | None = None
     methods = results.episodes["method"].astype(str).unique()
     reference = reference or default_reference(methods)
     comparisons = with_verdicts(compare_arms(results.episodes, reference,
-                                             ("in_space", "out_of_space")), cells.reported)
-    gains = with_verdicts(rl_gains(results.episodes), cells.reported)
+                                             ("in_space", "out_of_space")), cells.comparable)
+    gains = with_verdicts(rl_gains(results.episodes), cells.comparable)
     tables = [settings_table(cells), out_of_space_table(cells),
               ablation_table(cells, comparisons), base_harness_table(cells),
               harness_s_table(cells), comparisons_table(comparisons)]

@@ -23,19 +23,31 @@ def validate_cmd(
     spec = load_spec(experiment)
     with tempfile.TemporaryDirectory() as nowhere:  # plan as into an empty folder
         runs = plan_runs(experiment, nowhere)
-    print(f"{experiment}: experiment {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} "
-          f"seeds, {spec.steps} steps, {spec.algorithm.name}, backend {spec.backend}")
+    per = {name: len(spec.arm_seeds(arm)) for name, arm in spec.resolved_arms().items()}
+    seeds = f"{len(spec.seeds)} seeds" if set(per.values()) == {len(spec.seeds)} else \
+        f"{min(per.values())} to {max(per.values())} seeds"
+    print(f"{experiment}: experiment {spec.name}: {len(spec.arms)} arms x {seeds}, "
+          f"{spec.steps} steps, {spec.algorithm.name}, backend {spec.backend}")
     sizes = {run.manifest.arm: len(run.manifest.train_harnesses) for run in runs}
     for name, arm in spec.resolved_arms().items():
         a, n, bb = arm.assignment, sizes[name], arm.blackbox
+        own = f" ({per[name]} seeds)" if per[name] != len(spec.seeds) else ""
         if bb is not None:
             how = (f"{bb.episodes} {bb.teacher} teacher episodes, "
                    f"{'LoRA rank ' + str(bb.lora_rank) if bb.lora_rank else 'every weight'}"
                    if bb.method == "sft" else f"{(arm.algorithm or spec.algorithm).name} rollouts")
-            print(f"  {name}: {bb.method} through {bb.harness} ({how}), every task under it")
+            print(f"  {name}{own}: {bb.method} through {bb.harness} ({how}), every task "
+                  "under it")
             continue
-        print(f"  {name}: train {arm.train.recipe} ({n} configuration{'s' * (n != 1)}), "
-              f"assignment {a.mode} K={a.k}" + _adaptive(runs, name, a.radius))
+        print(f"  {name}{own}: train {arm.train.recipe} ({n} configuration"
+              f"{'s' * (n != 1)}), assignment {a.mode} K={a.k}" + _adaptive(runs, name,
+                                                                         a.radius))
+    if spec.hypotheses:
+        found = spec.hypotheses
+        how = found.procedure + (f", stages {found.stages}" if found.stages else "")
+        print(f"  hypotheses ({how}, alpha {found.alpha:g}): " + "; ".join(
+            f"H{i + 1} {h.arm} {h.direction} than {h.than} {h.setting}"
+            for i, h in enumerate(found.tests)))
     weights = runs[0].manifest.space.weights if runs else None
     if weights:
         print("  weights (normalised to mean 1): "
@@ -125,7 +137,7 @@ def run_cmd(
         print(_quick_line(spec, runs, out))
     began = time.monotonic()
     with _progress() as progress:
-        overall = progress.add_task("runs", total=len(runs.arms) * len(runs.seeds))
+        overall = progress.add_task("runs", total=_planned(runs))
         bars: dict = {}
         finished: set[str] = set()
 
@@ -152,10 +164,62 @@ def run_cmd(
             if line is not None:
                 progress.console.print(line, markup=False, highlight=False)
 
-        states = run_experiment(experiment, out, backend=chosen, progress=report,
-                                workers=workers or _default_workers(), quick=quick,
-                                on_start=announce, force=force, ray_address=ray_address)
+        def run(stage: dict[str, int] | None = None) -> dict[str, str]:
+            progress.update(overall, total=_planned(runs, stage))
+            return run_experiment(experiment, out, backend=chosen, progress=report,
+                                  workers=workers or _default_workers(), quick=quick,
+                                  on_start=announce, force=force, ray_address=ray_address,
+                                  stage=stage)
+
+        staged = runs.hypotheses.stages if runs.hypotheses else None
+        states = _staged(runs, Path(out), run, progress) if staged else run()
     _summary(states, Path(out) / runs.name)
+
+
+def _staged(spec, out: Path, run, progress) -> dict[str, str]:
+    """A staged study (hypotheses.stages): each stage's seeds for the arms of hypotheses not
+    yet settled, then a look at every hypothesis (hscale.analysis._hypotheses); the study
+    stops at the last stage or once every hypothesis is confirmed."""
+    from hscale.analysis import judge_hypotheses, load_results, open_arms
+    from hscale.contracts import read_study
+    from hscale.train.planning import staged_arms
+
+    stages = spec.hypotheses.stages
+    grown = dict.fromkeys(staged_arms(spec), stages[0])
+    states: dict[str, str] = {}
+    for look, _ in enumerate(stages):
+        states.update(run(dict(grown)))
+        if any(state != "COMPLETED" for state in states.values()):
+            break
+        results = load_results(out / spec.name, reported=False)
+        episodes = results.episodes[results.episodes["source"].astype(str) == "measured"]
+        outcomes = judge_hypotheses(episodes, read_study(out / spec.name))
+        said = "; ".join(f"H{o.index} {o.verdict}" for o in outcomes)
+        progress.console.print(f"look {look + 1} of {len(stages)}: {said}", markup=False,
+                               highlight=False)
+        growing = [a for a in open_arms(outcomes) if a in grown]
+        if look + 1 == len(stages) or not growing:
+            if look + 1 < len(stages):
+                spared = sum(stages[-1] - n for n in grown.values())
+                print(f"every hypothesis is settled at look {look + 1}: the study stops "
+                      f"early ({spared} runs of the last stage not needed)")
+            break
+        for arm in growing:
+            grown[arm] = stages[look + 1]
+    return states
+
+
+def _planned(spec, stage: dict[str, int] | None = None) -> int:
+    """The runs a spec plans (a staged study: those of ``stage``, by default its first):
+    every arm's seeds, and the base model on every seed label."""
+    from hscale.train.planning import seeds_of
+
+    labels, total = set(), 0
+    for name, arm in spec.resolved_arms().items():
+        seeds = seeds_of(spec, name, arm, stage)
+        labels.update(seeds)
+        total += len(seeds)
+    return total + (len(labels) if spec.evaluation.base_model else 0)
 
 
 def _quick_line(spec, runs, out: Path) -> str:

@@ -1,5 +1,7 @@
-"""``hscale power RESULTS_DIR | SPEC``: the smallest difference a design detects, and the
-seeds x tasks x runs a chosen one needs (the model: hscale.analysis._power)."""
+"""``hscale power RESULTS_DIR | SPEC``: how many training runs each arm needs for its
+comparisons (or the study's confirmatory hypotheses) to detect a difference, at the least
+total number of runs, and how sure a pilot can be of that (the model:
+hscale.analysis._planning, the report's own)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import json
 import math
 import re
 import warnings
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +20,6 @@ from rich.table import Table
 console = Console(highlight=False, soft_wrap=True)
 ALIASES = {"seed×task": "seed_task", "seed:task": "seed_task", "seed*task": "seed_task",
            "seedxtask": "seed_task", "seed-task": "seed_task", "resid": "residual"}
-DEFAULT_TRAIN = 1024.0  # rollouts of one training run when the runs do not say (the demo's)
 # the settings the report compares arms in: one family (hscale.analysis._tables.all_tables)
 REPORTED_SETTINGS = ("in_space", "out_of_space")
 
@@ -62,25 +62,45 @@ def parse_components(text: str) -> dict[str, float]:
     return out
 
 
-def _train_rollouts(runs) -> float | None:
-    totals = [b.get("steps", 0) * b.get("tasks_per_step", 0) * b.get("rollouts_per_task", 0)
-              for b in runs.get("budget", []) if isinstance(b, dict)]
-    totals = sorted(t for t in totals if t)
-    return float(totals[len(totals) // 2]) if totals else None
+# -- the questions ---------------------------------------------------------------------------
+
+def _hypothesis_questions(study, rows, alpha: float) -> list:
+    """The study's confirmatory hypotheses as questions, their variances from ``rows``
+    (comparisons of each hypothesis' arms, by (method, reference, setting))."""
+    from hscale.analysis import Question
+
+    out = []
+    for i, h in enumerate(study.hypotheses):
+        row = rows.get((h.arm, h.than, h.setting))
+        if row is None:
+            continue
+        out.append(Question(h.arm, h.than, row["var_run"], row["var_run_ref"],
+                            _crossed(row), sides=1 if h.direction != "differs" else 2,
+                            alpha=study.alpha, family=None,
+                            label=f"H{i + 1} {h.arm} vs {h.than} {_setting(h.setting)}"))
+    return out
 
 
-def from_results(path: Path, reference: str | None, stated: dict | None) -> dict:
-    """The pilot's comparisons exactly as its report makes them (the same family, so each
-    comparison's MDE is the report's), components pooled over the in-space ones, its design."""
-    from hscale.analysis import (
-        COMPONENTS,
-        Components,
-        compare_arms,
-        load_results,
-        paired_blocks,
-        pilot_design,
-        pooled,
-    )
+def _crossed(row) -> float:
+    """The crossed part of a comparison's variance (proportion scale)."""
+    total = 0.0
+    for part in ("task", "harness"):
+        v, n = row.get(f"var_{part}", math.nan), row.get(f"n_{part}", math.nan)
+        if v is not None and n and math.isfinite(v) and math.isfinite(n) and v > 0:
+            total += v / n
+    return total
+
+
+def _setting(setting: str) -> str:
+    return {"in_space": "in-space", "out_of_space": "out-of-space", "base": "base"}.get(
+        setting, setting)
+
+
+def from_results(path: Path, reference: str | None, alpha: float,
+                 run_sd: float | None = None) -> dict:
+    """A pilot: each comparison exactly as its report makes it (its runs' variances, its
+    crossed part), and the study's hypotheses where study.json declares them."""
+    from hscale.analysis import Question, compare, compare_arms, load_results, studies_of
     from hscale.errors import HscaleError, HscaleWarning
 
     results = load_results(path, reported=False)
@@ -93,52 +113,68 @@ def from_results(path: Path, reference: str | None, stated: dict | None) -> dict
         warnings.warn(f"{', '.join(unmeasured)}: planned, but no evaluated episode was read "
                       "(see the problems above); left out of the pilot", HscaleWarning,
                       stacklevel=2)
+    studies = studies_of(results)
+    if reference is None:
+        named = {s.reference for s in studies.values() if s.reference}
+        reference = next(iter(named)) if len(named) == 1 and named <= methods else None
     if reference is not None and reference not in methods:
         raise HscaleError(f"reference arm {reference!r} is not among the results",
                           f"choose one of {', '.join(sorted(methods))}")
-    blocks = list(paired_blocks(results.episodes, ("in_space",), reference))
-    if not blocks:
-        raise HscaleError(f"no paired in-space comparison under {path}: it needs two arms "
-                          "evaluated on the same seeds, tasks, harnesses and runs",
+    family = compare_arms(results.episodes, reference, REPORTED_SETTINGS, level=1 - alpha)
+    family = family[family["source"] == "measured"]
+    if family.empty:
+        raise HscaleError(f"no comparison of two arms under {path}: it needs two arms "
+                          "evaluated on the same settings",
                           "or plan from a spec: hscale power SPEC --components ...")
-    family = compare_arms(results.episodes, reference, REPORTED_SETTINGS)
-    in_space = family[family["setting"] == "in_space"]
-    parts = [Components({k: float(row[f"var_{k}"]) for k in COMPONENTS})
-             for _, row in in_space.iterrows()]
-    pool = pooled(parts)
-    notes = sorted({n for note in in_space["note"] for n in str(note).split("; ") if n})
-    values = {**pool.values, **(stated or {})}
-    train = _train_rollouts(results.runs)
-    rows = [{"method": r.method, "setting": r.setting, "diff_pp": r.diff, "se_pp": r.se,
-             "df": r.df, "df_spread": r.df_spread, "mde_pp": r.mde, "cells": r.pairs,
-             **{k: getattr(r, f"var_{k}") for k in COMPONENTS}}
-            for r in family.itertuples()]
-    arms = int(in_space["method"].nunique()) + 1
-    return {"kind": "results", "reference": blocks[0][0]["reference"],
-            "arms": sorted(methods), "planned": len(family),
-            "design": replace(pilot_design(blocks[0][1]), arms=arms),
-            "components": values, "train_rollouts": train or DEFAULT_TRAIN,
-            "settings": int(results.episodes["setting"].nunique()),
-            "greedy": bool(len(results.greedy)),
-            "notes": notes + ([] if train else [f"training cost unknown: {DEFAULT_TRAIN:g} "
-                                                "rollouts a run assumed"]),
-            "source": (f"pilot, mean of {len(parts)} in-space comparisons"
-                       + (" (stated values override)" if stated else "")),
-            "per_comparison": rows}
+    if run_sd is not None:  # stated where the pilot has one seed an arm
+        stated = (run_sd / 100) ** 2
+        family = family.assign(var_run=family["var_run"].fillna(stated),
+                               var_run_ref=family["var_run_ref"].fillna(stated))
+    if family["var_run"].isna().all():
+        raise HscaleError(f"{path}: one seed an arm, so the pilot cannot estimate how much "
+                          "training runs vary",
+                          "state it: --run-sd 8 (pp: a trained run's Pass@1 around its "
+                          "arm's; the demo's runs vary by about 8), or run a second seed "
+                          "of two arms")
+    ref = str(family["reference"].iloc[0])
+    rows = {(r["method"], r["reference"], r["setting"]): r for r in family.to_dict("records")}
+    questions, hypotheses = [], []
+    for study in studies.values():
+        for h in study.hypotheses:
+            if (h.arm, h.than, h.setting) not in rows:  # another pair than the report's
+                pick = (lambda than, arm: lambda ms: (than, [than, arm])
+                        if than in ms and arm in ms else (None, []))(h.than, h.arm)
+                extra = compare(results.episodes, pick, (h.setting,))
+                rows.update({(r["method"], r["reference"], r["setting"]): r
+                             for r in extra.to_dict("records")})
+        hypotheses += _hypothesis_questions(study, rows, study.alpha)
+    for r in family.to_dict("records"):
+        if math.isfinite(r["var_run"]) and math.isfinite(r["var_run_ref"]):
+            questions.append(Question(r["method"], ref, r["var_run"], r["var_run_ref"],
+                                      _crossed(r), alpha=alpha,
+                                      label=f"{r['method']} vs {ref} {_setting(r['setting'])}"))
+    seeds = results.episodes.groupby("method", observed=True)["seed"].nunique()
+    return {"kind": "results", "reference": ref, "questions": hypotheses or questions,
+            "confirmatory": bool(hypotheses), "seeds": {str(k): int(v) for k, v in
+                                                       seeds.items()},
+            "pilot": family, "source": "pilot"}
 
 
-def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
-    from hscale.analysis import default_reference, design_from_spec
+def from_spec(path: Path, reference: str | None, stated: dict | None, alpha: float) -> dict:
+    """A spec and stated components: every arm's run variance the same, from the parts a
+    paired difference has (its half: one arm's), and the crossed parts over the spec's
+    evaluation."""
+    from hscale.analysis import Question, default_reference, design_from_spec
     from hscale.errors import HscaleError
     from hscale.train.spec import load_spec
 
     spec = load_spec(path)
-    design, arms, train = design_from_spec(spec)
+    design, arms, _ = design_from_spec(spec)
     if not stated:
         raise HscaleError(f"{path} states the design but not the variance components",
                           "add --components seed=..,task=..,residual=.. (or a file), or run "
                           "hscale power on pilot results")
-    if not any(stated.values()):  # no noise: any difference is detected by one run
+    if not any(stated.values()):
         raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in stated.items())}: "
                           "all zero, so no study size follows from them",
                           "give the variances measured on a pilot (hscale power RUNS "
@@ -146,27 +182,47 @@ def from_spec(path: Path, reference: str | None, stated: dict | None) -> dict:
     if "residual" not in stated:
         raise HscaleError("the components need residual= (the binary outcome's share)",
                           "about 2 p (1 - p) for Pass@1 p: 0.42 at 30%")
-    if reference is not None and reference not in arms:
-        raise HscaleError(f"reference arm {reference!r} is not an arm of {path}",
+    ref = reference or spec.reference or default_reference(arms)
+    if ref not in arms:
+        raise HscaleError(f"reference arm {ref!r} is not an arm of {path}",
                           f"choose one of {', '.join(arms)}")
-    ev = spec.evaluation
-    settings = int(ev.base) + int(ev.in_space > 0) + int(bool(ev.out_of_space))
-    compared = int(ev.in_space > 0) + int(bool(ev.out_of_space))  # the report's family
-    return {"kind": "spec", "reference": reference or default_reference(arms), "arms": arms,
-            "planned": max((len(arms) - 1) * max(compared, 1), 1),
-            "design": replace(design, arms=max(len(arms), 2)), "components": dict(stated),
-            "train_rollouts": train, "settings": max(settings, 1),
-            "greedy": True,  # both backends add a greedy pass to every evaluation
-            "notes": [], "source": "stated", "per_comparison": []}
+    c = {k: float(stated.get(k, 0.0)) for k in ("seed", "task", "harness", "seed_task",
+                                                "run", "residual")}
+    per_run = design.per_run()
+    runs = design.runs
+    one_run = (c["seed"] + c["seed_task"] / max(min(design.tasks, runs * per_run), 1)
+               + c["run"] / runs + c["residual"] / (runs * per_run)) / 2
+    crossed = {"in_space": c["task"] / design.tasks + c["harness"] / design.harnesses,
+               "out_of_space": c["task"] / design.tasks, "base": c["task"] / design.tasks}
+    found = spec.hypotheses
+    if found:
+        questions = [Question(h.arm, h.than, one_run, one_run, crossed[h.setting],
+                              design.tasks - 1.0, sides=1 if h.direction != "differs" else 2,
+                              alpha=found.alpha, family=None,
+                              label=f"H{i + 1} {h.arm} vs {h.than} {_setting(h.setting)}")
+                     for i, h in enumerate(found.tests)]
+    else:
+        questions = [Question(a, ref, one_run, one_run, crossed["in_space"], design.tasks - 1.0,
+                              alpha=alpha, label=f"{a} vs {ref} in-space")
+                     for a in arms if a != ref]
+    seeds = {name: len(spec.arm_seeds(arm)) for name, arm in spec.resolved_arms().items()}
+    return {"kind": "spec", "reference": ref, "questions": questions,
+            "confirmatory": bool(found), "seeds": seeds, "pilot": None,
+            "source": "stated components", "components": c}
 
 
-def plan(source: Path, reference: str | None = None, effect: float = 4.0, power: float = 0.8,
-         alpha: float = 0.05, comparisons: int | None = None, components: str | None = None
-         ) -> dict:
+def plan(source: Path, reference: str | None = None, effect: float = 10.0,
+         power: float = 0.8, alpha: float = 0.05, components: str | None = None,
+         stages: int = 3, run_sd: float | None = None) -> dict:
     """Everything ``hscale power`` prints, as plain data."""
-    from dataclasses import asdict
-
-    from hscale.analysis import COMPONENTS, Costs, design_se, mde, options
+    from hscale.analysis import (
+        equal_plan,
+        plan_power,
+        plan_seeds,
+        scaled_questions,
+        staged_design,
+        variance_interval,
+    )
     from hscale.errors import HscaleError
 
     if not effect > 0:
@@ -174,119 +230,135 @@ def plan(source: Path, reference: str | None = None, effect: float = 4.0, power:
     if not 0 < power < 1 or not 0 < alpha < 1:
         raise HscaleError(f"--power {power} / --alpha {alpha} must lie in (0, 1)",
                           "e.g. --power 0.8 --alpha 0.05")
-    if comparisons is not None and comparisons < 1:
-        raise HscaleError(f"--comparisons {comparisons} must be at least 1", "the default "
-                          "is one comparison per arm against the reference")
     stated = parse_components(components) if components else None
     if source.is_dir():
-        out = from_results(source, reference, stated)
+        if stated:
+            raise HscaleError("--components states the parts a spec lacks; a pilot's runs "
+                              "estimate them", "drop --components, or give a spec")
+        out = from_results(source, reference, alpha, run_sd)
     elif source.suffix.lower() in (".yaml", ".yml"):
-        out = from_spec(source, reference, stated)
+        out = from_spec(source, reference, stated, alpha)
     else:
         raise HscaleError(f"{source}: neither a runs folder nor an experiment YAML",
                           "pass runs/<experiment> or experiments/<name>.yaml")
-    m = comparisons or out["planned"]
-    values = {k: out["components"].get(k, 0.0) for k in COMPONENTS}
-    unknown = [k for k, v in values.items() if math.isnan(v)]
-    if not any(v for v in values.values() if not math.isnan(v)):  # one run detects anything
-        raise HscaleError(f"components {', '.join(f'{k}={v:g}' for k, v in values.items())}: "
-                          "all zero, so no study size follows from them",
-                          "give the variances measured on a pilot (hscale power RUNS "
-                          "estimates them)")
-    if unknown:
-        raise HscaleError(f"the pilot cannot estimate {', '.join(unknown)} (e.g. one seed per "
-                          "arm)", f"state it: --components {unknown[0]}=VALUE")
-    design = out["design"]
-    se, df, spread = design_se(values, design)
-    costs = Costs(out["train_rollouts"], out["settings"], out["greedy"])
-    table = options(values, design, effect, m, alpha, power, costs)
-    for row in out["per_comparison"]:  # the report's numbers at its defaults
-        row["mde_pp"] = 100 * mde(row["se_pp"] / 100, m, alpha, power, row["df"],
-                                  row["df_spread"])
-    return {**out, "input": str(source), "design": asdict(design), "components": values,
-            "comparisons": m, "alpha": alpha, "alpha_first": alpha / m, "power": power,
-            "effect_pp": effect, "se_pp": 100 * se, "df": df, "df_spread": spread,
-            "mde_pp": 100 * mde(se, m, alpha, power, df, spread),
-            "options": table.to_dict("records")}
+    questions, seeds = out["questions"], out["seeds"]
+    if not questions:
+        raise HscaleError("nothing to plan: no comparison with a run variance on both sides",
+                          "run at least two seeds of two arms")
+    size = effect / 100
+    now = plan_power(questions, seeds, size)
+    best = plan_seeds(questions, size, power, seeds)
+    equal = equal_plan(questions, size, power, seeds)
+    ranges = {}
+    if out["pilot"] is not None:  # the pilot's uncertainty: every arm's variance at each end
+        ends = {}
+        for q in questions:
+            for name, var in ((q.arm, q.var_arm), (q.reference, q.var_ref)):
+                df = max(seeds.get(name, 2) - 1, 1)
+                low, high = variance_interval(var, df)
+                ends[name] = (low / var if var > 0 else 1.0, high / var if var > 0 else 1.0)
+        for end, i in (("low", 0), ("high", 1)):
+            factors = {k: v[i] for k, v in ends.items()}
+            found = plan_seeds(scaled_questions(questions, factors), size, power, seeds)
+            ranges[end] = found
+    looks = _stages(best, stages) if out["confirmatory"] else {}
+    staging = {}
+    if looks:
+        from hscale.analysis import question_se
+
+        for q in questions:
+            se, df = question_se(q, best.seeds)
+            at_effect = staged_design(se, df, looks[q.arm], size, q.alpha, q.sides)
+            at_null = staged_design(se, df, looks[q.arm], 0.0, q.alpha, q.sides)
+            staging[q.key] = {"stages": looks[q.arm], "power": at_effect[0],
+                              "expected_seeds": at_effect[1], "expected_seeds_null":
+                              at_null[1], "false_rate": at_null[0]}
+    return {**{k: v for k, v in out.items() if k not in ("questions", "pilot")},
+            "input": str(source), "effect_pp": effect, "power": power, "alpha": alpha,
+            "questions": [_question(q, now, best, equal) for q in questions],
+            "plan": best.seeds, "plan_total": best.total, "plan_reachable": best.reachable,
+            "equal": equal.seeds, "equal_total": equal.total,
+            "range": {k: {"seeds": v.seeds, "total": v.total} for k, v in ranges.items()},
+            "staged": staging}
+
+
+def _stages(best, count: int) -> dict[str, list[int]]:
+    """Seeds an arm has by each of ``count`` looks of a staged version of the plan."""
+    if count < 2:
+        return {}
+    out = {}
+    for name, total in best.seeds.items():
+        marks = sorted({max(2, math.ceil(total * (i + 1) / count)) for i in range(count)})
+        out[name] = marks if len(marks) >= 2 else [2, max(3, total)]
+    return out
+
+
+def _question(q, now, best, equal) -> dict:
+    return {"question": q.key, "arm": q.arm, "reference": q.reference,
+            "sides": q.sides, "run_sd_pp": 100 * math.sqrt(q.var_arm),
+            "ref_run_sd_pp": 100 * math.sqrt(q.var_ref), "crossed_sd_pp":
+            100 * math.sqrt(q.crossed), "se_pp": 100 * now.se[q.key],
+            "power_now": now.power[q.key], "power_planned": best.power[q.key],
+            "power_equal": equal.power[q.key]}
 
 
 def _show(result: dict) -> None:
-    from hscale.analysis import LABELS
-
-    d = result["design"]
-    per = d["episodes"] or d["tasks"] * d["harnesses"]
-    console.print(f"{escape(result['input'])} ({result['kind']}): in-space, {d['seeds']} seeds "
-                  f"x {d['tasks']} tasks x {d['harnesses']} harnesses x {d['runs']} runs "
-                  f"({per} paired episodes a seed and run); reference "
-                  f"{escape(result['reference'])}, {result['comparisons']} comparisons")
-    total = sum(v / c for v, c in zip(result["components"].values(), _counts(d), strict=True))
-    comp = Table(title=f"Variance of the paired difference ({result['source']})",
-                 title_justify="left", show_edge=False, box=None, pad_edge=False)
-    for col in ("component", "variance", "SD (pp)", "share of Var(Δ)"):
-        comp.add_column(col, justify="left" if col == "component" else "right")
-    for (name, value), count in zip(result["components"].items(), _counts(d), strict=True):
-        share = value / count / total if total > 0 else 0.0
-        comp.add_row(LABELS.get(name, name), f"{value:.5f}", f"{100 * math.sqrt(value):.2f}",
-                     f"{100 * share:.0f}%")
-    console.print(comp)
-    for note in result["notes"]:
-        console.print(f"note: {escape(note)}")
-    console.print(f"SE of a difference {result['se_pp']:.2f} pp ({_num(result['df'], 0)} "
-                  f"degrees of freedom); MDE {_num(result['mde_pp'])} pp at "
-                  f"{result['power']:.0%} power, two-sided alpha = {result['alpha']:g}/"
-                  f"{result['comparisons']} = {result['alpha_first']:.4g} (Bonferroni over the "
-                  "family, as the report's simultaneous intervals)")
-    if result["per_comparison"]:
-        rows = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
-                     title=f"Each comparison against {escape(result['reference'])} as the "
-                           "report makes it (its SE, degrees of freedom and MDE)")
-        for col in ("arm", "setting", "Δ (pp)", "SE (pp)", "df", "MDE (pp)"):
-            rows.add_column(col, justify="left" if col in ("arm", "setting") else "right")
-        for r in result["per_comparison"]:
-            rows.add_row(escape(r["method"]), escape(r["setting"]), f"{r['diff_pp']:+.2f}",
-                         _num(r["se_pp"]), _num(r["df"], 0), _num(r["mde_pp"]))
-        console.print(rows)
-    _show_options(result)
-
-
-def _show_options(result: dict) -> None:
-    opts = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
-                 title=f"Designs for {result['effect_pp']:g} pp at {result['power']:.0%} power "
-                       "(cost per arm: training rollouts + every evaluation episode)")
-    for col in ("option", "seeds", "tasks", "runs", "episodes/arm", "cost", "SE (pp)",
-                "MDE (pp)", "power"):
-        opts.add_column(col, justify="left" if col == "option" else "right")
-    for r in result["options"]:
-        opts.add_row(r["change"], str(r["seeds"]), str(r["tasks"]), str(r["runs"]),
-                     f"{r['episodes']:,}", f"{r['cost']:,.0f}", f"{r['se_pp']:.2f}",
-                     f"{r['mde_pp']:.2f}", f"{r['power']:.0%}")
-    console.print(opts)
-    changes = {r["change"] for r in result["options"]}
-    missing = [w for w in ("seeds", "tasks", "runs") if f"more {w}" not in changes]
-    if missing:
-        console.print(f"more {' / '.join(missing)} alone: not enough within 20 seeds, 6x the "
-                      "tasks, 10 runs")
-    if "cheapest" not in changes:
-        from hscale.analysis import StudySize, floor_se
-
-        d = StudySize(**result["design"])
-        floor = 100 * floor_se(result["components"], StudySize(d.seeds, 6 * d.tasks, d.harnesses,
-                                                            d.runs, d.episodes))
-        console.print(f"no design in that range reaches it: with 6x the tasks, the task and "
-                      f"harness parts alone leave SE >= {floor:.2f} pp however many seeds and "
-                      f"runs ({d.harnesses} in-space harnesses)")
-
-
-def _counts(design: dict) -> list[float]:
-    from hscale.analysis import StudySize
-
-    return list(StudySize(**design).counts().values())
-
-
-def _num(value: float, digits: int = 2) -> str:
-    if value is None or math.isnan(value):
-        return "—"
-    return "∞" if math.isinf(value) else f"{value:.{digits}f}"
+    what = ("the study's confirmatory hypotheses (study.json)" if result["confirmatory"]
+            else f"every arm against {result['reference']}, one max-t family")
+    console.print(f"{escape(result['input'])} ({result['source']}): planning {what}, to "
+                  f"detect {result['effect_pp']:g} pp with {result['power']:.0%} power at "
+                  f"alpha = {result['alpha']:g}")
+    now = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
+                title="Each comparison now (one run's sd on each side: its training runs' "
+                      "spread; the crossed part: tasks and harnesses)")
+    for col in ("comparison", "run sd (pp)", "reference's", "crossed (pp)", "SE (pp)",
+                "power now"):
+        now.add_column(col, justify="left" if col == "comparison" else "right")
+    for q in result["questions"]:
+        now.add_row(escape(q["question"]), f"{q['run_sd_pp']:.1f}",
+                    f"{q['ref_run_sd_pp']:.1f}", f"{q['crossed_sd_pp']:.1f}",
+                    f"{q['se_pp']:.2f}", f"{q['power_now']:.0%}")
+    console.print(now)
+    seeds = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
+                  title=f"Seeds an arm: now, the plan (fewest runs in all: "
+                        f"{result['plan_total']}), equal allocation ({result['equal_total']})"
+                        + (", and the plan if the pilot's variances lie at the low or high "
+                           "end of their 80% intervals" if result["range"] else ""))
+    cols = ["arm", "now", "plan", "equal", *(["if low", "if high"] if result["range"] else [])]
+    for col in cols:
+        seeds.add_column(col, justify="left" if col == "arm" else "right")
+    for arm, n in result["plan"].items():
+        extra = [str(result["range"][e]["seeds"].get(arm, "")) for e in ("low", "high")] \
+            if result["range"] else []
+        seeds.add_row(escape(arm), str(result["seeds"].get(arm, "")), str(n),
+                      str(result["equal"].get(arm, "")), *extra)
+    console.print(seeds)
+    if not result["plan_reachable"]:
+        weak = [q["question"] for q in result["questions"]
+                if q["power_planned"] < result["power"]]
+        bound = [q["question"] for q in result["questions"] if q["crossed_sd_pp"] >=
+                 result["effect_pp"] / 3]
+        console.print(f"note: no allocation within 40 seeds an arm gives {', '.join(weak)} "
+                      f"{result['power']:.0%} power"
+                      + (f"; for {', '.join(bound)} the crossed part (tasks, harnesses), "
+                         "which seeds do not shrink, is too large: evaluate on more tasks"
+                         if bound else ""))
+    if result["range"]:
+        seeds = result["seeds"].values()
+        lo, hi = result["range"]["low"]["total"], result["range"]["high"]["total"]
+        console.print(f"The pilot's run variances are estimates from {min(seeds)}-"
+                      f"{max(seeds)} seeds: the plan's {result['plan_total']} runs could as "
+                      f"well be {lo} to {hi}. Grow the study in stages (hypotheses.stages) "
+                      "rather than commit to one number.")
+    if not result["confirmatory"]:
+        console.print("Every comparison is judged in one max-t family, which costs seeds: "
+                      "declare the study's primary questions (hypotheses: in the spec) to "
+                      "plan them alone, and as a staged study.")
+    for key, s in result["staged"].items():
+        console.print(f"staged ({escape(key)}): looks at {s['stages']} seeds: power "
+                      f"{s['power']:.0%}, expected {s['expected_seeds']:.1f} seeds at "
+                      f"{result['effect_pp']:g} pp and {s['expected_seeds_null']:.1f} with no "
+                      f"difference (false resolution {s['false_rate']:.1%})")
 
 
 def power_cmd(
@@ -294,26 +366,31 @@ def power_cmd(
                                            "runs/<experiment> folder, or an experiment YAML "
                                            "(then --components is needed).")],
     reference: Annotated[str | None, typer.Option(help="Arm the others are compared with "
-                                                       "(default: the report's, structured-18 "
-                                                       "when present).")] = None,
+                                                       "(default: the spec's, else the "
+                                                       "report's).")] = None,
     effect: Annotated[float, typer.Option(help="Difference to detect, in percentage "
-                                               "points.")] = 4.0,
+                                               "points.")] = 10.0,
     power: Annotated[float, typer.Option(help="Wanted power.")] = 0.8,
-    alpha: Annotated[float, typer.Option(help="Two-sided level before Holm's "
-                                              "adjustment.")] = 0.05,
-    comparisons: Annotated[int | None, typer.Option(help="Planned comparisons m (default: "
-                                                         "one per arm but the reference).")
-                           ] = None,
-    components: Annotated[str | None, typer.Option(help="Variances of the paired difference "
-                                                        "(0-1 scale): seed=..,task=..,harness=.."
-                                                        ",seed_task=..,run=..,residual=.. or "
-                                                        "a YAML/JSON file.")] = None,
+    alpha: Annotated[float, typer.Option(help="Family-wise level of the comparisons (the "
+                                              "max-t family, or a hypothesis' own).")] = 0.05,
+    components: Annotated[str | None, typer.Option(help="A spec's variances of the paired "
+                                                        "difference (0-1 scale): seed=..,"
+                                                        "task=..,harness=..,seed_task=..,"
+                                                        "run=..,residual=.. or a YAML/JSON "
+                                                        "file.")] = None,
+    stages: Annotated[int, typer.Option(min=0, max=6, help="Looks of the staged version "
+                                                           "of the plan (0: none).")] = 3,
+    run_sd: Annotated[float | None, typer.Option(
+        "--run-sd", min=0.0, max=100.0, help="A trained run's Pass@1 sd (pp) around its "
+                                             "arm's, where a pilot of one seed an arm cannot "
+                                             "estimate it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of "
                                                          "tables.")] = False,
 ) -> None:
-    """Variance components of a paired Pass@1 difference, the minimum detectable effect of
-    the design, and the seeds x tasks x runs that detect --effect with --power."""
-    result = plan(source, reference, effect, power, alpha, comparisons, components)
+    """Seeds an arm needs for its comparisons (the study's confirmatory hypotheses, where
+    it declares them) to detect --effect with --power: the fewest runs in all, beside equal
+    allocation, with the range a pilot's uncertainty leaves and a staged alternative."""
+    result = plan(source, reference, effect, power, alpha, components, stages, run_sd)
     if as_json:
         print(json.dumps(_finite(result), indent=2, default=_plain))
     else:

@@ -18,6 +18,9 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
 
+Beside the arm folders, ``runs/<experiment>/study.json`` (:class:`StudyRecord`) says what
+the experiment set out to answer: its confirmatory hypotheses, reference arm and seeds.
+
 The veRL backend adds the rows it hands veRL and what veRL hands back (:class:`RowInfo`,
 :func:`reward_extras`, :class:`DumpedEpisode`). Other tools and notebooks read these files:
 extend them, never rename. They import nothing of hscale's but its shared core (pydantic,
@@ -59,6 +62,13 @@ from hscale.contracts._status import (
     inspect_status,
     read_status,
     write_status,
+)
+from hscale.contracts._study import (
+    STUDY,
+    HypothesisRecord,
+    StudyRecord,
+    read_study,
+    write_study,
 )
 from hscale.contracts._tables import (
     EVAL_COLUMNS,
@@ -125,6 +135,7 @@ __all__ = [
     "write_eval", "ROLLOUTS", "ROLLOUT_COLUMNS", "ROLLOUT_ROLES", "kept_group", "rollout_row",
     "read_rollouts", "write_rollouts",
     "CheckerHealth", "checker_health", "checker_health_of",
+    "STUDY", "HypothesisRecord", "StudyRecord", "read_study", "write_study",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",
     "OPTIONAL_FIELDS", "POOL_SETTING", "PluginRecord", "REPLAN", "ROUTED_SETTING", "ROW_HINT",

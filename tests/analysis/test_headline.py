@@ -46,8 +46,10 @@ def test_seed_luck_through_hscale_report_is_not_resolved(tmp_path, capsys):
     runs = _study(tmp_path / "runs", LUCK, effect=0.0)
     row, printed = _report(runs, tmp_path / "report", capsys)
     assert abs(row["diff"]) > 3 and row["lo"] < 0 < row["hi"]
-    assert row["verdict"] == "not resolved" and row["seeds"] == 5 and row["df"] == 4
-    assert "no arm differs in Pass@1" in printed and "with 5 seeds per arm" in printed
+    assert row["verdict"] == "not resolved" and row["seeds"] == 5 and 4 <= row["df"] <= 8
+    assert "no comparison is resolved" in printed and "with 5 seeds an arm" in printed
+    assert "neither show a difference nor rule one out" in printed  # never "no difference"
+    assert "could not be told apart" not in printed  # no MDE read off the same data
 
 
 def test_an_effect_on_every_seed_through_hscale_report_is_resolved(tmp_path, capsys):
@@ -75,13 +77,29 @@ def test_the_answer_is_made_from_the_numbers():
     assert 2 <= len(said) <= 4
     assert said[0].startswith("Against structured-18, 2 of 3 comparisons are resolved")
     assert "single-harness is lower in-space (-14.0 pp [-25.0, -3.0])" in said[0]
-    assert "the other one is not resolved (with 3 seeds per arm, differences under 12 pp" \
-        in said[0]
+    assert "the other one is not resolved (compatible with differences from -4 to +6 pp)" \
+        in said[0] and "with 3 seeds an arm" in said[0]
+    assert "12.4" not in said[0]  # no minimum detectable effect read off the same data
     assert said[1].startswith("RL over the base model, structured-18: in-space +16.7 pp")
     assert "(resolved)" in said[1] and "simultaneous over the 27 RL gains" in said[1]
     assert "inside our intervals for 1 of 2" in said[2]
     assert "repeat-2 vs structured-18 in-space: the paper's -4.5 pp lies below [+0.5, +8.1]" \
         in said[2]
+
+
+def test_the_papers_numbers_of_another_setup_are_not_compared():
+    from hscale.analysis._external import read_reported
+    from hscale.analysis._verdicts import comparable
+
+    reported = read_reported(True)
+    kept, note = comparable(reported, ["hscale-tiny"], ["builtin"])
+    assert kept.empty and "are not compared" in note and "hscale-tiny" in note
+    kept, note = comparable(reported, ["Qwen/Qwen3-4B-Instruct-2507"], ["clawgym"])
+    assert len(kept) and not note
+    assert set(kept["model"]) == {"Qwen3-4B-Instruct"}
+    assert set(kept["benchmark"]) <= {"ClawGym-Bench", "average"}
+    said = answer([_verdict("k1")], "The papers' numbers are not compared.")
+    assert said[-1] == "The papers' numbers are not compared."
 
 
 def test_one_seed_says_training_randomness_is_not_covered():
@@ -99,7 +117,7 @@ def test_the_plot_draws_the_verdicts_intervals_and_names_the_adjustment():
     from hscale.analysis._headline import plot_forest
 
     title = plot_forest(frame)._suptitle.get_text()
-    assert "simultaneous 95%" in title and "Bonferroni" in title and "16 arm" in title
+    assert "simultaneous 95%" in title and "max-t" in title and "16 arm" in title
 
 
 def test_the_summary_page_holds_every_comparison():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -120,31 +121,6 @@ def test_more_seeds_buy_degrees_of_freedom_as_well_as_variance():
     assert power.power_at(mde(se3, df=df3), se3, df=df3) == pytest.approx(0.8, abs=0.01)
 
 
-def test_options_reach_the_power_and_the_cheapest_come_first():
-    current = StudySize(3, 30, 18, 2)
-    table = power.options(SMALL, current, effect_pp=4, m=3, train=1000)
-    assert table["change"].iloc[0] == "current"
-    rest = table.iloc[1:]
-    assert len(rest) and (rest["power"] >= 0.8).all()
-    cheap = rest[rest["change"] == "cheapest"]["cost"].to_numpy()
-    assert list(cheap) == sorted(cheap) and 1 <= len(cheap) <= 3
-    assert (rest["mde_pp"] <= 4.0 + 1e-9).all()
-
-
-def test_costs_count_every_setting_and_the_greedy_pass():
-    design = StudySize(seeds=2, tasks=72, harnesses=18, runs=3, episodes=36)
-    assert power.cost(design, 1000) == 2 * (1000 + 3 * 36)
-    assert power.cost(design, power.Costs(1000, settings=3, greedy=True)) == \
-        2 * (1000 + 4 * 36 * 3)
-    # expensive evaluation moves the cheapest design from more runs toward more seeds
-    plain = power.options(SMALL, StudySize(3, 30, 18, 2), 4, m=3, train=1000)
-    real = power.options(SMALL, StudySize(3, 30, 18, 2), 4, m=3,
-                         train=power.Costs(1000, settings=3, greedy=True))
-    first = [t[t["change"] == "cheapest"].iloc[0] for t in (plain, real)]
-    assert first[1]["runs"] <= first[0]["runs"]
-    assert (real["cost"] > plain["cost"]).all()
-
-
 @pytest.fixture(scope="module")
 def pilot(tmp_path_factory):
     episodes, _ = known_parts(seeds=3, tasks=10, runs=2, scale=0.1)
@@ -157,48 +133,68 @@ def pilot(tmp_path_factory):
     return root / "synthetic"
 
 
-def test_cli_on_a_runs_folder_prints_mde_and_designs(pilot, capsys):
+def test_cli_on_a_runs_folder_plans_seeds_an_arm(pilot, capsys):
     with pytest.raises(SystemExit) as done:
-        main(["power", str(pilot), "--reference", "A", "--effect", "6"])
+        main(["power", str(pilot), "--reference", "A", "--effect", "10"])
     out = capsys.readouterr().out
     assert done.value.code == 0, out
-    for words in ("MDE", "seed×task", "residual", "0.05/2", "Designs for 6 pp", "current",
-                  "cheapest", "Each comparison against A"):
+    for words in ("Each comparison now", "Seeds an arm", "equal allocation", "if low",
+                  "one max-t family"):
         assert words in out, words
     with pytest.raises(SystemExit):
-        main(["power", str(pilot), "--reference", "A", "--json"])
+        main(["power", str(pilot), "--reference", "A", "--json", "--effect", "10"])
     result = json.loads(capsys.readouterr().out)
-    assert result["comparisons"] == 2 and result["alpha_first"] == pytest.approx(0.025)
-    assert result["design"] == {"seeds": 3, "tasks": 10, "harnesses": 6, "runs": 2,
-                                "episodes": None, "arms": 3}
-    assert {r["method"] for r in result["per_comparison"]} == {"B", "C"}
-    assert result["mde_pp"] == pytest.approx(mde(
-        result["se_pp"], 2, 0.05, 0.8, result["df"], result["df_spread"]))
-    assert result["options"][0]["change"] == "current"
+    assert [q["question"] for q in result["questions"]] == ["B vs A in-space",
+                                                             "C vs A in-space"]
+    assert result["seeds"] == {"A": 3, "B": 3, "C": 3}
+    assert result["plan_total"] <= result["equal_total"]
+    if result["plan_reachable"]:
+        assert all(q["power_planned"] >= 0.8 for q in result["questions"])
+    low, high = (result["range"][e]["total"] for e in ("low", "high"))
+    assert low <= result["plan_total"] <= high
 
 
 def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
-        main(["power", "experiments/demo.yaml", "--json", "--components",
+        main(["power", "experiments/demo.yaml", "--json", "--effect", "12", "--components",
               "seed=0.002,task=0.01,harness=0.003,seed×task=0.01,run=0.001,residual=0.42"])
     assert done.value.code == 0
     result = json.loads(capsys.readouterr().out)
-    design = StudySize(3, 36, 18, 3, episodes=36, arms=9)
-    assert result["design"] == design.__dict__
-    # the report's family: 8 arms against structured-18, in-space and out-of-space
-    assert result["comparisons"] == 16 and result["reference"] == "structured-18"
-    stated = {"seed": 0.002, "task": 0.01, "harness": 0.003, "seed_task": 0.01, "run": 0.001,
-              "residual": 0.42}
-    se, df, spread = design_se(stated, design)
-    assert se == pytest.approx(math.sqrt(variance(stated, design.counts())))
-    assert df == 16  # (9 arms - 1) x (3 seeds - 1)
-    assert result["mde_pp"] == pytest.approx(100 * mde(se, 16, df=df, spread_df=spread))
+    # the report's family: 8 arms against structured-18 in-space
+    assert len(result["questions"]) == 8 and result["reference"] == "structured-18"
+    one_run = (0.002 + 0.01 / 36 + 0.001 / 3 + 0.42 / (3 * 36)) / 2  # one arm's half
+    for q in result["questions"]:
+        assert q["run_sd_pp"] == pytest.approx(100 * math.sqrt(one_run))
+        assert q["crossed_sd_pp"] == pytest.approx(100 * math.sqrt(0.01 / 36 + 0.003 / 18))
+    assert result["plan_reachable"] and result["plan_total"] <= result["equal_total"]
     saved = tmp_path / "components.json"
-    saved.write_text(json.dumps(result))  # the --json output is a components file
+    saved.write_text(json.dumps({"components": result["components"]}))
     with pytest.raises(SystemExit) as done:
-        main(["power", "experiments/demo.yaml", "--components", str(saved), "--effect", "5"])
+        main(["power", "experiments/demo.yaml", "--components", str(saved), "--effect", "15"])
     out = capsys.readouterr().out
-    assert done.value.code == 0 and "MDE" in out and "Designs for 5 pp" in out
+    assert done.value.code == 0 and "Seeds an arm" in out
+
+
+def test_a_spec_with_hypotheses_plans_them_alone_and_staged(tmp_path, capsys):
+    import yaml
+
+    spec = yaml.safe_load(Path("experiments/demo.yaml").read_text())
+    spec["hypotheses"] = [{"arm": "structured-18", "than": "single-harness",
+                           "setting": "in_space"}]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(SystemExit) as done:
+        main(["power", str(path), "--json", "--effect", "12", "--components",
+              "seed=0.01,task=0.01,harness=0.002,residual=0.42"])
+    assert done.value.code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["confirmatory"] and len(result["questions"]) == 1
+    (key, staged), = result["staged"].items()
+    assert key.startswith("H1 structured-18 vs single-harness")
+    plan = result["plan"]
+    assert plan["structured-18"] == plan["single-harness"] == staged["stages"][-1]
+    assert plan["k1"] == 3  # an arm no hypothesis names keeps its seeds
+    assert staged["expected_seeds"] < staged["stages"][-1] and staged["false_rate"] < 0.06
 
 
 @pytest.mark.parametrize("args, word", [
@@ -228,8 +224,7 @@ def test_report_comparisons_carry_an_mde_column():
     comparisons = compare_arms(episodes, "A")
     assert comparisons["mde"].notna().all() and (comparisons["mde"] > 0).all()
     row = comparisons.iloc[0]
-    assert row["mde"] == pytest.approx(mde(row["se"], int(row["m"]), df=row["df"],
-                                           spread_df=row["df_spread"]))
+    assert row["mde"] == pytest.approx(mde(row["se"], df=row["df"], critical=row["crit"]))
     frame = comparisons_table(comparisons).frame
     assert frame["MDE (pp)"].tolist() == [f"{v:.2f}" for v in comparisons["mde"]]
     one = episodes[episodes["seed"] == 0]
@@ -238,19 +233,17 @@ def test_report_comparisons_carry_an_mde_column():
     assert single["mde"].notna().all()  # an MDE over tasks and evaluation noise only
 
 
-def test_the_reports_mde_is_hscale_powers_for_the_same_comparison(pilot, tmp_path, capsys):
-    """One model: the MDE a report prints beside a comparison is the one `hscale power`
-    prints for it, and so are its SE and degrees of freedom."""
+def test_the_report_and_hscale_power_see_the_same_comparison(pilot, tmp_path, capsys):
+    """One model: the SE a report prints beside a comparison is the one `hscale power`
+    plans from, and so is each arm's run variance."""
     report = write_report(pilot, tmp_path / "report", reported=False, n_boot=100)
     table = pd.read_csv(report.out / "comparisons.csv")
     with pytest.raises(SystemExit) as done:
         main(["power", str(pilot), "--reference", "A", "--json"])
     assert done.value.code == 0
-    said = json.loads(capsys.readouterr().out)["per_comparison"]
+    said = json.loads(capsys.readouterr().out)["questions"]
     assert len(said) == len(table) == 2
-    for row in said:
-        mine = table[(table["method"] == row["method"]) & (table["setting"] == row["setting"])]
-        assert len(mine) == 1
-        for ours, theirs in (("mde", "mde_pp"), ("se", "se_pp"), ("df", "df"),
-                             ("diff", "diff_pp")):
-            assert mine[ours].iloc[0] == pytest.approx(row[theirs]), ours
+    for q in said:
+        mine = table[table["method"] == q["arm"]].iloc[0]
+        assert mine["se"] == pytest.approx(q["se_pp"])
+        assert 100 * math.sqrt(mine["var_run"]) == pytest.approx(q["run_sd_pp"])

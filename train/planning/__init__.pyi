@@ -19,6 +19,15 @@ from ._plan import (
     plan_runs as plan_runs,
 )
 from ._plan import (
+    seeds_of as seeds_of,
+)
+from ._plan import (
+    staged_arms as staged_arms,
+)
+from ._plan import (
+    study_of as study_of,
+)
+from ._plan import (
     write_plan as write_plan,
 )
 from ._schedule import (
@@ -84,6 +93,9 @@ __all__ = [
     "out_of_space_names",
     "plan",
     "plan_runs",
+    "seeds_of",
+    "staged_arms",
+    "study_of",
     "resolve_sources",
     "router_pool",
     "space_of",

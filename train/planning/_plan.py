@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from hscale.contracts import MANIFEST, Manifest
+from hscale.contracts import MANIFEST, HypothesisRecord, Manifest, StudyRecord, write_study
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.train.planning._manifest import (
     base_model_manifest,
@@ -35,13 +35,15 @@ class Planned:
     manifest: Manifest
     state: str  # "written" | "unchanged" | "replaced"
     schedule: Schedule | None = None  # built when the run is to be written
+    study: StudyRecord | None = None  # the experiment's study.json (the same on every run)
 
 
 def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = False,
-              quick: bool = False) -> list[Planned]:
+              quick: bool = False, stage: dict[str, int] | None = None) -> list[Planned]:
     """Every arm x seed of the spec, built and checked, nothing written; ``state`` says what
     :func:`write_plan` will do. ``quick`` plans the smoke-test scale of the spec
-    (:func:`hscale.train.spec._quick.quick`)."""
+    (:func:`hscale.train.spec._quick.quick`); ``stage``: a staged study's seeds an arm has
+    reached (:func:`seeds_of`)."""
     spec = load_spec(spec_path)
     if quick:
         spec = quick_spec(spec)
@@ -49,18 +51,21 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
     with _located(spec_path, ("evaluation",)):
         evals = eval_sets(spec, space)
     sources = resolve_sources(spec, spec_path)
-    manifests = []
+    manifests, every_seed = [], set()
     for arm_name, arm in spec.resolved_arms().items():
+        seeds = seeds_of(spec, arm_name, arm, stage)
+        every_seed.update(seeds)
         with _located(spec_path, spec.swept.get(arm_name, ("arms", arm_name)), arm_name):
             manifests += [build_manifest(spec, arm_name, arm, seed, space, evals, sources)
-                          for seed in spec.seeds]
-    if spec.evaluation.base_model:
+                          for seed in seeds]
+    if spec.evaluation.base_model:  # evaluated on every seed label an arm plays
         manifests += [base_model_manifest(spec, seed, space, evals, sources)
-                      for seed in spec.seeds]
+                      for seed in sorted(every_seed)]
     manifests, notes = with_verl(spec, manifests)
     notes += _fit_notes(spec, manifests[0]) if manifests else []
     for note in notes:
         warnings.warn(f"{spec_path}: {note}", HscaleWarning, stacklevel=2)
+    study = study_of(spec)
     runs = []
     for manifest in manifests:
         run_dir = Path(out) / spec.name / manifest.arm / str(manifest.seed)
@@ -70,13 +75,33 @@ def plan_runs(spec_path: str | Path, out: str | Path = "runs", force: bool = Fal
                               "one already planned there",
                               "pass --force to replace it, or rename the experiment")
         if previous == manifest.hash:
-            runs.append(Planned(run_dir, manifest, "unchanged"))
+            runs.append(Planned(run_dir, manifest, "unchanged", study=study))
             continue
         with _located(spec_path, spec.swept.get(manifest.arm, ("arms", manifest.arm)),
                       manifest.arm):  # what cannot be scheduled names its arm
             schedule = Schedule.for_manifest(manifest)
-        runs.append(Planned(run_dir, manifest, "replaced" if previous else "written", schedule))
+        runs.append(Planned(run_dir, manifest, "replaced" if previous else "written", schedule,
+                            study))
     return runs
+
+
+def seeds_of(spec, name: str, arm, stage: dict[str, int] | None = None) -> list[int]:
+    """The seeds arm ``name`` runs: its own or the spec's; in a staged study (the
+    hypotheses' ``stages``) an arm of a hypothesis runs the first ``stage[name]`` of them
+    (by default the first stage's count), the other arms all of theirs."""
+    seeds = spec.arm_seeds(arm)
+    staged = spec.hypotheses.stages if spec.hypotheses else None
+    if not staged or name not in staged_arms(spec):
+        return seeds
+    return seeds[:(stage or {}).get(name, staged[0])]
+
+
+def staged_arms(spec) -> list[str]:
+    """The arms a staged study grows: every arm a hypothesis names (the base model aside)."""
+    if not spec.hypotheses:
+        return []
+    names = [n for h in spec.hypotheses.tests for n in (h.arm, h.than)]
+    return [n for n in dict.fromkeys(names) if n in spec.arms]
 
 
 @contextlib.contextmanager
@@ -117,8 +142,22 @@ def _fit_notes(spec, manifest: Manifest) -> list[str]:
     return notes
 
 
+def study_of(spec) -> StudyRecord:
+    """The experiment's study.json: its hypotheses, reference and each arm's seeds."""
+    found = spec.hypotheses
+    seeds = {name: spec.arm_seeds(arm) for name, arm in spec.resolved_arms().items()}
+    return StudyRecord(
+        hypotheses=[HypothesisRecord(**h.model_dump()) for h in found.tests] if found else [],
+        procedure=found.procedure if found else "fixed-sequence",
+        alpha=found.alpha if found else 0.05, stages=found.stages if found else None,
+        seeds=seeds, reference=spec.reference)
+
+
 def write_plan(runs: list[Planned]) -> list[Planned]:
-    """Write the manifest and schedule of every run that is new or changed."""
+    """Write the manifest and schedule of every run that is new or changed, and the
+    experiment's study.json."""
+    if runs and runs[0].study is not None:
+        write_study(runs[0].path.parent.parent, runs[0].study)
     for run in runs:
         if run.schedule is not None:
             run.schedule.write(run.path)

@@ -123,11 +123,12 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
                    backend: str | Backend = "local", progress: Progress | None = None,
                    workers: int = 1, quick: bool = False,
                    on_start: Callable[[Path], None] | None = None, force: bool = False,
-                   ray_address: str | None = None) -> dict[str, str]:
+                   ray_address: str | None = None,
+                   stage: dict[str, int] | None = None) -> dict[str, str]:
     """Run every planned run; returns run folder -> final state. ``backend`` is a name or a
     configured backend; with ``workers > 1`` runs go to that many worker processes; with
     ``ray_address`` they go to that Ray cluster instead; ``on_start`` hears of each run as
-    it starts."""
+    it starts; ``stage``: a staged study's seeds each growing arm has reached."""
     backend = get_backend(backend) if isinstance(backend, str) else backend
     executor = RayExecutor(ray_address) if ray_address is not None else None
     if executor is not None:
@@ -135,7 +136,7 @@ def run_experiment(spec_path: str | Path, out: str | Path = "runs",
     here = min(workers, backend.max_workers or workers)  # worker processes on this machine
     if executor is None and here > 1:
         _context(backend, start=True)  # its imports overlap the planning below
-    planned = plan_runs(spec_path, out, force=force, quick=quick)
+    planned = plan_runs(spec_path, out, force=force, quick=quick, stage=stage)
     todo = [run for run in planned if not (run.state == "unchanged" and _finished(run, backend))]
     manifests = [run.manifest for run in todo]
     backend.check(manifests)  # before anything is written

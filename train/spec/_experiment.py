@@ -300,11 +300,61 @@ class Arm(_Strict):
     `assignment` are then unused."""
     description: str = ""
     """Free text saying what the arm is for."""
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
+        None, min_length=1, max_length=1000)
+    """The arm's own seeds, in place of the spec's: more runs where a question needs them
+    (`hscale power` plans them)."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_arm_seeds(cls, seeds: list[int] | None) -> list[int] | None:
+        return _distinct(seeds) if seeds is not None else None
 
     @field_validator("train", mode="before")
     @classmethod
     def _train_shorthand(cls, value: Any) -> Any:
         return {"recipe": value} if isinstance(value, str) else value
+
+
+def _distinct(seeds: list[int]) -> list[int]:
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise ValueError(f"seed {twice[0]} is listed twice (two runs would be one)")
+    return seeds
+
+
+class Hypothesis(_Strict):
+    arm: str
+    """The arm the hypothesis is about."""
+    than: str
+    """The arm it is compared with (`base-model`: the starting model, no RL)."""
+    setting: Literal["in_space", "out_of_space", "base"] = "in_space"
+    """Where: the held-out in-space harnesses, the out-of-space ones, or the base harness."""
+    direction: Literal["higher", "lower", "differs"] = "higher"
+    """What is claimed: `arm` has the higher (or lower) Pass@1, tested one-sided; `differs`,
+    two-sided."""
+
+
+class Hypotheses(_Strict):
+    procedure: Literal["fixed-sequence", "holm"] = "fixed-sequence"
+    """How the family-wise error is kept: `fixed-sequence` tests each at the full alpha in
+    the order listed, stopping at the first not confirmed; `holm` tests them together."""
+    alpha: float = Field(0.05, gt=0, le=0.2)
+    """The family-wise error rate of the confirmatory tests."""
+    tests: list[Hypothesis] = Field(min_length=1, max_length=20)
+    """The hypotheses, in the order a fixed sequence tests them."""
+    stages: list[Annotated[int, Field(ge=2, le=1000)]] | None = Field(
+        None, min_length=2, max_length=6)
+    """Seeds an arm of a hypothesis runs by each look, increasing (e.g. [3, 6, 10]): the
+    study grows stage by stage, each look tested at an O'Brien-Fleming-type boundary, and an
+    arm stops gaining seeds once every hypothesis it is in is settled."""
+
+    @field_validator("stages")
+    @classmethod
+    def _increasing(cls, stages: list[int] | None) -> list[int] | None:
+        if stages is not None and any(b <= a for a, b in zip(stages, stages[1:], strict=False)):
+            raise ValueError(f"stages {stages}: the seeds at each look must increase")
+        return stages
 
 
 class ExperimentSpec(_Strict):
@@ -351,6 +401,18 @@ class ExperimentSpec(_Strict):
     """Arms declared compactly over training-set size N and K."""
     arms: dict[str, dict[str, Any] | None] = Field(default_factory=dict, max_length=1000)
     """The arms: name -> its settings (empty: the defaults)."""
+    reference: str | None = None
+    """The arm every other arm is compared with in the report (default: the structured
+    arm)."""
+    hypotheses: Hypotheses | None = None
+    """The study's confirmatory questions, declared before it runs and tested with the
+    family-wise error kept (a list of tests, or a mapping with `procedure`, `alpha`, `tests`
+    and `stages`); the report answers them first and labels everything else exploratory."""
+
+    @field_validator("hypotheses", mode="before")
+    @classmethod
+    def _hypotheses_shorthand(cls, value: Any) -> Any:
+        return {"tests": value} if isinstance(value, list) else value
     # arms the sweeps made -> the spec key they came from; notes for the plan
     _swept: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _notes: list[str] = PrivateAttr(default_factory=list)
@@ -358,10 +420,7 @@ class ExperimentSpec(_Strict):
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
-        twice = sorted({s for s in seeds if seeds.count(s) > 1})
-        if twice:
-            raise ValueError(f"seed {twice[0]} is listed twice (two runs would be one)")
-        return seeds
+        return _distinct(seeds)
 
     @field_validator("arms")
     @classmethod
@@ -388,7 +447,35 @@ class ExperimentSpec(_Strict):
         if not self.arms:
             raise SweepError("an experiment needs at least one arm",
                              "list arms under arms:, or declare sweeps:", ("arms",))
+        self._check_names()
         return self
+
+    def _check_names(self) -> None:
+        """The reference and every hypothesis name arms of this spec."""
+        known = list(self.arms)
+        candidates = [*known, BASE_MODEL_ARM] if self.evaluation.base_model else known
+        named = [(("reference",), self.reference, known)] if self.reference else []
+        for i, h in enumerate(self.hypotheses.tests if self.hypotheses else []):
+            named += [(("hypotheses", "tests", i, "arm"), h.arm, known),
+                      (("hypotheses", "tests", i, "than"), h.than, candidates)]
+        for loc, name, among in named:
+            if name not in among:
+                import difflib
+
+                close = difflib.get_close_matches(name, among, n=1)
+                raise SweepError(f"{'.'.join(map(str, loc))}: {name!r} is not an arm of "
+                                 "this spec", (f"did you mean {close[0]!r}? " if close else "")
+                                 + f"arms: {', '.join(among)}", loc)
+        if self.hypotheses:
+            for i, h in enumerate(self.hypotheses.tests):
+                if h.arm == h.than:
+                    raise SweepError(f"hypotheses.tests.{i}: {h.arm} is compared with itself",
+                                     "name another arm in than:",
+                                     ("hypotheses", "tests", i, "than"))
+
+    def arm_seeds(self, arm: Arm) -> list[int]:
+        """The seeds an arm runs: its own, else the spec's."""
+        return list(arm.seeds) if arm.seeds is not None else list(self.seeds)
 
     @property
     def swept(self) -> dict[str, tuple[str, ...]]:

@@ -117,6 +117,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
             raise HscaleError(f"{where}: {spec.steps} steps x {per_step} tasks a step is "
                               f"{spec.steps * per_step} scheduled rows a run, more than "
                               f"{MAX_SCHEDULE_ROWS}", "lower steps or tasks_per_step")
+    _check_stages(spec, path, tree)
     try:
         check_spec_model(spec.model, path.parent)
     except HscaleError as exc:
@@ -128,6 +129,27 @@ def load_spec(path: str | Path) -> ExperimentSpec:
                           f"{spec.evaluation.every} is more than steps={spec.steps}",
                           "evaluate at most once a step, or leave every out")
     return spec
+
+
+def _check_stages(spec: ExperimentSpec, path: Path, tree: yaml.Node | None) -> None:
+    """A staged study: a fixed sequence, and every arm of a hypothesis holding the seeds of
+    the last look."""
+    found = spec.hypotheses
+    if not found or not found.stages:
+        return
+    line = key_line(tree, ("hypotheses", "stages")) or 1
+    if found.procedure != "fixed-sequence":
+        raise HscaleError(f"{path}:{line}: hypotheses.stages: a staged study tests its "
+                          "hypotheses in a fixed sequence", "drop procedure: holm, or stages")
+    arms = spec.resolved_arms()
+    names = [n for h in found.tests for n in (h.arm, h.than) if n in arms]
+    for name in dict.fromkeys(names):
+        seeds = spec.arm_seeds(arms[name])
+        if len(seeds) < found.stages[-1]:
+            raise HscaleError(f"{path}:{line}: hypotheses.stages: arm {name} has "
+                              f"{len(seeds)} seeds; the last look needs "
+                              f"{found.stages[-1]}", f"list them: arms.{name}.seeds: "
+                              f"[{', '.join(map(str, range(found.stages[-1])))}]")
 
 
 def with_paths(spec: ExperimentSpec, base: Path) -> ExperimentSpec:

@@ -31,6 +31,8 @@ def _sections() -> list[tuple[str, type[BaseModel], str]]:
         Benchmark,
         Evaluation,
         ExperimentSpec,
+        Hypotheses,
+        Hypothesis,
         TrainSet,
     )
     from hscale.train.spec._space import ComposedHarness, FactorSpec, LevelSpec, SpaceSpec
@@ -60,6 +62,10 @@ def _sections() -> list[tuple[str, type[BaseModel], str]]:
         ("sweeps.size", SizeSweep, "One arm per recipe and N."),
         ("sweeps.k", KSweep, "One arm per K."),
         ("verl", VerlSettings, "veRL's side of every run (the `verl` backend)."),
+        ("hypotheses", Hypotheses, "The study's confirmatory questions (a bare list is short "
+                                   "for `{tests: [...]}`)."),
+        ("hypotheses.tests[]", Hypothesis, "One hypothesis: an arm against another (or the "
+                                           "base model) in one setting."),
     ]
 
 
