@@ -1,9 +1,6 @@
 """The public API of hscale.analysis (read lazily by __init__.py)."""
 
 from ._calibration import (
-    calibrate as calibrate,
-)
-from ._calibration import (
     planted as planted,
 )
 from ._component_tests import (
@@ -22,9 +19,6 @@ from ._components import (
     StudySize as StudySize,
 )
 from ._components import (
-    contrasts as contrasts,
-)
-from ._components import (
     pooled as pooled,
 )
 from ._effect_tables import (
@@ -38,9 +32,6 @@ from ._effect_tables import (
 )
 from ._effects import (
     distance_to_training as distance_to_training,
-)
-from ._effects import (
-    logit_effects as logit_effects,
 )
 from ._effects import (
     main_effects as main_effects,
@@ -139,25 +130,10 @@ from ._pool_properties import (
     locality as locality,
 )
 from ._power import (
-    Costs as Costs,
-)
-from ._power import (
     design_from_spec as design_from_spec,
 )
 from ._power import (
-    design_se as design_se,
-)
-from ._power import (
-    floor_se as floor_se,
-)
-from ._power import (
     mde as mde,
-)
-from ._power import (
-    options as options,
-)
-from ._power import (
-    pilot_design as pilot_design,
 )
 from ._render import (
     Table as Table,
@@ -256,7 +232,6 @@ from ._weight_estimates import (
 __all__ = [
     "COMPONENTS",
     "Components",
-    "Costs",
     "FIGURES",
     "LABELS",
     "NoData",
@@ -272,7 +247,6 @@ __all__ = [
     "base_harness_table",
     "bootstrap_ci",
     "build_view_app",
-    "calibrate",
     "check",
     "cluster_bootstrap",
     "compare",
@@ -280,11 +254,9 @@ __all__ = [
     "complementarity",
     "component_effects",
     "compute_cells",
-    "contrasts",
     "default_reference",
     "demo_like",
     "design_from_spec",
-    "design_se",
     "distance_table",
     "distance_to_training",
     "effects_table",
@@ -293,19 +265,16 @@ __all__ = [
     "estimate_weights",
     "export_html",
     "find_run_dirs",
-    "floor_se",
     "harness_s_table",
     "holm",
     "is_export",
     "judge_hypotheses",
     "load_results",
     "locality",
-    "logit_effects",
     "main_effects",
     "mde",
     "measured_ordering",
     "open_arms",
-    "options",
     "ordering_statements",
     "out_of_space_table",
     "paired_blocks",
@@ -313,7 +282,6 @@ __all__ = [
     "pass1",
     "pass_at_k",
     "passk",
-    "pilot_design",
     "plan_power",
     "plan_seeds",
     "plant",

@@ -1,11 +1,8 @@
-"""Planted studies: the statistics checked like code.
-
-Why: an interval is only as good as its coverage. :func:`planted` draws the evaluation rows
-of two arms whose paired difference has known variance components (training seeds, tasks,
-harnesses, seed x task, evaluation runs) and a known true difference; :func:`calibrate` runs
-many such studies through the report's own comparison (hscale.analysis._stats.compare_arms)
-and counts how often its interval holds the truth, how often its test rejects a true null,
-and how often it detects a true effect, beside the power hscale.analysis._power predicts.
+"""Planted studies by variance components: :func:`planted` draws the evaluation rows of arms
+whose paired difference has known components (training seeds, tasks, harnesses, seed x task,
+evaluation runs) and a known true difference. (Studies of arm-specific shapes, unequal
+stability, seeds or interactions, are hscale.analysis._planted's, which the calibration
+benchmark runs.)
 
 Outcomes follow a linear probability model clipped to [0, 1]: each arm's success
 probability is a base rate plus half the difference, shared task and harness effects (they
@@ -22,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from hscale.analysis._components import COMPONENTS, StudySize
-from hscale.analysis._power import design_se, power_at
 
 ARMS = ("reference", "other")
 
@@ -96,38 +92,3 @@ def planted(components: Mapping[str, float], design: StudySize,
     frame["reward"] = frame["success"].astype(np.float64)
     frame["turns"] = 1
     return frame
-
-
-def calibrate(components: Mapping[str, float], design: StudySize,
-              effects: Sequence[float] = (0.0,), n: int = 200, alpha: float = 0.05,
-              seed: int = 0) -> pd.DataFrame:
-    """Per true ``effect`` (pp, every arm but the reference): over ``n`` planted studies of
-    ``design.arms`` arms, the report's own numbers (hscale.analysis._stats.compare_arms): the
-    share of its simultaneous intervals holding the truth, of its adjusted tests rejecting 0
-    (per comparison) and of studies with any rejection (family-wise), beside the power and
-    SE (pp) hscale.analysis._power predicts at this design."""
-    from hscale.analysis._stats import compare_arms
-
-    k = max(design.arms, 2) - 1
-    se_pred, df_pred, spread = design_se(components, design)
-    rows = []
-    for j, effect in enumerate(effects):
-        hits = rejects = any_reject = 0
-        diffs, ses = [], []
-        for i in range(n):
-            episodes = planted(components, design, [effect / 100] * k, [seed, j, i])
-            found = compare_arms(episodes, ARMS[0], level=1 - alpha)
-            hits += int(((found["lo"] <= effect) & (effect <= found["hi"])).sum())
-            rejected = found["p_adj"] < alpha
-            rejects += int(rejected.sum())
-            any_reject += bool(rejected.any())
-            diffs += list(found["diff"])
-            ses += list(found["se"])
-        rows.append({"effect_pp": effect, "studies": n, "arms": k + 1,
-                     "coverage": hits / (n * k), "rejected": rejects / (n * k),
-                     "any_rejected": any_reject / n,
-                     "power_predicted": power_at(effect / 100, se_pred, k, alpha, df_pred, spread),
-                     "se_pred_pp": 100 * se_pred, "df_pred": df_pred,
-                     "se_sim_pp": float(np.std(diffs, ddof=1)),
-                     "se_hat_pp": float(np.nanmean(ses))})
-    return pd.DataFrame(rows)

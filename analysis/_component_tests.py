@@ -113,7 +113,7 @@ def component_effects(episodes: pd.DataFrame, by: Sequence[str] = (*GROUP, "meth
         return (pd.DataFrame(columns=[*by, *EFFECT_COLUMNS]),
                 pd.DataFrame(columns=[*by, *TEST_COLUMNS]))
     outer = [c for c in by if c != "method"]
-    for _, group in ep.groupby(outer, observed=True, sort=False):
+    for _, group in (ep.groupby(outer, observed=True, sort=False) if outer else [((), ep)]):
         configs = group.drop_duplicates("harness").set_index("harness")[factors]
         configs.index = configs.index.astype(str)
         harnesses = list(configs.index)

@@ -251,9 +251,10 @@ def plot_forest(frame: pd.DataFrame, fig=None):
         ax.set_title(setting_label(setting), fontsize=10)
         ax.set_xlabel("difference in Pass@1 (pp)", fontsize=8)
         ax.grid(axis="y", color="#eee")
+    papers = ("\n◇ the paper's difference inside the interval, ◆ outside it"
+              if frame["paper"].notna().any() else "")
     fig.suptitle("Headline comparisons: difference and simultaneous 95% interval "
-                 f"({adjustment(frame)})\n◇ the paper's difference inside the interval, "
-                 "◆ outside it", fontsize=9)
+                 f"({adjustment(frame)}){papers}", fontsize=9)
     return fig
 
 

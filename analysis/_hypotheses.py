@@ -69,13 +69,13 @@ class Outcome:
             side = ">=" if h.direction == "higher" else "<="
             interval = f"(one-sided bound {side} {self.bound:+.1f})"
         at = (f", look {self.look} of {self.looks}" if self.looks else "")
-        numbers = (f"{h.arm} - {than} = {self.diff:+.1f} pp {interval}, p = "
-                   f"{_p(self.p)} against a level of {self.level:.3g} ({seeds}{at})")
+        numbers = (f"{h.arm} - {than} = {self.diff:+.1f} pp {interval}, p {_p(self.p)} "
+                   f"against a level of {self.level:.3g} ({seeds}{at})")
         return f"{head}: {numbers}: {self.verdict}{('; ' + self.why) if self.why else ''}."
 
 
 def _p(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
 
 # -- boundaries ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -52,7 +52,7 @@ class Study:
     harness_sd: float = 5.0  # harnesses' difficulty, shared
     out_of_space: bool = False  # also evaluate two named out-of-space harnesses
     out_corr: float = 0.7  # how much of a run's training effect carries out of space
-    extra: dict = field(default_factory=dict)
+    labels: tuple[str, ...] = ()  # the in-space harnesses' names (default h0, h1, ...)
 
     @property
     def reference(self) -> str:
@@ -102,7 +102,8 @@ def plant(study: Study, rng: np.random.Generator | int | Sequence[int] = 0) -> p
             p = (study.rate + arm.effect + u + task[t] + harness[h] + inter_t[t] + inter_h[h]
                  + own_h[h]) / 100
             won = gen.random(len(p)) < np.clip(p, 0, 1)
-            frames.append(_rows(arm.name, seed, run, [f"h{j}" for j in h],
+            names = study.labels or tuple(f"h{j}" for j in range(study.harnesses))
+            frames.append(_rows(arm.name, seed, run, [names[j] for j in h],
                                 [f"t{j}" for j in t], "in_space", won))
             if study.out_of_space:
                 u_out = study.out_corr * u + math.sqrt(1 - study.out_corr ** 2) * \

@@ -12,12 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis import _power as power
-from hscale.analysis._calibration import base_rate, calibrate
+from hscale.analysis._calibration import base_rate
 from hscale.analysis._power import (
     COMPONENTS,
     StudySize,
-    design_se,
     estimate,
     mde,
     variance,
@@ -90,35 +88,13 @@ def test_one_run_folds_into_seed_and_one_seed_is_unknown():
     assert math.isnan(comp.values["seed"]) and math.isnan(comp.variance())
 
 
-SIM = {**TRUE, "residual": 0.36}
 SMALL = {"seed": 0.0008, "task": 0.004, "harness": 0.0005, "seed_task": 0.004, "run": 0.0002,
          "residual": 0.42}
-
-
-@pytest.mark.parametrize("design", [StudySize(3, 30, 6, 2), StudySize(4, 36, 18, 3, episodes=36)])
-def test_predicted_se_matches_planted_studies(design):
-    """The SE hscale power predicts is the spread of the report's differences over planted
-    studies, and the report's own SE estimates it (calibration of power: test_calibration)."""
-    found = calibrate(SIM, design, effects=(0.0,), n=60, seed=1).iloc[0]
-    assert found["se_pred_pp"] == pytest.approx(found["se_sim_pp"], rel=0.25)
-    assert found["se_hat_pp"] == pytest.approx(found["se_sim_pp"], rel=0.25)
 
 
 def test_planted_studies_refuse_a_residual_no_binary_outcome_has():
     with pytest.raises(ValueError, match="residual"):
         base_rate({"residual": 0.6})
-
-
-def test_more_seeds_buy_degrees_of_freedom_as_well_as_variance():
-    """Three seeds per arm leave two degrees of freedom to a two-arm comparison; the MDE
-    of a family of arms pools them, and power follows the noncentral t."""
-    values = {**SMALL, "seed": 0.01}
-    se3, df3, _ = design_se(values, StudySize(3, 30, 6, 2))
-    se5, df5, _ = design_se(values, StudySize(5, 30, 6, 2))
-    assert (df3, df5) == (2, 4) and se5 < se3
-    assert design_se(values, StudySize(3, 30, 6, 2, arms=9))[1] == 16
-    assert mde(se3, df=df3) > mde(se3, df=df5) > mde(se3)
-    assert power.power_at(mde(se3, df=df3), se3, df=df3) == pytest.approx(0.8, abs=0.01)
 
 
 @pytest.fixture(scope="module")
@@ -154,14 +130,29 @@ def test_cli_on_a_runs_folder_plans_seeds_an_arm(pilot, capsys):
     assert low <= result["plan_total"] <= high
 
 
+def _demo_without_hypotheses(tmp_path) -> Path:
+    import yaml
+
+    spec = yaml.safe_load(Path("experiments/demo.yaml").read_text())
+    spec.pop("hypotheses")
+    spec["seeds"] = [0, 1, 2]
+    for body in spec["arms"].values():
+        (body or {}).pop("seeds", None)
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
 def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
+    spec = _demo_without_hypotheses(tmp_path)
     with pytest.raises(SystemExit) as done:
-        main(["power", "experiments/demo.yaml", "--json", "--effect", "12", "--components",
+        main(["power", str(spec), "--json", "--effect", "12", "--components",
               "seed=0.002,task=0.01,harness=0.003,seed×task=0.01,run=0.001,residual=0.42"])
     assert done.value.code == 0
     result = json.loads(capsys.readouterr().out)
     # the report's family: 8 arms against structured-18 in-space
     assert len(result["questions"]) == 8 and result["reference"] == "structured-18"
+    assert not result["confirmatory"]
     one_run = (0.002 + 0.01 / 36 + 0.001 / 3 + 0.42 / (3 * 36)) / 2  # one arm's half
     for q in result["questions"]:
         assert q["run_sd_pp"] == pytest.approx(100 * math.sqrt(one_run))
@@ -170,31 +161,27 @@ def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
     saved = tmp_path / "components.json"
     saved.write_text(json.dumps({"components": result["components"]}))
     with pytest.raises(SystemExit) as done:
-        main(["power", "experiments/demo.yaml", "--components", str(saved), "--effect", "15"])
+        main(["power", str(spec), "--components", str(saved), "--effect", "15"])
     out = capsys.readouterr().out
     assert done.value.code == 0 and "Seeds an arm" in out
 
 
-def test_a_spec_with_hypotheses_plans_them_alone_and_staged(tmp_path, capsys):
-    import yaml
-
-    spec = yaml.safe_load(Path("experiments/demo.yaml").read_text())
-    spec["hypotheses"] = [{"arm": "structured-18", "than": "single-harness",
-                           "setting": "in_space"}]
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
+def test_the_demos_hypotheses_are_planned_alone_and_staged(capsys):
     with pytest.raises(SystemExit) as done:
-        main(["power", str(path), "--json", "--effect", "12", "--components",
+        main(["power", "experiments/demo.yaml", "--json", "--effect", "12", "--components",
               "seed=0.01,task=0.01,harness=0.002,residual=0.42"])
     assert done.value.code == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["confirmatory"] and len(result["questions"]) == 1
-    (key, staged), = result["staged"].items()
-    assert key.startswith("H1 structured-18 vs single-harness")
-    plan = result["plan"]
-    assert plan["structured-18"] == plan["single-harness"] == staged["stages"][-1]
-    assert plan["k1"] == 3  # an arm no hypothesis names keeps its seeds
-    assert staged["expected_seeds"] < staged["stages"][-1] and staged["false_rate"] < 0.06
+    assert result["confirmatory"] and len(result["questions"]) == 2
+    assert [q["question"] for q in result["questions"]] == [
+        "H1 structured-18 vs single-harness in-space",
+        "H2 structured-18 vs single-harness out-of-space"]
+    plan, staged = result["plan"], result["staged"]
+    assert plan["structured-18"] == plan["single-harness"]
+    assert plan["k1"] == 1  # an arm no hypothesis names keeps its seeds
+    for look in staged.values():
+        assert look["stages"][-1] == plan["structured-18"]
+        assert look["expected_seeds"] < look["stages"][-1] and look["false_rate"] < 0.06
 
 
 @pytest.mark.parametrize("args, word", [
