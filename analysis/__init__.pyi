@@ -1,5 +1,11 @@
 """The public API of hscale.analysis (read lazily by __init__.py)."""
 
+from ._bootstrap import (
+    bootstrap_ci as bootstrap_ci,
+)
+from ._bootstrap import (
+    cluster_bootstrap as cluster_bootstrap,
+)
 from ._calibration import (
     planted as planted,
 )
@@ -68,6 +74,9 @@ from ._load import (
 )
 from ._load import (
     split_decoding as split_decoding,
+)
+from ._naming import (
+    BASE_MODEL as BASE_MODEL,
 )
 from ._naming import (
     default_reference as default_reference,
@@ -157,12 +166,6 @@ from ._stats import (
     arm_intervals as arm_intervals,
 )
 from ._stats import (
-    bootstrap_ci as bootstrap_ci,
-)
-from ._stats import (
-    cluster_bootstrap as cluster_bootstrap,
-)
-from ._stats import (
     compare as compare,
 )
 from ._stats import (
@@ -230,6 +233,7 @@ from ._weight_estimates import (
 )
 
 __all__ = [
+    "BASE_MODEL",
     "COMPONENTS",
     "Components",
     "FIGURES",

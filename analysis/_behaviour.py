@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hscale.analysis._bootstrap import bootstrap_ci
 from hscale.analysis._load import Results
 from hscale.analysis._naming import order_methods, setting_label
 from hscale.analysis._passk import final_step
 from hscale.analysis._render import Table
-from hscale.analysis._stats import GROUP, bootstrap_ci
+from hscale.analysis._stats import GROUP
 
 # (column title, eval column, how an episode counts, scale): % of episodes, or a mean count
 MEASURES = (

@@ -89,7 +89,8 @@ def satterthwaite(terms: Sequence[tuple[float, float]]) -> float:
     if any(df < 1 for _, df in live):
         return math.nan
     total = sum(v for v, _ in live)
-    return total * total / sum(v * v / df for v, df in live)
+    spread = sum(v * v / df for v, df in live)
+    return total * total / spread if spread > 0 else math.inf
 
 
 def welch_df(terms: Sequence[tuple[float, float]]) -> float:

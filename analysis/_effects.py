@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from hscale.analysis._bootstrap import bootstrap_ci
 from hscale.analysis._passk import final_step
-from hscale.analysis._stats import GROUP, bootstrap_ci
+from hscale.analysis._stats import GROUP
 
 PART = re.compile(r"([A-Za-z_]+)(\d+)")
 

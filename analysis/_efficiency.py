@@ -15,13 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hscale.analysis._bootstrap import bootstrap_ci
 from hscale.analysis._effects import with_levels
 from hscale.analysis._load import Results
 from hscale.analysis._naming import order_methods, setting_label
 from hscale.analysis._passk import final_step
 from hscale.analysis._plots import FigureSpec, NoData, Options, _colors, _level_names, figure
 from hscale.analysis._render import Table
-from hscale.analysis._stats import GROUP, bootstrap_ci
+from hscale.analysis._stats import GROUP
 
 # (column title, eval column): a mean per episode, with an interval over tasks
 MEASURES = (("model calls", "model_calls"), ("prompt tokens", "prompt_tokens"),

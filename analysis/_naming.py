@@ -39,8 +39,9 @@ def is_base_model(name: str) -> bool:
 
 
 def default_reference(methods: Iterable[str]) -> str:
-    """The arm others are compared with: Structured-18 when present, else the first arm (the
-    base model is never one)."""
+    """The arm others are compared with (where the spec names none): Structured-18 when
+    present, else a structured arm (structured-36 of a space of your own), else the first
+    arm; the base model is never one."""
     ordered = [m for m in order_methods(methods) if not is_base_model(m)]
     if not ordered:
         from hscale.errors import HscaleError
@@ -51,7 +52,8 @@ def default_reference(methods: Iterable[str]) -> str:
     for name in ordered:
         if name.split(" (")[0] == REFERENCE:
             return name
-    return ordered[0]
+    structured = [n for n in ordered if n.split(" (")[0].startswith("structured")]
+    return structured[0] if structured else ordered[0]
 
 
 def setting_label(setting: str) -> str:

@@ -19,6 +19,7 @@ how uncertain the answer is. :func:`staged` gives a staged design's power and ex
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hscale.analysis._components import welch_df
-from hscale.analysis._power import power_at
 
 MIN_SEEDS, MAX_SEEDS = 2, 40
 
@@ -100,63 +100,145 @@ def critical(questions: Sequence[Question], seeds: Mapping[str, int]) -> dict[st
                 cov[i, k] = found[i][0] ** 2 if i == k else \
                     a.var_ref / seeds[a.reference] if a.reference == b.reference else 0.0
         crit, _ = max_t(cov, np.array([df for _, df in found]), np.zeros(len(members)),
-                        1 - members[0].alpha, draws=20_000)
+                        1 - members[0].alpha, draws=10_000)
         out.update({q.key: float(c) for q, c in zip(members, crit, strict=True)})
     return out
 
 
 def plan_power(questions: Sequence[Question], seeds: Mapping[str, int], effect: float) -> Plan:
-    """Each question's power to detect ``effect`` (proportion) at ``seeds``."""
-    from scipy.stats import nct, norm
+    """Each question's power to detect ``effect`` (proportion) at ``seeds``: the share of
+    draws of the report's own test that reject, each draw a study's run variances
+    (chi-square about the true ones), their Welch degrees of freedom (capped, as the report
+    caps them) and the critical value at those; a family's question at the per-comparison
+    level its max-t value has. (A noncentral t at the true variances would promise power
+    the report's test does not have with few seeds.)"""
+    found = _plan_power(tuple(questions), tuple(sorted(seeds.items())), effect)
+    return Plan(dict(seeds), dict(found.power), dict(found.se))
 
-    crit = critical(questions, seeds)
-    plan = Plan(dict(seeds))
+
+@functools.lru_cache(maxsize=4096)
+def _plan_power(questions: tuple[Question, ...], seeds: tuple[tuple[str, int], ...],
+                effect: float) -> Plan:
+    """:func:`plan_power`, remembered: a search visits the same allocation many times."""
+    from scipy.stats import t as student
+
+    at = dict(seeds)
+    crit = critical(questions, at)
+    plan = Plan(at)
     for q in questions:
-        se, df = question_se(q, seeds)
-        c = crit[q.key]
-        if q.sides == 1:
-            got = float(nct.sf(c, df, effect / se)) if math.isfinite(df) else \
-                float(norm.sf(c - effect / se))
-        else:
-            got = power_at(effect, se, df=df, critical=c)
-        plan.power[q.key], plan.se[q.key] = got, se
+        se, df = question_se(q, at)
+        level = float(student.sf(crit[q.key], df)) * q.sides if math.isfinite(df) else \
+            q.alpha
+        plan.power[q.key] = _simulated(q, at, effect, level)
+        plan.se[q.key] = se
     return plan
+
+
+def _simulated(q: Question, seeds: Mapping[str, int], effect: float, level: float,
+               draws: int = 4_000) -> float:
+    """The chance that the report's test of ``q`` rejects at ``level`` (per comparison,
+    ``q.sides``-sided), averaged over ``draws`` simulated studies' variance estimates
+    (chi-square about the true ones; the report's capped Welch df). Given the estimates the
+    normal difference rejects with a known chance, so only the variance is simulated, and
+    the t quantile is read off a grid in 1/df, along which it is smooth."""
+    from scipy.stats import norm
+    from scipy.stats import t as student
+
+    gen = np.random.default_rng(
+        [seeds[q.arm], seeds[q.reference], int(1e6 * abs(effect)) % 2**31])
+    parts = [(q.var_arm / seeds[q.arm], seeds[q.arm] - 1.0),
+             (q.var_ref / seeds[q.reference], seeds[q.reference] - 1.0)]
+    if q.crossed > 0:
+        parts.append((q.crossed, q.crossed_df))
+    if any(df < 1 for _, df in parts):
+        return math.nan
+    true_se = math.sqrt(sum(v for v, _ in parts))
+    est = np.column_stack([v * (gen.chisquare(df, draws) / df if math.isfinite(df)
+                                else np.ones(draws)) for v, df in parts])
+    dfs = np.array([df for _, df in parts])
+    total = est.sum(axis=1)
+    spread = (est ** 2 / np.where(np.isfinite(dfs), dfs, np.inf)).sum(axis=1)
+    satt = np.where(spread > 0, total ** 2 / np.where(spread > 0, spread, 1), np.inf)
+    cap = np.min(np.where(np.isfinite(dfs), dfs, np.inf) * total[:, None] / est, axis=1)
+    inverse = 1 / np.clip(np.minimum(satt, cap), 1.0, 1e6)
+    grid = np.linspace(inverse.min(), inverse.max(), 129)
+    bound = np.interp(inverse, grid, student.isf(level / q.sides, 1 / grid)) * np.sqrt(total)
+    chance = norm.sf((bound - effect) / true_se)
+    if q.sides == 2:
+        chance = chance + norm.cdf((-bound - effect) / true_se)
+    return float(chance.mean())
+
+
+def _quick_power(q: Question, seeds: Mapping[str, int], effect: float) -> float:
+    """The noncentral t's power at the true variances (its own test): fast, and a little
+    above the report's, for the search; :func:`plan_power` checks what the search finds."""
+    from scipy.stats import nct
+    from scipy.stats import t as student
+
+    se, df = question_se(q, seeds)
+    if not (se > 0) or math.isnan(df):
+        return math.nan
+    df = min(df, 1e6)
+    c = float(student.isf(q.alpha / q.sides, df))
+    shift = effect / se
+    upper = float(nct.sf(c, df, shift))
+    return upper if q.sides == 1 else upper + float(nct.cdf(-c, df, shift))
 
 
 def plan_seeds(questions: Sequence[Question], effect: float, power: float = 0.8,
                others: Mapping[str, int] | None = None, low: int = MIN_SEEDS,
                high: int = MAX_SEEDS) -> Plan:
     """The fewest runs in all at which every question detects ``effect`` with ``power``:
-    for each number of reference seeds, each other arm the fewest that suffice, then the
-    weakest question's arm raised until the family's max-t is met too. Arms no question
-    names keep ``others`` (their seeds)."""
+    for each number of reference seeds, each other arm the fewest that suffice (a fast
+    noncentral-t search), then the weakest question's arm raised until the report's own
+    test (:func:`plan_power`, the family's max-t included) reaches the power. Arms no
+    question names keep ``others`` (their seeds)."""
     named = list(dict.fromkeys(n for q in questions for n in (q.arm, q.reference)))
     refs = list(dict.fromkeys(q.reference for q in questions))
     rest = {n: s for n, s in (others or {}).items() if n not in named}
-    best: Plan | None = None
+    candidates = []
     for s_ref in range(low, high + 1):
         seeds = {**rest, **dict.fromkeys(named, low), **dict.fromkeys(refs, s_ref)}
         for q in questions:
             if q.arm in refs:
                 continue
-            while seeds[q.arm] < high and plan_power([q], seeds, effect).power[q.key] < power:
+            while seeds[q.arm] < high and not _quick_power(q, seeds, effect) >= power:
                 seeds[q.arm] += 1
-        found = plan_power(questions, seeds, effect)  # the family's max-t, jointly
+        if all(_quick_power(q, seeds, effect) >= power for q in questions):
+            candidates.append(seeds)
+    candidates.sort(key=lambda s: sum(s.values()))
+    best: Plan | None = None
+    for seeds in candidates[:3]:  # the cheapest few, checked by the report's own test
+        found = plan_power(questions, seeds, effect)
         while min(found.power.values()) < power:
             weakest = next(q for q in questions if q.key == min(found.power,
                                                                 key=found.power.get))
             grow = weakest.arm if weakest.arm not in refs else weakest.reference
-            if seeds[grow] >= high:
+            if found.seeds[grow] >= high:
                 break
-            seeds[grow] += 1
-            found = plan_power(questions, seeds, effect)
+            found = plan_power(questions, {**found.seeds, grow: found.seeds[grow] + 1},
+                               effect)
         if min(found.power.values()) >= power and (best is None or found.total < best.total):
             best = found
-        if best is not None and s_ref > 2 * max(best.seeds.values()):
-            break  # more reference seeds only add runs
+    equal = equal_plan(questions, effect, power, others, low, high)
+    if equal.reachable and (best is None or equal.total < best.total):
+        best = equal
     if best is None:
         best = plan_power(questions, {**rest, **dict.fromkeys(named, high)}, effect)
         best.reachable = False
+        return best
+    shrunk = True
+    while shrunk:  # no arm keeps a seed the power does not need
+        shrunk = False
+        for name in named:
+            if best.seeds[name] > low:
+                trial = {**best.seeds, name: best.seeds[name] - 1}
+                mine = [q for q in questions if name in (q.arm, q.reference)]
+                if min(_quick_power(q, trial, effect) for q in mine) < power - 0.1:
+                    continue  # far short: not worth the report's own test
+                fewer = plan_power(questions, trial, effect)
+                if min(fewer.power.values()) >= power:
+                    best, shrunk = fewer, True
     return best
 
 
@@ -166,11 +248,13 @@ def equal_plan(questions: Sequence[Question], effect: float, power: float = 0.8,
     """The same seeds for every arm a question names: the yardstick of :func:`plan_seeds`."""
     named = list(dict.fromkeys(n for q in questions for n in (q.arm, q.reference)))
     rest = {n: s for n, s in (others or {}).items() if n not in named}
-    for s in range(low, high + 1):
+    start = next((s for s in range(low, high + 1)
+                  if all(_quick_power(q, {**rest, **dict.fromkeys(named, s)}, effect) >= power
+                         for q in questions)), high)
+    for s in range(start, high + 1):
         found = plan_power(questions, {**rest, **dict.fromkeys(named, s)}, effect)
         if min(found.power.values()) >= power:
             return found
-    found = plan_power(questions, {**rest, **dict.fromkeys(named, high)}, effect)
     found.reachable = False
     return found
 

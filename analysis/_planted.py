@@ -125,11 +125,13 @@ def plant(study: Study, rng: np.random.Generator | int | Sequence[int] = 0) -> p
 
 def _rows(arm: str, seed: int, run: np.ndarray, harness: list[str], task: list[str],
           setting: str, success: np.ndarray) -> pd.DataFrame:
+    """Loaded episodes (the analysis's frame, as hscale.analysis.load_results gives it; no
+    eval.parquet is written)."""
     return pd.DataFrame({
         "source": "measured", "experiment": "planted", "model": "m", "algorithm": "grpo",
         "method": arm, "arm": arm, "seed": seed, "run": run, "step": 1, "benchmark": "bench",
-        "setting": setting, "harness": harness, "task_id": task, "success": success,
-        "reward": success.astype(np.float64), "turns": 1})
+        "setting": setting, "harness": harness, "task_id": task}).assign(
+        success=success, reward=success.astype(np.float64), turns=1)
 
 
 def check(study: Study, n: int = 200, seed: int = 0, level: float = 0.95,

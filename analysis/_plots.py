@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hscale.analysis._bootstrap import CLUSTER
 from hscale.analysis._load import RUN_GROUP, Results
 from hscale.analysis._naming import default_reference, is_base_model, order_methods, setting_label
 from hscale.analysis._passk import final_step, run_scores, summarize
-from hscale.analysis._stats import CLUSTER, GROUP, arm_intervals, paired_differences
+from hscale.analysis._stats import GROUP, arm_intervals, paired_differences
 from hscale.registry import Registry
 
 
@@ -217,10 +218,11 @@ def plot_paired(data: pd.DataFrame):
 
 # --- component main effects ---------------------------------------------------------------
 def effects_data(results: Results, options: Options | None = None) -> pd.DataFrame:
-    from hscale.analysis._effects import main_effects
+    """Each arm's level effects (pp) with intervals over its training runs
+    (hscale.analysis._component_tests), with the levels' and factors' names."""
+    from hscale.analysis._component_tests import component_effects
 
-    options = options or Options()
-    data = main_effects(results.episodes, ["method"], n_boot=options.n_boot, seed=options.seed)
+    data, _ = component_effects(results.episodes, ["method"], interactions=False)
     names, titles = _level_names(results)
     data["level_name"] = [names.get(f, {}).get(int(lv), str(lv))
                           for f, lv in zip(data["factor"], data["level"], strict=True)]
@@ -249,27 +251,37 @@ def _level_names(results: Results) -> tuple[dict[str, dict[int, str]], dict[str,
 
 
 def plot_effects(data: pd.DataFrame):
+    """A panel a component: each level's effect on Pass@1 (pp against the arm's in-space
+    mean), one marker an arm spread across the level's width so none hides another, with
+    its interval over training runs where the arm has two seeds; the legend beside the
+    panels, never over the data."""
     data = _need(data, "no in-space harness configurations")
     factors = list(dict.fromkeys(data["factor"]))
-    fig, axes = figure(2.4 * len(factors) + 1, 3.4, len(factors))
+    fig, axes = figure(2.3 * len(factors) + 1.6, 3.6, len(factors))
     methods = order_methods(data["method"])
     colors = _colors(methods)
+    spread = np.linspace(-0.32, 0.32, len(methods)) if len(methods) > 1 else np.zeros(1)
     for ax, factor in zip(axes, factors, strict=True):
         part = data[data["factor"] == factor]
-        for j, method in enumerate(methods):
+        for offset, method in zip(spread, methods, strict=True):
             line = part[part["method"] == method].sort_values("level")
-            x = line["level"] + (j - (len(methods) - 1) / 2) * 0.04
-            err = np.vstack([line["mean"] - line["lo"], line["hi"] - line["mean"]])
-            ax.errorbar(x, line["mean"], yerr=np.nan_to_num(err), marker="o", ms=3,
-                        capsize=2, color=colors[method], label=method, lw=1)
+            x = line["level"].to_numpy(dtype=float) + offset
+            err = np.vstack([line["effect"] - line["lo"], line["hi"] - line["effect"]])
+            ax.errorbar(x, line["effect"], yerr=np.nan_to_num(err), fmt="o", ms=3.5,
+                        capsize=1.5, color=colors[method], label=method, lw=0.9)
+        ax.axhline(0, color="grey", lw=0.7)
         ticks = part.drop_duplicates("level").sort_values("level")
-        ax.set(title=ticks["title"].iloc[0] if "title" in part else factor)
+        ax.set_title(ticks["title"].iloc[0] if "title" in part else factor, fontsize=9)
         ax.set_xticks(ticks["level"])
         if "level_name" in part:
             ax.set_xticklabels(ticks["level_name"], rotation=30, ha="right", fontsize=7)
-    axes[0].set_ylabel("Pass@1 (%)")
-    axes[-1].legend(fontsize=6, loc="best")
-    fig.suptitle("Component main effects (in-space, 95% intervals over tasks)")
+        for edge in ticks["level"].to_numpy()[:-1]:
+            ax.axvline(edge + 0.5, color="#eee", lw=0.8)
+    axes[0].set_ylabel("effect on Pass@1 (pp)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
+    fig.suptitle("Component main effects, in-space (95% intervals over training runs)",
+                 fontsize=10)
     return fig
 
 
@@ -293,8 +305,9 @@ def plot_egr(data: pd.DataFrame):
         ax.plot(line["step"], line["smoothed"], color=colors[method], label=method, lw=1.2)
     window = int(data["window"].iloc[0])
     smooth = f", rolling mean of {window} steps" if window > 1 else ""
-    ax.set(xlabel="training step", ylabel="effective-group rate (%)",
-           title=f"Groups holding both a success and a failure (mean over seeds{smooth})")
+    ax.set(xlabel="training step", ylabel="effective-group rate (%)")
+    ax.set_title(f"Groups holding both a success and a failure\n(mean over seeds{smooth})",
+                 fontsize=10)
     ax.legend(fontsize=7)
     return fig
 

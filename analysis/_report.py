@@ -78,12 +78,18 @@ def gain_statements(gains: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]
             f"{setting_label(r.setting)} {fmt(r.diff, signed=True)} pp "
             f"{fmt_interval(r.lo, r.hi)}" for r in own.itertuples())
         counts = "; ".join(
-            f"{setting_label(str(s))} {int((block['p_adj'] < ALPHA).sum())} of {len(block)}"
-            for s, block in part.groupby("setting", sort=False))
+            f"{setting_label(str(s))} {_named(block[block['p_adj'] < ALPHA]['method'])} of "
+            f"{len(block)}" for s, block in part.groupby("setting", sort=False))
         lines.append(f"RL gain over the base model (no RL) ({key[1]}): {arm} {settings} "
                      f"(simultaneous 95% over {len(part)}). Arms whose gain is resolved: "
                      f"{counts}.")
     return lines
+
+
+def _named(methods: pd.Series) -> str:
+    """'2 (k1, repeat-2)', or '0'."""
+    names = list(dict.fromkeys(str(m) for m in methods))
+    return f"{len(names)} ({', '.join(names)})" if names else "0"
 
 
 def _of_group(frame: pd.DataFrame, key: tuple) -> pd.DataFrame:
@@ -242,8 +248,9 @@ def _is_report(folder: Path) -> bool:
 def write_report(run_dir: str | Path, out: str | Path | None = None,
                  reference: str | None = None, external: Sequence[str | Path] = (),
                  reported: bool | str | Path = True, strict: bool = False,
-                 n_boot: int = 2000, seed: int = 0) -> Report:
-    """Load ``run_dir``, compute everything, write it under ``out`` (default RUN_DIR/report)."""
+                 n_boot: int = 2000, seed: int = 0, view_port: int = 8777) -> Report:
+    """Load ``run_dir``, compute everything, write it under ``out`` (default RUN_DIR/report);
+    its episodes links point at ``hscale view`` on ``view_port``."""
     run_dir = Path(run_dir)
     results = load_results(run_dir, external=external, reported=reported)
     if strict and results.problems:
@@ -262,6 +269,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None,
                                                 else run_dir.parent) / "report"
     check_report_target(target)
     report = build_report(results, target, reference, n_boot, seed)
+    report.view_port = view_port
     add_weights(results, report)  # components' weights from main effects, weights.yaml
     save_report(results, report)
     return report

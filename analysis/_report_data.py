@@ -31,3 +31,4 @@ class Report:
     pages: dict[str, bytes] = field(default_factory=dict)  # summary.png, summary.pdf
     paper_note: str = ""  # why the papers' numbers are not compared (another setup), or ""
     hypotheses: list = field(default_factory=list)  # the study's confirmatory outcomes
+    view_port: int = 8777  # where the episodes links point (hscale view --port)

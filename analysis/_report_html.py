@@ -20,20 +20,22 @@ import pandas as pd
 from hscale.analysis._load import Results
 from hscale.analysis._render import MISSING, Table, to_html, to_markdown
 from hscale.analysis._report_data import Report
+from hscale.analysis._view_app import PORT as VIEW_PORT
 from hscale.analysis._view_app import view_link
 
 MIN_TASKS = 20  # distinct evaluated tasks below which the diagnostics below are not shown
 DIAGNOSTICS = ("component_tests", "scaling")
 FIRST = "headline"  # the forest plot: the first screen's figure
-METHODS = ("How these numbers are made: each training run (arm x seed) is one replicate, and "
-           "tasks (and in-space harnesses) are draws from their populations, so an interval "
-           "holds for another set of seeds and tasks; the differences are paired on the same "
-           "task, harness and evaluation run; the intervals are simultaneous 95% over each "
-           "family of comparisons (Bonferroni), and a comparison is resolved when its interval "
-           "leaves out 0; MDE is the smallest difference the same test detects with 80% power "
-           "(hscale power gives the same). The model is written out under comparisons.csv's "
-           "table and in hscale.analysis._components; its calibration (coverage, type-I error, "
-           "power) is checked on planted studies by hscale.analysis._calibration.")
+METHODS = ("How these numbers are made: each training run (arm x seed) is one replicate; an "
+           "arm's Pass@1 is the mean of its runs, a difference's variance each arm's own run "
+           "variance over its runs plus the arms' interactions with the tasks and sampled "
+           "harnesses they share (Welch's degrees of freedom); the intervals are simultaneous "
+           "95% over each family of comparisons (max-t over its correlated members), and a "
+           "comparison is resolved when its interval leaves out 0. The study's confirmatory "
+           "hypotheses, where its spec declares them, are tested first and apart "
+           "(hypotheses.csv); everything else is exploratory. The model is in "
+           "hscale.analysis._stats, its calibration on planted studies of every kind in "
+           "benchmarks/calibration.py.")
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1280px;color:#222;
 padding:0 2em}h1{margin:.2em 0}
@@ -154,9 +156,11 @@ def report_html(results: Results, report: Report) -> str:
     parts.append("<h2>Tables</h2><p class='note'>Each table once, folded; its CSV beside "
                  "it. Measured rows first; the papers' numbers after them. A row's "
                  "<i>episodes</i> link opens its episodes in <code>hscale view</code> (start "
-                 f"it first: <code>hscale view {esc(str(results.root or 'RUNS'))}</code>).</p>")
+                 f"it first: <code>hscale view {esc(str(results.root or 'RUNS'))}"
+                 + (f" --port {report.view_port}" if report.view_port != VIEW_PORT else "")
+                 + "</code>).</p>")
     shown = shown_tables(results, report)
-    link = view_link(results.episodes) if len(results.episodes) else None
+    link = view_link(results.episodes, report.view_port) if len(results.episodes) else None
     parts += [_folded(m, "measured", link) for m, _ in shown if m is not None]
     reported = [_folded(p, "reported") for _, p in shown if p is not None]
     parts += ["<h2>Reported in the papers</h2>", *reported] if reported else []

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hscale.analysis._bootstrap import CLUSTER
 from hscale.analysis._load import Results
 from hscale.analysis._naming import SETTING_ORDER, order_key, setting_label
 from hscale.analysis._passk import final_step
 from hscale.analysis._plots import FigureSpec, NoData, Options
 from hscale.analysis._render import Table, fmt
-from hscale.analysis._stats import CLUSTER, GROUP
+from hscale.analysis._stats import GROUP
 from hscale.errors import HscaleError
 
 SETTINGS = ("in_space", "out_of_space", "base")

@@ -223,18 +223,18 @@ def base_harness_table(cells: Cells) -> Table:
 
 
 METHODS_NOTE = (
-    "How to read: Δ is the paired difference in Pass@1 (pp) on the same task x harness x "
-    "seed label x evaluation run. Each training run (arm x seed) is one replicate: its mean "
-    "difference varies with training randomness and evaluation noise, pooled over the arms of "
-    "the family (k (S - 1) degrees of freedom); the arm's interactions with tasks (and with "
-    "in-space harnesses, a sample of the space) are added as crossed variance components "
-    "(hscale.analysis._components). p is the t test's, with the degrees of freedom shown. "
-    "Intervals are simultaneous 95% over the m comparisons of the table (Bonferroni), so an "
-    "interval leaves out 0 exactly when p adjusted < 0.05, and the verdict reads that interval; "
-    "'95% each' is one comparison's own interval. MDE: the smallest true difference the "
-    "adjusted test detects with 80% power, from the same standard error (hscale power gives "
-    "the same number). paper: the papers' reported difference and whether it lies inside the "
-    "interval.")
+    "How to read: Δ is the difference in Pass@1 (pp) between the arm's runs and the "
+    "reference's: each training run (arm x seed) is one replicate, every run counts whatever "
+    "its seed label, and each arm's run variance is its own (Welch; an arm of one seed borrows "
+    "the others' pooled one, as its note says); the arms' interactions with tasks (and with "
+    "in-space harnesses, a sample of the space) are added as crossed parts. p is the t test's, "
+    "with the degrees of freedom shown. Intervals are simultaneous 95% over the m comparisons "
+    "of the table (max-t: the shared reference and the runs evaluated in several settings "
+    "correlate them), so an interval leaves out 0 exactly when p adjusted < 0.05, and the "
+    "verdict reads that interval; '95% each' is one comparison's own interval. MDE: the true "
+    "difference the adjusted test would detect with 80% power at this standard error, a "
+    "planning figure (hscale power plans seeds with it), not a reading of a non-result. "
+    "paper: the papers' reported difference, where their setup is this study's.")
 
 
 def comparisons_table(comparisons: pd.DataFrame, name: str = "comparisons",

@@ -86,7 +86,7 @@ def render(name: str, title: str, root: str = "", export: bool = False, **contex
     """A page from ``templates/view/NAME`` (autoescaped)."""
     return _templates().get_template(name).render(
         title=title, root=root, style=STYLE, generator=GENERATOR, export=export,
-        policy=EXPORT_POLICY, home="#" if export else "/", **context)
+        policy=EXPORT_POLICY, **context)
 
 
 def table_page(study: Study, query: Mapping[str, str]) -> str:
@@ -96,11 +96,11 @@ def table_page(study: Study, query: Mapping[str, str]) -> str:
     number = min(max(_int(query.get("page"), 1), 1), pages)
     shown = rows.iloc[(number - 1) * PAGE:number * PAGE]
     source = query.get("source") or "eval"
-    solved = float(rows["success"].astype(bool).mean() * 100) if len(rows) else math.nan
     cost = "".join(f", {_num(rows[c].mean())} {c.replace('_', ' ')}/episode"
                    for c in ("prompt_tokens", "completion_tokens")
                    if pd.to_numeric(rows[c], errors="coerce").notna().any())
-    rate = f"{'Pass@1' if source == 'eval' else 'solved'} {solved:.1f}%{cost}" if len(rows) \
+    rate = (_pass1(rows) if source == "eval" else
+            f"solved {rows['success'].astype(bool).mean() * 100:.1f}%") + cost if len(rows) \
         else ""
     total = int((study.frame["source"] == source).sum())
     base = {k: v for k, v in query.items() if k != "page" and v}
@@ -114,6 +114,25 @@ def table_page(study: Study, query: Mapping[str, str]) -> str:
                   else "",
                   next=f"/?{urlencode({**base, 'page': number + 1})}" if number < pages
                   else "")
+
+
+def _pass1(rows: pd.DataFrame) -> str:
+    """The selection's Pass@1 as the report computes it: over the sampled evaluation runs
+    (a greedy pass apart); over several arms it says so, since the report's number is an
+    arm's."""
+    decoding = rows["decoding"].astype(str)
+    sampled, greedy = rows[decoding == "sampled"], rows[decoding == "greedy"]
+    said = []
+    if len(sampled):
+        said.append(f"Pass@1 {sampled['success'].astype(bool).mean() * 100:.1f}% over "
+                    f"{len(sampled):,} sampled episodes")
+    if len(greedy):
+        said.append(f"greedy {greedy['success'].astype(bool).mean() * 100:.1f}%")
+    arms = rows["arm"].astype(str).nunique()
+    if arms > 1:
+        said.append(f"pooled over {arms} arms: pick one arm (and setting) for a number the "
+                    "report shows")
+    return "; ".join(said)
 
 
 def table_rows(rows: pd.DataFrame, link: Callable[[int], str]) -> list[dict[str, Any]]:
@@ -172,6 +191,10 @@ def episode_view(ep: dict[str, Any], other: dict[str, Any] | None = None) -> dic
     if record:
         meta += [("termination", record.get("termination")),
                  ("answer", record.get("final_answer"))]
+        if record.get("expected") is not None:
+            meta.append(("expected", record["expected"]))
+        if record.get("checked"):
+            meta.append(("scored by", record["checked"]))
     if ep["source"] == "rollout":
         meta[3] = ("setting", f"training rollout, group {_text(ep['group'])} "
                               f"({_text(ep['role'])})")

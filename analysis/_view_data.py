@@ -349,7 +349,7 @@ def parse_transcript(text: Any, where: str) -> dict[str, Any]:
     calls = record.get("model_calls") or []
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
         raise fail("model_calls is not a list of objects")
-    for key in ("termination", "final_answer"):
+    for key in ("termination", "final_answer", "expected", "checked"):
         if record.get(key) is not None and not isinstance(record[key], str):
             raise fail(f"{key} is not text")
     return record

@@ -4,6 +4,7 @@ cannot drift from what hscale accepts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,3 +60,17 @@ def on_files(files, config):
     for path, text in pages().items():
         files.append(File.generated(config, path, content=text))
     return files
+
+
+ROLE = re.compile(r":(?:func|class|data|meth|mod|attr|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def plain_roles(html: str) -> str:
+    """Sphinx cross-reference roles in docstrings (``:func:`name```) as the code they name:
+    mkdocstrings renders them as written, ':func:' and all (``~a.b.C`` shows as ``C``)."""
+    return ROLE.sub(lambda m: f"<code>{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}</code>",
+                    html)
+
+
+def on_page_content(html, page, config, files):
+    return plain_roles(html)

@@ -13,6 +13,8 @@ The transcript is one JSON object, so a run folder stays one table a kind:
 - ``calls``: each tool call and its observation (``name``, ``args``, ``ok``, ``output``);
 - ``tokens``: per model turn ``[prompt tokens, completion tokens]`` (null where unknown);
 - ``final_answer``, ``termination``, ``reward``, ``error``, ``parse_errors``;
+- ``expected`` (the answer the checker expects, where it names one) and ``checked`` (how
+  the task is scored, in words): why a reward is what it is;
 - ``model_calls``: a black-box CLI's requests from the server's record (messages it sent,
   reply, tool calls, tokens, seconds); empty for hscale's own harnesses.
 """
@@ -56,6 +58,7 @@ def transcript(episode: Any) -> str:
         "final_answer": episode.final_answer, "termination": str(episode.termination),
         "reward": float(episode.reward), "error": episode.error,
         "parse_errors": int(episode.parse_errors), "model_calls": list(episode.model_calls),
+        "expected": getattr(episode, "expected", None), "checked": getattr(episode, "checked", ""),
     }, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

@@ -105,7 +105,7 @@ def test_the_base_model_alone_is_one_line(study):
 
 def test_power_names_the_runs_it_could_not_read_and_the_arm_it_lost(study):
     (study / "structured-18" / "0" / "eval.parquet").unlink()
-    done = hscale("power", study, "--components", "seed=0.002,harness=0.001")
+    done = hscale("power", study, "--run-sd", "8")
     assert done.returncode == 0, done.stderr
     assert "structured-18/0/eval.parquet: missing" in done.stderr
     assert "structured-18: planned, but no evaluated episode was read" in done.stderr

@@ -4,6 +4,9 @@ from ._checkers import (
     CheckerError as CheckerError,
 )
 from ._checkers import (
+    checker_words as checker_words,
+)
+from ._checkers import (
     remove_entry as remove_entry,
 )
 from ._checkers import (
@@ -141,6 +144,7 @@ __all__ = [
     "path_problem",
     "plain_env",
     "remove_entry",
+    "checker_words",
     "run_checker",
     "run_limited",
     "score_answer",

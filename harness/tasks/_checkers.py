@@ -92,6 +92,29 @@ def score_answer(spec: dict, workspace: str, final_answer: str) -> float:
     return (final_ok + file_ok) / 2
 
 
+def checker_words(checker: Checker) -> tuple[str | None, str]:
+    """(the expected answer where the checker names one, how it scores) of a checker, in a
+    reader's words: what an episode page says beside a reward of 0."""
+    if callable(checker):
+        return None, f"checker {getattr(checker, '__name__', 'function')}"
+    try:
+        spec = check_spec(checker)
+    except HscaleError:
+        return None, "a checker of an unknown kind"
+    kind = spec["kind"]
+    if kind == "answer":
+        what = {"final": "the final answer", "file": f"the file {spec['file']}",
+                "both": f"the final answer and the file {spec['file']}"}[spec["target"]]
+        return spec["expected"], f"{what} must be {spec['expected']!r}"
+    if kind == "script":
+        return None, f"the reward script {Path(spec['path']).name}"
+    if kind == "rubric":
+        return None, f"the LLM judge, on a rubric of {len(spec['criteria'])} criteria"
+    parts = [f"{p['weight']:g} x {checker_words(p['checker'])[1]}"
+             for p in spec.get("parts", [])]
+    return None, "a weighted mean of " + "; ".join(parts)
+
+
 def run_checker(checker: Checker, workspace: Path, final_answer: str | None,
                 timeout: float = 10.0, limits: ScriptLimits | None = None,
                 context: dict | None = None) -> float:

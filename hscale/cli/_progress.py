@@ -40,7 +40,10 @@ def progress(what: str, console: Console | None = None,
             said["count"] = f"{done}/{total}"
             if now - said["at"] < every_s and done < total:
                 return
-            line = f"{what}: {done}/{total} ({now - began:.0f} s)"
+            spent = now - began
+            left = f", about {spent / done * (total - done):.0f} s to go" \
+                if 0 < done < total else ""
+            line = f"{what}: {done}/{total} ({spent:.0f} s{left})"
             if line != said["line"]:
                 print(line, file=sys.stderr, flush=True)
             said.update(at=now, line=line)

@@ -25,7 +25,9 @@ _COLUMN_LIMIT = 40
 _SPACE_ROWS_LIMIT = 10_000
 _NEIGHBOURS_LIMIT = 100_000
 
-LevelsArg = Annotated[str, typer.Argument(help="Level counts, e.g. 3^5 or 2^1,3^7.")]
+LevelsArg = Annotated[str, typer.Argument(help="Level counts, e.g. 3^5 or 2^1,3^7 (oa: or "
+                                                "harness, the papers' space with its factors' "
+                                                "names).")]
 StrengthOpt = Annotated[int, typer.Option("--strength", "-t", help="Strength t.")]
 
 
@@ -56,6 +58,12 @@ def oa_cmd(
     space = None
     if out is not None:
         check_array_target(out)  # before the work: nothing of the user's is replaced
+    if levels.strip() == "harness":  # the papers' space: its factors' names (S, T, O, C, W)
+        from hscale.harness import factor_space
+
+        papers = factor_space()
+        levels = format_levels(papers.levels)
+        names = names or ",".join(papers.names)
     if names is not None:
         space = FactorSpace.from_levels(levels, [n.strip() for n in names.split(",")])
     design = best_orthogonal_array(levels, strength, runs=runs, lam=lam, seed=seed,

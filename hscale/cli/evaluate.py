@@ -68,8 +68,14 @@ def evaluate_cmd(
                       ray_address=ray_address)
     manifest = plan_evaluation(request)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in manifest.eval_sets.items())
+    passes = 1 if decoding == "greedy" else runs + (decoding == "both")
+    episodes = sum(len(v) for v in manifest.eval_sets.values()) * manifest.benchmark.tasks * \
+        passes
     print(f"evaluating {model} as {manifest.arm}: harnesses {sizes}; "
-          f"{manifest.benchmark.tasks} tasks; decoding {decoding}")
+          f"{manifest.benchmark.tasks} tasks; decoding {decoding}; about {episodes} episodes"
+          + ("" if model.startswith("hscale-") else
+             " (a real model on a CPU: about 15 s an episode on 2 cores, in waves; the time "
+             "left follows the first wave)"))
     with progress("episodes") as update:
         run_dir = evaluate(request, out, force, update)
     import pandas as pd

@@ -126,10 +126,14 @@ def from_results(path: Path, reference: str | None, alpha: float,
         raise HscaleError(f"no comparison of two arms under {path}: it needs two arms "
                           "evaluated on the same settings",
                           "or plan from a spec: hscale power SPEC --components ...")
-    if run_sd is not None:  # stated where the pilot has one seed an arm
-        stated = (run_sd / 100) ** 2
-        family = family.assign(var_run=family["var_run"].fillna(stated),
-                               var_run_ref=family["var_run_ref"].fillna(stated))
+    def stated(frame):  # where the pilot has one seed an arm, the run variance stated
+        if run_sd is None:
+            return frame
+        var = (run_sd / 100) ** 2
+        return frame.assign(var_run=frame["var_run"].fillna(var),
+                            var_run_ref=frame["var_run_ref"].fillna(var))
+
+    family = stated(family)
     if family["var_run"].isna().all():
         raise HscaleError(f"{path}: one seed an arm, so the pilot cannot estimate how much "
                           "training runs vary",
@@ -144,16 +148,20 @@ def from_results(path: Path, reference: str | None, alpha: float,
             if (h.arm, h.than, h.setting) not in rows:  # another pair than the report's
                 pick = (lambda than, arm: lambda ms: (than, [than, arm])
                         if than in ms and arm in ms else (None, []))(h.than, h.arm)
-                extra = compare(results.episodes, pick, (h.setting,))
+                extra = stated(compare(results.episodes, pick, (h.setting,)))
                 rows.update({(r["method"], r["reference"], r["setting"]): r
                              for r in extra.to_dict("records")})
-        hypotheses += _hypothesis_questions(study, rows, study.alpha)
+        hypotheses += [q for q in _hypothesis_questions(study, rows, study.alpha)
+                       if math.isfinite(q.var_arm) and math.isfinite(q.var_ref)]
     for r in family.to_dict("records"):
         if math.isfinite(r["var_run"]) and math.isfinite(r["var_run_ref"]):
             questions.append(Question(r["method"], ref, r["var_run"], r["var_run_ref"],
                                       _crossed(r), alpha=alpha,
                                       label=f"{r['method']} vs {ref} {_setting(r['setting'])}"))
+    from hscale.analysis import BASE_MODEL
+
     seeds = results.episodes.groupby("method", observed=True)["seed"].nunique()
+    seeds = seeds[seeds.index.astype(str) != BASE_MODEL]  # evaluated, not trained
     return {"kind": "results", "reference": ref, "questions": hypotheses or questions,
             "confirmatory": bool(hypotheses), "seeds": {str(k): int(v) for k, v in
                                                        seeds.items()},
@@ -250,7 +258,9 @@ def plan(source: Path, reference: str | None = None, effect: float = 10.0,
     best = plan_seeds(questions, size, power, seeds)
     equal = equal_plan(questions, size, power, seeds)
     ranges = {}
-    if out["pilot"] is not None:  # the pilot's uncertainty: every arm's variance at each end
+    named = {n for q in questions for n in (q.arm, q.reference)}
+    if out["pilot"] is not None and min(seeds.get(n, 0) for n in named) >= 2:
+        # the pilot's uncertainty: every arm's variance at each end of its interval
         ends = {}
         for q in questions:
             for name, var in ((q.arm, q.var_arm), (q.reference, q.var_ref)):
@@ -343,19 +353,25 @@ def _show(result: dict) -> None:
                       + (f"; for {', '.join(bound)} the crossed part (tasks, harnesses), "
                          "which seeds do not shrink, is too large: evaluate on more tasks"
                          if bound else ""))
-    if result["range"]:
-        seeds = result["seeds"].values()
+    if result["range"] and result["plan_reachable"]:
+        named = {n for q in result["questions"] for n in (q["arm"], q["reference"])}
+        seeds = [result["seeds"][n] for n in named if n in result["seeds"]]
         lo, hi = result["range"]["low"]["total"], result["range"]["high"]["total"]
-        console.print(f"The pilot's run variances are estimates from {min(seeds)}-"
-                      f"{max(seeds)} seeds: the plan's {result['plan_total']} runs could as "
-                      f"well be {lo} to {hi}. Grow the study in stages (hypotheses.stages) "
-                      "rather than commit to one number.")
+        span = f"{min(seeds)}" if min(seeds) == max(seeds) else \
+            f"{min(seeds)} to {max(seeds)}"
+        console.print(f"The pilot's run variances are estimates from {span} "
+                      f"seeds an arm: the plan's {result['plan_total']} runs "
+                      f"could as well be {lo} to {hi}. Grow the study in stages "
+                      "(hypotheses.stages) rather than commit to one number.")
     if not result["confirmatory"]:
         console.print("Every comparison is judged in one max-t family, which costs seeds: "
                       "declare the study's primary questions (hypotheses: in the spec) to "
                       "plan them alone, and as a staged study.")
+    arms = {q["question"]: q["arm"] for q in result["questions"]}
     for key, s in result["staged"].items():
-        console.print(f"staged ({escape(key)}): looks at {s['stages']} seeds: power "
+        looks = ", ".join(map(str, s["stages"]))
+        console.print(f"staged ({escape(key)}): looks at {looks} seeds of "
+                      f"{escape(arms[key])} (the reference in step): power "
                       f"{s['power']:.0%}, expected {s['expected_seeds']:.1f} seeds at "
                       f"{result['effect_pp']:g} pp and {s['expected_seeds_null']:.1f} with no "
                       f"difference (false resolution {s['false_rate']:.1%})")

@@ -29,6 +29,9 @@ def report_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
     strict: Annotated[bool, typer.Option("--strict", help="Fail when any run file is "
                                                           "missing or corrupt.")] = False,
+    view_port: Annotated[int, typer.Option("--view-port", min=1, max=65535,
+                                           help="The port the tables' episodes links open "
+                                                "(hscale view --port).")] = 8777,
 ) -> None:
     """Write tables (Markdown, LaTeX, CSV), figures, report.md and a self-contained
     report.html for every run under RUN_DIR."""
@@ -39,7 +42,8 @@ def report_cmd(
         raise HscaleError(f"--n-boot {n_boot} is too few resamples for a 95% interval",
                           "use at least 100 (default 2000)")
     report = write_report(run_dir, out, reference=reference, external=external or (),
-                          reported=reported, strict=strict, n_boot=n_boot, seed=seed)
+                          reported=reported, strict=strict, n_boot=n_boot, seed=seed,
+                          view_port=view_port)
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     for name, why in report.failed.items():

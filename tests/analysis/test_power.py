@@ -177,7 +177,9 @@ def test_the_demos_hypotheses_are_planned_alone_and_staged(capsys):
         "H1 structured-18 vs single-harness in-space",
         "H2 structured-18 vs single-harness out-of-space"]
     plan, staged = result["plan"], result["staged"]
-    assert plan["structured-18"] == plan["single-harness"]
+    assert abs(plan["structured-18"] - plan["single-harness"]) <= 1
+    assert result["plan_total"] <= result["equal_total"]
+    assert min(q["power_planned"] for q in result["questions"]) >= 0.8
     assert plan["k1"] == 1  # an arm no hypothesis names keeps its seeds
     for look in staged.values():
         assert look["stages"][-1] == plan["structured-18"]

@@ -9,12 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hscale.analysis import bootstrap_ci, cluster_bootstrap
 from hscale.analysis._calibration import planted
 from hscale.analysis._components import StudySize
 from hscale.analysis._stats import (
     arm_intervals,
-    bootstrap_ci,
-    cluster_bootstrap,
     compare_arms,
     holm,
     paired_differences,

@@ -129,6 +129,42 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     assert not (tmp_path / "x.html").exists()
 
 
+def _page(study: Study, path: str) -> str:
+    from starlette.testclient import TestClient
+
+    with TestClient(build_view_app(study), base_url="http://localhost") as client:
+        reply = client.get(path)
+    assert reply.status_code == 200, reply.text[:500]
+    return reply.text
+
+
+def test_an_episode_page_says_what_was_expected_and_how_it_was_scored(study):
+    from markupsafe import escape
+
+    failed = study.frame.index[(study.frame.source == "eval") & ~study.frame.success]
+    index = int(failed[0])
+    record = study.episode(index)["transcript"]
+    assert record["expected"] and record["checked"].endswith(repr(record["expected"]))
+    page = _page(study, f"/episode/{index}")
+    assert f"<td>scored by</td><td>{escape(record['checked'])}</td>" in page
+    assert f"<td>expected</td><td>{escape(record['expected'])}</td>" in page
+
+
+def test_the_table_states_pass1_as_the_report_does(study):
+    """Sampled episodes only (greedy apart), and over several arms a note that the pooled
+    number is no arm's."""
+    page = _page(study, "/?arm=k1&setting=in_space")
+    rows = study.select({"arm": "k1", "setting": "in_space", "source": "eval"})
+    sampled = rows[rows.decoding == "sampled"]
+    assert f"Pass@1 {sampled.success.mean() * 100:.1f}% over {len(sampled):,} sampled" in page
+    if (rows.decoding == "greedy").any():
+        greedy = rows[rows.decoding == "greedy"].success.mean() * 100
+        assert f"greedy {greedy:.1f}%" in page
+    assert "pooled over" not in page
+    arms = study.select({"source": "eval"})["arm"].astype(str).nunique()
+    assert f"pooled over {arms} arms" in _page(study, "/")
+
+
 # --- in a browser ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def served(study):

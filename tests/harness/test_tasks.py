@@ -253,3 +253,24 @@ def test_callable_checkers_cannot_be_exported(tmp_path):
         write_task_folder(task, tmp_path)
     with pytest.raises(HscaleError, match="callable"):
         task_to_row(task)
+
+
+@pytest.mark.parametrize("checker, expected, words", [
+    ({"kind": "answer", "expected": "plum"}, "plum", "the final answer must be 'plum'"),
+    ({"kind": "answer", "expected": "7", "target": "both", "file": "n.txt"}, "7",
+     "the final answer and the file n.txt must be '7'"),
+    ({"kind": "script", "path": "/any/reward/grade.py"}, None, "the reward script grade.py"),
+    ({"kind": "rubric", "criteria": [{"text": "a", "weight": 1}, {"text": "b", "weight": 2}]},
+     None, "the LLM judge, on a rubric of 2 criteria"),
+    ({"kind": "weighted", "parts": [
+        {"weight": 0.4, "checker": {"kind": "script", "path": "/r/check.sh"}},
+        {"weight": 0.6, "checker": {"kind": "answer", "expected": "x"}}]}, None,
+     "a weighted mean of 0.4 x the reward script check.sh; 0.6 x the final answer must be "
+     "'x'"),
+    ({"kind": "nonsense"}, None, "a checker of an unknown kind"),
+])
+def test_checker_words_say_what_a_reward_of_0_means(checker, expected, words):
+    from hscale.harness.tasks import checker_words
+
+    assert checker_words(checker) == (expected, words)
+    assert checker_words(lambda ws, ans: 1.0)[1] == "checker <lambda>"

@@ -22,6 +22,11 @@ BASE = yaml.safe_load(DEMO.read_text())
 def small(**changes):
     spec = copy.deepcopy(BASE)
     spec.update(steps=8, seeds=[0], benchmark={"name": "builtin", "tasks": 40, "seed": 0})
+    for arm in spec["arms"].values():  # one seed an arm: the demo's hypotheses' arms have 8
+        (arm or {}).pop("seeds", None)
+    if "arms" in changes:  # the demo's reference and hypotheses name the demo's arms
+        spec.pop("reference", None)
+        spec.pop("hypotheses", None)
     spec.update(changes)
     return spec
 

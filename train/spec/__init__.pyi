@@ -1,16 +1,16 @@
 """The public API of hscale.train.spec (read lazily by __init__.py)."""
 
-from ._experiment import (
+from ._benchmark import (
     BUILTIN_TASKS as BUILTIN_TASKS,
 )
-from ._experiment import (
+from ._benchmark import (
     NAME as NAME,
+)
+from ._benchmark import (
+    Benchmark as Benchmark,
 )
 from ._experiment import (
     Arm as Arm,
-)
-from ._experiment import (
-    Benchmark as Benchmark,
 )
 from ._experiment import (
     ExperimentSpec as ExperimentSpec,

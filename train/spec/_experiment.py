@@ -8,7 +8,6 @@ K compactly (hscale.train.spec._sweeps); they join ``arms`` during validation.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,12 +21,18 @@ from pydantic import (
 from hscale.contracts import BASE_MODEL_ARM
 from hscale.design import RECIPES
 from hscale.errors import HscaleError
-from hscale.harness import BENCHMARKS
-from hscale.registry import Registry, UnknownName
+from hscale.registry import UnknownName
 from hscale.train.backends import BACKENDS
 from hscale.train.harness_s import ROUTERS
 from hscale.train.planning import ASSIGNMENTS
+from hscale.train.spec._benchmark import (
+    MAX_SEED,
+    NAME,
+    Benchmark,
+    _named,
+)
 from hscale.train.spec._blackbox import BlackBoxTraining
+from hscale.train.spec._hypotheses import Hypotheses
 from hscale.train.spec._space import (
     ComposedHarness,
     SpaceSpec,
@@ -37,92 +42,11 @@ from hscale.train.spec._space import (
 from hscale.train.spec._sweeps import SweepError, Sweeps, expand
 from hscale.train.spec._verl import LOGGERS, VerlSettings
 
-
-def _named(registry: Registry) -> Any:
-    """A string field whose value must be a name in ``registry`` (read at validation time, so
-    a user's registered entry is accepted everywhere at once)."""
-    return Annotated[str, AfterValidator(registry.validator())]
-
-
 # Sizes are bounded before any work starts: a typo of 10**9 must not hang the planner.
 MAX_STEPS, MAX_TASKS_PER_STEP, MAX_ROLLOUTS = 100_000, 4096, 256
-MAX_TASKS, MAX_SEED = 1_000_000, 2**63 - 1
 MAX_SCHEDULE_ROWS = 10_000_000  # steps x tasks a step, per run
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # experiment and arm names become folder names
 # folders hscale report writes or reads beside the runs, and the base model's reference arm
 RESERVED = ("report", "external", BASE_MODEL_ARM)
-
-
-BUILTIN_TASKS = 200  # training tasks of the builtin world when a spec names none
-
-
-class Benchmark(_Strict):
-    """Where tasks come from (harness.task_sources): ``name`` is a registered kind, ``path`` the
-    files of a data kind (relative to the spec's folder), ``tasks`` how many of the split to
-    use (all of a data benchmark's when left out), ``split`` how its tasks divide into train
-    and eval, ``label`` its column in the report (default: the name, or the path's stem)."""
-
-    name: _named(BENCHMARKS) = "builtin"
-    """The kind of task source: `builtin` (the generated file world) or a data format read from
-    `path` (`clawgym`, `jsonl`, `parquet`, `pinchbench`, `jobbench`)."""
-    tasks: int | None = Field(None, ge=1, le=MAX_TASKS)
-    """How many tasks of the split to use; all of a data benchmark's when left out (the builtin
-    world: 200)."""
-    seed: int = Field(0, ge=0, le=MAX_SEED)
-    """Seed of the builtin world's task generator and of a data benchmark's split."""
-    path: str | None = None
-    """Folder or file of a data benchmark, relative to the spec's folder."""
-    split: Literal["recorded", "train", "eval"] | Annotated[float, Field(gt=0, lt=1)] = \
-        "recorded"
-    """How a data benchmark's tasks divide into train and eval: `recorded` (as its files say),
-    `train` or `eval` (all in one), or the fraction in (0, 1) held out for eval."""
-    label: str | None = Field(None, pattern=NAME)
-    """The benchmark's column in eval.parquet and the report (default: its name, or the path's
-    stem)."""
-    # the episodes' tools and limits (hscale.harness.tasks._task.LIMIT_BOUNDS) in place of the
-    # format's; strict: a task that cannot be loaded stops the run instead of being left out
-    tools: tuple[str, ...] | None = None
-    """The tools an episode gets, in place of the format's (for example `[read, write, run]`)."""
-    limits: dict[str, int | float] | None = None
-    """Episode limits in place of the format's (`max_turns`, `max_output_chars`, `run_seconds`,
-    ...)."""
-    strict: bool = False
-    """Stop at a task that cannot be loaded, instead of leaving it out and naming it."""
-    max_asset_bytes: int | None = Field(None, ge=1, le=1 << 30)  # pinchbench, jobbench files
-    """The largest asset file a PinchBench or JobBench task may bring."""
-
-    @model_validator(mode="after")
-    def _known_tools_and_limits(self) -> Benchmark:
-        from hscale.harness.tasks import limits_problem, tools_problem
-
-        problem = ((self.tools is not None and tools_problem(self.tools))
-                   or (self.limits is not None and limits_problem(self.limits)))
-        if problem:
-            raise ValueError(problem)
-        return self
-
-    @model_validator(mode="after")
-    def _path_for_data(self) -> Benchmark:
-        from hscale.harness import FILE_KINDS
-
-        if self.name in FILE_KINDS and not self.path:
-            raise ValueError(f"a {self.name} benchmark reads files: give its path")
-        if self.name == "builtin" and (self.path or self.split != "recorded"):
-            raise ValueError("the builtin world takes no path or split (its splits are "
-                             "disjoint by construction)")
-        if self.max_asset_bytes and self.name not in ("pinchbench", "jobbench"):
-            raise ValueError("max_asset_bytes is for pinchbench and jobbench assets")
-        if self.name == "builtin" and (self.tools or self.limits or self.strict):
-            raise ValueError("the builtin world takes no tools, limits or strict (its "
-                             "tasks are made for its five tools)")
-        return self
-
-    @property
-    def column(self) -> str:
-        """The benchmark's name in eval.parquet and the report's columns."""
-        if self.label:
-            return self.label
-        return self.name if not self.path else (Path(self.path).stem or self.name)
 
 
 class Algorithm(_Strict):
@@ -323,40 +247,6 @@ def _distinct(seeds: list[int]) -> list[int]:
     return seeds
 
 
-class Hypothesis(_Strict):
-    arm: str
-    """The arm the hypothesis is about."""
-    than: str
-    """The arm it is compared with (`base-model`: the starting model, no RL)."""
-    setting: Literal["in_space", "out_of_space", "base"] = "in_space"
-    """Where: the held-out in-space harnesses, the out-of-space ones, or the base harness."""
-    direction: Literal["higher", "lower", "differs"] = "higher"
-    """What is claimed: `arm` has the higher (or lower) Pass@1, tested one-sided; `differs`,
-    two-sided."""
-
-
-class Hypotheses(_Strict):
-    procedure: Literal["fixed-sequence", "holm"] = "fixed-sequence"
-    """How the family-wise error is kept: `fixed-sequence` tests each at the full alpha in
-    the order listed, stopping at the first not confirmed; `holm` tests them together."""
-    alpha: float = Field(0.05, gt=0, le=0.2)
-    """The family-wise error rate of the confirmatory tests."""
-    tests: list[Hypothesis] = Field(min_length=1, max_length=20)
-    """The hypotheses, in the order a fixed sequence tests them."""
-    stages: list[Annotated[int, Field(ge=2, le=1000)]] | None = Field(
-        None, min_length=2, max_length=6)
-    """Seeds an arm of a hypothesis runs by each look, increasing (e.g. [3, 6, 10]): the
-    study grows stage by stage, each look tested at an O'Brien-Fleming-type boundary, and an
-    arm stops gaining seeds once every hypothesis it is in is settled."""
-
-    @field_validator("stages")
-    @classmethod
-    def _increasing(cls, stages: list[int] | None) -> list[int] | None:
-        if stages is not None and any(b <= a for a, b in zip(stages, stages[1:], strict=False)):
-            raise ValueError(f"stages {stages}: the seeds at each look must increase")
-        return stages
-
-
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=NAME)
     """The experiment's name, its folder under the runs folder."""
@@ -399,7 +289,9 @@ class ExperimentSpec(_Strict):
     """Arm settings every arm inherits (an arm's own keys win)."""
     sweeps: Sweeps | None = None
     """Arms declared compactly over training-set size N and K."""
-    arms: dict[str, dict[str, Any] | None] = Field(default_factory=dict, max_length=1000)
+    arms: dict[str, dict[str, Any] | None] = Field(
+        default_factory=dict, max_length=1000,
+        json_schema_extra={"shown_default": "required: at least one arm, here or from sweeps"})
     """The arms: name -> its settings (empty: the defaults)."""
     reference: str | None = None
     """The arm every other arm is compared with in the report (default: the structured

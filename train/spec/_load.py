@@ -15,13 +15,13 @@ from pydantic import ValidationError
 from hscale.design import WeightError
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.registry import UnknownName
+from hscale.train.spec._benchmark import Benchmark
 from hscale.train.spec._blackbox import BlackBoxTraining
 from hscale.train.spec._experiment import (
     MAX_SCHEDULE_ROWS,
     Algorithm,
     Arm,
     Assignment,
-    Benchmark,
     Evaluation,
     ExperimentSpec,
     TrainSet,

@@ -23,18 +23,17 @@ ARM = "arms.<arm>"
 
 
 def _sections() -> list[tuple[str, type[BaseModel], str]]:
+    from hscale.train.spec._benchmark import Benchmark
     from hscale.train.spec._blackbox import BlackBoxTraining
     from hscale.train.spec._experiment import (
         Algorithm,
         Arm,
         Assignment,
-        Benchmark,
         Evaluation,
         ExperimentSpec,
-        Hypotheses,
-        Hypothesis,
         TrainSet,
     )
+    from hscale.train.spec._hypotheses import Hypotheses, Hypothesis
     from hscale.train.spec._space import ComposedHarness, FactorSpec, LevelSpec, SpaceSpec
     from hscale.train.spec._sweeps import KSweep, SizeSweep, Sweeps
     from hscale.train.spec._verl import VerlSettings
@@ -111,6 +110,10 @@ def _cell(text: str) -> str:
 
 
 def _default(field: FieldInfo) -> str:
+    shown = (field.json_schema_extra or {}).get("shown_default") \
+        if isinstance(field.json_schema_extra, dict) else None
+    if shown:  # a default the model fills in, but a spec may not leave empty
+        return str(shown)
     if field.is_required():
         return "required"
     value = field.default_factory() if field.default_factory is not None else field.default
