@@ -63,7 +63,7 @@ def test_an_unreadable_run_among_others_is_skipped_and_said(study, tmp_path):
     (study / "k1" / "0" / "eval.parquet").write_bytes(b"garbage")
     for args in (("view", study, "--export", tmp_path / "v.html"),
                  ("report", study, "--n-boot", "100"),
-                 ("power", study, "--components", "seed=0.002,harness=0.001")):
+                 ("power", study, "--run-sd", "8")):
         done = hscale(*args)
         assert done.returncode == 0, done.stderr
         assert "k1/0/eval.parquet" in done.stderr and "Traceback" not in done.stderr, args
@@ -78,7 +78,7 @@ def test_a_column_of_another_dtype_is_read_as_the_contract_types_it(study, tmp_p
     _edit(study / "k4" / "0" / "eval.parquet", **{column: values})
     reported = (("report", study, "--out", tmp_path / "report", "--n-boot", "100"),) \
         if column == "task_id" else ()  # (the report reads what power and view read)
-    for args in (*reported, ("power", study, "--components", "seed=0.002,harness=0.001"),
+    for args in (*reported, ("power", study, "--run-sd", "8"),
                  ("view", study, "--export", tmp_path / "v.html")):
         done = hscale(*args)
         assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import typing
 from pathlib import Path
 
@@ -157,14 +159,27 @@ def test_readmes_tour_runs_line_by_line_in_order(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     assert len(tour_lines()) >= 10
     for line in tour_lines():
-        serving = line.startswith("hscale view") and "--export" not in line
-        done = subprocess.run(["bash", "-c", f"timeout 30 {line}" if serving else line],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=900,
-                              env=env)
-        if serving:
-            assert done.returncode == 124 and "open http://127.0.0.1:" in done.stdout, line
-        else:
-            assert done.returncode == 0, (line, done.stderr[-1000:])
+        if line.startswith("hscale view") and "--export" not in line:
+            assert _serves(line, tmp_path, env), line
+            continue
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=900, env=env)
+        assert done.returncode == 0, (line, done.stderr[-1000:])
+
+
+def _serves(line: str, cwd: Path, env: dict[str, str], wait: float = 60) -> bool:
+    """Whether a serving command says where it serves within ``wait`` seconds (then it is
+    stopped as a reader stops it, with Ctrl-C)."""
+    proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timer = threading.Timer(wait, proc.kill)
+    timer.start()
+    try:
+        return any("open http://127.0.0.1:" in out for out in proc.stdout)
+    finally:
+        timer.cancel()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
 
 
 def test_what_the_docs_say_an_arm_trains_on_is_what_the_code_builds():

@@ -131,6 +131,38 @@ def test_every_package_imports_only_the_layers_below_it():
     assert wrong == [], "a layer reaches up or sideways"
 
 
+# train/'s subpackages, lowest first (train/__init__.py says what each holds): each imports
+# only those before it
+TRAIN_STACK = ("harness_s", "spec", "planning", "lm", "serving", "embedded", "backends",
+               "ray_cluster", "running")
+# Where train/ still reaches up, to be removed and never added to: spec checks names that
+# other layers resolve, planning measures context through the models, lm shares chat types
+# with serving and drives the black-box harnesses through it
+REACHES_UP = {("spec", "planning"), ("spec", "lm"), ("spec", "embedded"), ("spec", "backends"),
+              ("planning", "lm"), ("planning", "embedded"), ("lm", "serving"),
+              ("lm", "embedded"), ("lm", "ray_cluster")}
+
+
+def _train_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["hscale", "train"] else None
+
+
+def test_train_is_a_one_way_stack():
+    graph = import_graph()
+    assert set(TRAIN_STACK) == {p.name for p in (ROOT / "train").iterdir()
+                                if (p / "__init__.py").is_file()}
+    place = {name: i for i, name in enumerate(TRAIN_STACK)}
+    up: dict[tuple[str, str], list[str]] = {}
+    for name, target in graph.edges:
+        mine, theirs = _train_part(name), _train_part(target)
+        if mine and theirs and place[theirs] > place[mine]:
+            up.setdefault((mine, theirs), []).append(f"{name} -> {target}")
+    new = {pair: edges for pair, edges in up.items() if pair not in REACHES_UP}
+    assert new == {}, "train/ reaches up its stack: move the shared name down a layer"
+    assert set(up) == REACHES_UP, f"gone, drop from REACHES_UP: {REACHES_UP - set(up)}"
+
+
 def test_the_project_imports_only_through_its_namespace():
     """No module names design, harness, train or analysis as top-level packages any more."""
     old = ("design", "harness", "train", "analysis")

@@ -4,6 +4,19 @@
 in :mod:`hscale.contracts`) + ``Schedule`` (step -> [(task, harness)]) -> a ``Backend`` (local
 embedded trainer, veRL, scripted) driven by the runner. Names are imported on first use, so
 reading a manifest never imports torch.
+
+The subpackages are a stack, lowest first; each uses only those below it
+(tests/test_imports.py holds the order and the reaches up still to remove):
+
+1. ``harness_s``: Harness-S pools and routers;
+2. ``spec``: the experiment spec, read and checked;
+3. ``planning``: manifests, schedules and what a run plays;
+4. ``lm``: chat models (the embedded policy, Hugging Face, endpoints) and the turn driver;
+5. ``serving``: ``hscale serve``, the OpenAI/Anthropic wire over an ``lm`` model;
+6. ``embedded``: the CPU trainer;
+7. ``backends``: one run on a backend, and what a backend needs installed;
+8. ``ray_cluster``: runs on a Ray cluster;
+9. ``running``: the runner, the only writer of status.json.
 """
 
 import lazy_loader as lazy

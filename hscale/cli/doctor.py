@@ -19,10 +19,9 @@ PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray
 def doctor_cmd() -> None:
     """What is installed, and what each backend still needs here, with the fix."""
     from hscale.harness.tasks import containment
-    from hscale.train.backends import LocalBackend, ScriptedBackend
+    from hscale.train.backends import LocalBackend, ScriptedBackend, cuda_gpus, has_module, version
     from hscale.train.backends.verl import launch_requirements
     from hscale.train.ray_cluster import RayExecutor
-    from hscale.train.running import cuda_gpus, has_module, version
 
     gpus = cuda_gpus()
     torch = version("torch")

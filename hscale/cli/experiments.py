@@ -282,7 +282,7 @@ def clean_cmd(
 ) -> None:
     """Drop the checkpoints of completed runs; runs that may resume keep theirs."""
     from hscale.errors import HscaleError
-    from hscale.train.running import clean
+    from hscale.train.backends import clean
 
     if not runs.is_dir():
         raise HscaleError(f"{runs}: no such folder", "give the runs folder `hscale run` wrote")

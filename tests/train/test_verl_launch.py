@@ -126,10 +126,10 @@ def closed_port() -> int:
 def gpu_machine(monkeypatch):
     """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has: where the package's
     own checks read them and where the other packages do (its public names)."""
-    import hscale.train.running as running
-    from hscale.train.running import _environment as environment
+    import hscale.train.backends as backends
+    from hscale.train.backends import _environment as environment
 
-    for module in (running, environment):  # the package first: read through it lazily, the
+    for module in (backends, environment):  # the package first: read through it lazily, the
         # module's patched name would be what the package "had" and is restored to
         monkeypatch.setattr(module, "cuda_gpus", lambda: 2)
         monkeypatch.setattr(module, "has_module", lambda name: True)
@@ -164,7 +164,7 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from hscale.train.running._environment import cuda_gpus
+    from hscale.train.backends._environment import cuda_gpus
 
     if cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
@@ -485,8 +485,8 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
+    from hscale.train.backends._environment import has_module
     from hscale.train.backends.verl._launch import check_launch
-    from hscale.train.running._environment import has_module
 
     (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")
     if not has_module("vllm"):

@@ -24,7 +24,7 @@ from typing import ClassVar, Literal
 
 from hscale.contracts import Manifest, result_problems
 from hscale.errors import HscaleError
-from hscale.train.running import Requirement
+from hscale.train.backends._environment import Requirement
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all)
 Progress = Callable[[str, int, int], None]  # (what, done, total)

@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
 from hscale.train.backends._base import Backend, Progress, RayTask, StepProgress
-from hscale.train.running import CPU_EXTRA, Requirement, package, require
+from hscale.train.backends._environment import CPU_EXTRA, Requirement, package, require
 
 TRAIN = "hscale.train.embedded._trainer:train_run"  # what a run's Ray task calls
 

@@ -18,6 +18,7 @@ import io
 import json
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +38,14 @@ from hscale.contracts import (
 from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes, write_parquet
 from hscale.harness import Episode, tokenizer
-from hscale.train.backends import StepProgress
 from hscale.train.embedded._checkpoint_eval import evaluate
 from hscale.train.embedded._rl import Hyper, update
 from hscale.train.embedded._sampler import Sampler
 from hscale.train.embedded._warmstart import base_model
 from hscale.train.harness_s import PROFILES
 from hscale.train.planning import RunPlan, Schedule, harness_of
+
+StepProgress = Callable[[int, int], None]  # (steps done, steps in all), as a backend hears it
 
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_FIELDS = {"model", "optimizer", "generator", "step", "evaluated", "router_rng",

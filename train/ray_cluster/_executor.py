@@ -9,8 +9,16 @@ from typing import Any
 
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.backends import Backend, RayJob, RayTask, StepProgress
-from hscale.train.running import CPU_EXTRA, Requirement, package, require
+from hscale.train.backends import (
+    CPU_EXTRA,
+    Backend,
+    RayJob,
+    RayTask,
+    Requirement,
+    StepProgress,
+    package,
+    require,
+)
 
 
 class RayExecutor:

@@ -13,6 +13,8 @@ from typing import ClassVar, Literal
 from hscale.contracts import TRAIN, Manifest, result_problems, train_frame, write_eval
 from hscale.files import write_parquet
 from hscale.train.backends._base import Backend, Progress, RayJob, StepProgress
+from hscale.train.backends._clean import drop_checkpoints
+from hscale.train.backends._environment import Requirement, require
 from hscale.train.backends.verl._check import validate_overrides, verdict_key
 from hscale.train.backends.verl._dumps import (
     import_metrics,
@@ -32,7 +34,6 @@ from hscale.train.backends.verl._overrides import VERL_DIR, build_overrides, set
 from hscale.train.backends.verl.rescue import check_rescue
 from hscale.train.lm import fine_tuned, sft_rows
 from hscale.train.planning import is_blackbox_sft
-from hscale.train.running import Requirement, drop_checkpoints, require
 
 
 class VerlBackend(Backend):

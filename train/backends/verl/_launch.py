@@ -20,11 +20,18 @@ from pathlib import Path
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
 from hscale.files import last_line
-from hscale.train import running
+from hscale.train.backends import _environment as environment
+from hscale.train.backends._environment import (
+    CPU_EXTRA,
+    GPU_EXTRA,
+    Requirement,
+    gpus,
+    package,
+    require,
+)
 from hscale.train.backends.verl._inputs import OUT_ENV
 from hscale.train.backends.verl._overrides import VERL_DIR, settings
 from hscale.train.backends.verl.cpu.settings import is_cpu
-from hscale.train.running import CPU_EXTRA, GPU_EXTRA, Requirement, gpus, package, require
 
 LOG = "train.log"
 JOB_RECORD = "ray_job.json"
@@ -71,7 +78,7 @@ def launch_local(run_dir: str | Path, extra: Sequence[str] = ()) -> None:
     log_path = out / LOG
     env = {k: v for k, v in os.environ.items() if k != OUT_ENV}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.setdefault("HSCALE_GPUS_PER_NODE", str(running.cuda_gpus()))
+    env.setdefault("HSCALE_GPUS_PER_NODE", str(environment.cuda_gpus()))
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"# hscale: launch.sh {shlex.join(extra)} at {_now()}\n")
         log.flush()

@@ -42,7 +42,7 @@ def settings(manifest: Manifest) -> VerlRecord:
 def node_gpus(manifest: Manifest) -> int:
     """GPUs a node of this run has: the spec's, else this machine's (at least 1, for checks
     on a machine without any)."""
-    from hscale.train.running import cuda_gpus
+    from hscale.train.backends._environment import cuda_gpus
 
     return settings(manifest).gpus_per_node or cuda_gpus() or 1
 
