@@ -22,7 +22,6 @@ from hscale.contracts import BEHAVIOUR, BEHAVIOUR_COUNTS, unobserved  # noqa: F4
 from hscale.harness._capabilities import judged
 
 LOOKUPS = ("list", "read", "search")
-COUNTS = BEHAVIOUR_COUNTS  # the counts, then the judged capabilities: the contract's columns
 
 
 def behaviour(episode: Any) -> dict[str, float]:

@@ -1,6 +1,5 @@
-"""Running: the runner (the only writer of status.json), what a backend needs
-installed, dropping finished runs' checkpoints, and the contract suite a
-backend of your own proves itself with (:class:`BackendContract`).
+"""Running, the top of train/'s stack: the runner (the only writer of status.json) and the
+contract suite a backend of your own proves itself with (:class:`BackendContract`).
 """
 
 import lazy_loader as lazy

@@ -25,7 +25,6 @@ from hscale.train.serving._chat import (
     Turn,
     check_sampling,
     integer,
-    new_id,
     number,
     text_of,
     tool_name,
@@ -251,6 +250,3 @@ def error(status: int, message: str, param: str | None = None) -> dict[str, Any]
         status, "invalid_request_error" if status < 500 else "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
 
-
-def new_message_id() -> str:
-    return new_id("msg_")
