@@ -320,14 +320,16 @@ def _show(result: dict) -> None:
                   f"alpha = {result['alpha']:g}")
     now = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
                 title="Each comparison now (one run's sd on each side: its training runs' "
-                      "spread; the crossed part: tasks and harnesses)")
+                      "spread; the crossed part: tasks and harnesses; no power yet where "
+                      "an arm has one seed: no degrees of freedom)")
     for col in ("comparison", "run sd (pp)", "reference's", "crossed (pp)", "SE (pp)",
                 "power now"):
         now.add_column(col, justify="left" if col == "comparison" else "right")
     for q in result["questions"]:
         now.add_row(escape(q["question"]), f"{q['run_sd_pp']:.1f}",
                     f"{q['ref_run_sd_pp']:.1f}", f"{q['crossed_sd_pp']:.1f}",
-                    f"{q['se_pp']:.2f}", f"{q['power_now']:.0%}")
+                    f"{q['se_pp']:.2f}", f"{q['power_now']:.0%}"
+                    if math.isfinite(q["power_now"]) else "none yet")
     console.print(now)
     seeds = Table(show_edge=False, box=None, pad_edge=False, title_justify="left",
                   title=f"Seeds an arm: now, the plan (fewest runs in all: "

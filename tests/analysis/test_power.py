@@ -130,6 +130,18 @@ def test_cli_on_a_runs_folder_plans_seeds_an_arm(pilot, capsys):
     assert low <= result["plan_total"] <= high
 
 
+def test_a_pilot_of_one_seed_an_arm_has_no_power_yet_and_says_so(tmp_path, capsys):
+    episodes, _ = known_parts(seeds=1, tasks=10, runs=2, scale=0.1)
+    episodes = episodes.drop(columns=["method", "source", "model", "algorithm"])
+    write_runs(tmp_path, episodes, train_sets={a: [HARNESSES[0]] for a in "AB"}, steps=5)
+    with pytest.raises(SystemExit) as done:
+        main(["power", str(tmp_path / "synthetic"), "--reference", "A", "--run-sd", "8",
+              "--effect", "10"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0, out
+    assert "none yet" in out and "nan" not in out.lower(), out
+
+
 def _demo_without_hypotheses(tmp_path) -> Path:
     import yaml
 
