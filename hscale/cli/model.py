@@ -25,7 +25,8 @@ def build_cmd(
     from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded import available, build, preset
+    from hscale.train.embedded import available, build
+    from hscale.train.spec import preset
 
     preset(name)
     found = available(name)
@@ -48,7 +49,8 @@ def info_cmd(
     from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded import available, base_model_path, content_hash, preset
+    from hscale.train.embedded import available, base_model_path, content_hash
+    from hscale.train.spec import preset
 
     print(json.dumps({"name": name, **preset(name), "content_hash": content_hash(name),
                       "checkpoint": str(available(name) or "not built"),

@@ -39,8 +39,8 @@ class LocalBackend(Backend):
         """Every run's model is a preset this trainer knows; no run trains through a
         black-box harness (the embedded policy's vocabulary holds none of a CLI's prompt); a
         profiles router has its judges."""
-        from hscale.train.embedded import preset
         from hscale.train.harness_s import require_judges
+        from hscale.train.spec import preset
 
         for name in sorted({m.model for m in manifests}):
             preset(name)

@@ -15,12 +15,6 @@ from ._model import (
 from ._model import (
     load as load,
 )
-from ._presets import (
-    PRESETS as PRESETS,
-)
-from ._presets import (
-    preset as preset,
-)
 from ._sequences import (
     banned as banned,
 )
@@ -32,7 +26,6 @@ from ._warmstart import (
 )
 
 __all__ = [
-    "PRESETS",
     "TinyGPT",
     "available",
     "banned",
@@ -40,6 +33,5 @@ __all__ = [
     "build",
     "content_hash",
     "load",
-    "preset",
     "train_run",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, cache_dir
 from hscale.harness import tokenizer
-from hscale.train.embedded._presets import preset
+from hscale.train.spec import preset
 
 ARCH_VERSION = 2  # bump when hscale.train.embedded._model changes what a state dict means
 SHIPPED = Path(__file__).resolve().parent / "data"

@@ -28,9 +28,9 @@ from hscale.files import reads_as, refuse_foreign_file
 from hscale.harness import tokenizer
 from hscale.train.embedded._lookup import available, base_model_path, content_hash
 from hscale.train.embedded._model import ModelConfig, TinyGPT, load, save
-from hscale.train.embedded._presets import preset
 from hscale.train.embedded._sequences import Sequences, token_logprobs
 from hscale.train.embedded._sequences import build as build_sequences
+from hscale.train.spec import preset
 
 
 def base_model(name: str, progress: Callable[[int, int], None] | None = None) -> TinyGPT:

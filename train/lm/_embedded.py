@@ -49,7 +49,8 @@ class EmbeddedChat:
     def preset(cls, name: str) -> EmbeddedChat:
         """The cached or shipped base model of a preset such as ``hscale-tiny``; never trains
         one (that takes minutes: ``hscale model build`` says so)."""
-        from hscale.train.embedded import available, preset
+        from hscale.train.embedded import available
+        from hscale.train.spec import preset
 
         preset(name)
         path = available(name)
@@ -61,7 +62,7 @@ class EmbeddedChat:
     @classmethod
     def open(cls, spec: str | Path) -> EmbeddedChat:
         """A preset name, or a path to a checkpoint."""
-        from hscale.train.embedded import PRESETS
+        from hscale.train.spec import PRESETS
 
         if str(spec) in PRESETS:
             return cls.preset(str(spec))

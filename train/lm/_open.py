@@ -2,48 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from hscale.errors import HscaleError
 from hscale.train.lm._base import ChatModel
+from hscale.train.spec import is_endpoint
 
 HINT = ("give an endpoint (http://HOST:PORT/v1), smollm2, a Hugging Face model folder "
         "(with config.json), an embedded checkpoint (.pt) or preset (hscale-tiny)")
-URL_HINT = "give http://HOST:PORT/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)"
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_endpoint(name: str) -> bool:
-    """Whether a model name is an OpenAI-compatible endpoint's URL (``scheme://...``); one
-    that is malformed (no host, a bad port or IPv6 bracket, not http or https) is refused
-    here, in one line, whoever asks."""
-    if not _SCHEME.match(name):
-        return False
-    _check_url(name)
-    return True
-
-
-def _check_url(url: str) -> None:
-    def bad(why: str) -> HscaleError:
-        return HscaleError(f"endpoint {url!r}: {why}", URL_HINT)
-
-    if any(c.isspace() or not c.isprintable() for c in url):
-        raise bad("it holds a space or a control character")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- a port that is not a number in 0..65535 raises here
-    except ValueError as exc:
-        raise bad(str(exc)) from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise bad(f"{parts.scheme}:// is not http:// or https://")
-    if not parts.hostname:
-        raise bad("no host")
-    if parts.port == 0:
-        raise bad("port 0 is no server's port")
-    if parts.query or parts.fragment:
-        raise bad("a base URL has no ?query or #fragment")
 
 
 def served_model(name: str, served_name: str | None = None) -> ChatModel | str:
@@ -80,7 +46,7 @@ def open_chat_model(name: str, served_name: str | None = None) -> ChatModel:
         from hscale.train.lm._embedded import EmbeddedChat
 
         return EmbeddedChat.load(path)
-    from hscale.train.embedded import PRESETS
+    from hscale.train.spec import PRESETS
 
     if name in PRESETS:
         from hscale.train.lm._embedded import EmbeddedChat

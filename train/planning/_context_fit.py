@@ -63,7 +63,7 @@ def context_fit(model: str, tasks: Sequence[Any], harness: Any) -> Fit | None:
 
 def _measurer(model: str) -> tuple[Any, int, bool] | None:
     """(count(messages) -> (tokens, unknown tokens), context, counts unknown) for ``model``."""
-    from hscale.train.embedded import PRESETS
+    from hscale.train.spec import PRESETS
 
     if model in PRESETS:
         from hscale.harness import tokenizer

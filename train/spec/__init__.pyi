@@ -19,10 +19,19 @@ from ._load import (
     load_spec as load_spec,
 )
 from ._models import (
+    is_endpoint as is_endpoint,
+)
+from ._models import (
     is_local_path as is_local_path,
 )
 from ._models import (
     resolve_model as resolve_model,
+)
+from ._presets import (
+    PRESETS as PRESETS,
+)
+from ._presets import (
+    preset as preset,
 )
 from ._quick import (
     quick as quick,
@@ -43,9 +52,12 @@ __all__ = [
     "Benchmark",
     "ExperimentSpec",
     "NAME",
+    "PRESETS",
     "VerlSettings",
+    "is_endpoint",
     "is_local_path",
     "load_spec",
+    "preset",
     "quick",
     "resolve_model",
     "resolve_space",

@@ -56,9 +56,8 @@ class BlackBoxTraining(_Strict):
     @field_validator("teacher")
     @classmethod
     def _teacher(cls, name: str) -> str:
-        from hscale.train.embedded import PRESETS
-        from hscale.train.lm import is_endpoint
-        from hscale.train.spec._models import is_local_path
+        from hscale.train.spec._models import is_endpoint, is_local_path
+        from hscale.train.spec._presets import PRESETS
 
         known = ("scripted", "smollm2", *PRESETS)
         if name.strip() and (name in known or is_endpoint(name)  # a malformed URL says so

@@ -1,6 +1,6 @@
-"""What a spec's ``model`` names, per backend: an embedded preset (local backend), or a
+"""What a spec's ``model`` names, per backend: an embedded preset (local backend), a
 Hugging Face hub id or local model folder (veRL and evaluation), with short aliases for the
-papers' models as published.
+papers' models as published, or an OpenAI-compatible endpoint's URL (evaluation, serving).
 
 A local folder is checked before anything is written (it must hold a ``config.json``); a hub
 id is taken as written, since a GPU node downloads it, not this machine.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from hscale.errors import HscaleError
 
@@ -25,6 +26,39 @@ ALIASES = {
 _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 HINT = ("name a hub id (org/name), a local model folder (./path, holding config.json), or "
         f"one of {', '.join(ALIASES)}")
+URL_HINT = "give http://HOST:PORT/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_endpoint(name: str) -> bool:
+    """Whether a model name is an OpenAI-compatible endpoint's URL (``scheme://...``); one
+    that is malformed (no host, a bad port or IPv6 bracket, not http or https) is refused
+    here, in one line, whoever asks."""
+    if not _SCHEME.match(name):
+        return False
+    _check_url(name)
+    return True
+
+
+def _check_url(url: str) -> None:
+    def bad(why: str) -> HscaleError:
+        return HscaleError(f"endpoint {url!r}: {why}", URL_HINT)
+
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise bad("it holds a space or a control character")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- a port that is not a number in 0..65535 raises here
+    except ValueError as exc:
+        raise bad(str(exc)) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise bad(f"{parts.scheme}:// is not http:// or https://")
+    if not parts.hostname:
+        raise bad("no host")
+    if parts.port == 0:
+        raise bad("port 0 is no server's port")
+    if parts.query or parts.fragment:
+        raise bad("a base URL has no ?query or #fragment")
 
 
 def is_local_path(name: str) -> bool:
@@ -62,7 +96,7 @@ def check_spec_model(name: str, base: str | Path = ".") -> None:
     """A spec's ``model`` names something a backend can start from: an embedded preset (the
     local backend), a known alias, a hub id (org/name), or a model folder (relative to
     ``base``, the spec's folder). One line otherwise, with the nearest known name."""
-    from hscale.train.embedded import PRESETS
+    from hscale.train.spec._presets import PRESETS
 
     if name in PRESETS:
         return

@@ -1,5 +1,5 @@
-"""The embedded trainer's base models by name, readable without torch (a spec's ``model`` is
-checked against them at validation)."""
+"""The embedded trainer's base models by name, readable without torch: a spec's ``model`` is
+checked against them at validation, so they sit here, below the trainer that builds them."""
 
 from __future__ import annotations
 
