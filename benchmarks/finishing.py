@@ -38,9 +38,9 @@ def main() -> None:
     import torch
 
     import hscale.train.embedded._sampler as sampler_module
-    from hscale.harness import Finisher, harness_named
+    from hscale.harness import Finisher, harness_named, tokenizer
     from hscale.harness.tasks import load_tasks
-    from hscale.train.embedded._warmstart import base_model, tokenizer
+    from hscale.train.policy import base_model
 
     torch.set_num_threads(1)
     tasks = load_tasks(ROOT / "experiments" / "examples" / "tasks")

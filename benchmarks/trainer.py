@@ -28,8 +28,8 @@ from hscale.harness._tokenizer import tokenizer  # noqa: E402
 from hscale.harness._world import generate  # noqa: E402
 from hscale.train.embedded._rl import Hyper, update  # noqa: E402
 from hscale.train.embedded._sampler import CHUNK, MAX_NEW_TOKENS, Sampler, view_ids  # noqa: E402
-from hscale.train.embedded._sequences import banned, build  # noqa: E402
-from hscale.train.embedded._warmstart import base_model  # noqa: E402
+from hscale.train.policy import banned, sequences  # noqa: E402
+from hscale.train.policy._warmstart import base_model  # noqa: E402
 
 
 class PlainPolicy:
@@ -153,7 +153,7 @@ def main() -> int:
     began = time.perf_counter()
     metrics = update(model, ref, opt, tokenizer(), episodes, groups, hp, torch.Generator())
     update_s = time.perf_counter() - began
-    seqs = build(tokenizer(), episodes, model.cfg.max_positions)
+    seqs = sequences(tokenizer(), episodes, model.cfg.max_positions)
     positions = int((seqs.ids != tokenizer().pad).sum())
     dense = sum(p.numel() for name, p in model.named_parameters()
                 if name.startswith("blocks."))

@@ -57,7 +57,7 @@ def test_the_wheel_holds_only_the_hscale_namespace(wheel):
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert tops == {"hscale", next(t for t in tops if t.endswith(".dist-info"))}
     names = set(zipfile.ZipFile(wheel).namelist())
-    for data in ("hscale/design/data/oa_classes.json", "hscale/train/embedded/data/hscale-tiny.pt",
+    for data in ("hscale/design/data/oa_classes.json", "hscale/train/policy/data/hscale-tiny.pt",
                  "hscale/analysis/data/reported.csv",
                  "hscale/harness/verl_agent_loop.py", "hscale/cli/__init__.py"):
         assert data in names

@@ -15,7 +15,8 @@ WIRE_KEYS = {"extra_info", "hscale_val_index", "routed_to", "rescued_from", "mea
 WIRE = "hscale.contracts._wire"
 PREFIX_HOME = "hscale.contracts._vocabulary"
 # what plays episodes: none of these asks which kind of router a run has
-DRIVERS = ("hscale.train.embedded", "hscale.train.backends", "hscale.train.lm",
+DRIVERS = ("hscale.train.embedded", "hscale.train.policy", "hscale.train.backends",
+           "hscale.train.lm",
            "hscale.harness")
 KIND_WORDS = {"RouterKind", "ROUTERS"}
 

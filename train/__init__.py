@@ -11,12 +11,13 @@ The subpackages are a stack, lowest first; each uses only those below it
 1. ``harness_s``: Harness-S pools and routers;
 2. ``spec``: the experiment spec, read and checked;
 3. ``planning``: manifests, schedules and what a run plays;
-4. ``lm``: chat models (the embedded policy, Hugging Face, endpoints) and the turn driver;
-5. ``serving``: ``hscale serve``, the OpenAI/Anthropic wire over an ``lm`` model;
-6. ``embedded``: the CPU trainer;
-7. ``backends``: one run on a backend, and what a backend needs installed;
-8. ``ray_cluster``: runs on a Ray cluster;
-9. ``running``: the runner, the only writer of status.json.
+4. ``policy``: the embedded policy (TinyGPT), its checkpoints and the presets' base models;
+5. ``lm``: chat models (the embedded policy, Hugging Face, endpoints) and the turn driver;
+6. ``serving``: ``hscale serve``, the OpenAI/Anthropic wire over an ``lm`` model;
+7. ``embedded``: the CPU trainer (GRPO/PPO on the embedded policy);
+8. ``backends``: one run on a backend, and what a backend needs installed;
+9. ``ray_cluster``: runs on a Ray cluster;
+10. ``running``: the runner, the only writer of status.json.
 """
 
 import lazy_loader as lazy

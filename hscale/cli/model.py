@@ -25,7 +25,7 @@ def build_cmd(
     from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded import available, build
+    from hscale.train.policy import available, build
     from hscale.train.spec import preset
 
     preset(name)
@@ -49,7 +49,7 @@ def info_cmd(
     from hscale.train.backends import require_training_packages
 
     require_training_packages()
-    from hscale.train.embedded import available, base_model_path, content_hash
+    from hscale.train.policy import available, base_model_path, content_hash
     from hscale.train.spec import preset
 
     print(json.dumps({"name": name, **preset(name), "content_hash": content_hash(name),

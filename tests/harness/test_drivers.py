@@ -36,7 +36,7 @@ from hscale.harness._tokenizer import tokenizer as word_tokenizer  # noqa: E402
 from hscale.harness._types import Message  # noqa: E402
 from hscale.harness._world import generate  # noqa: E402
 from hscale.train.embedded._sampler import Sampler  # noqa: E402
-from hscale.train.embedded._warmstart import base_model  # noqa: E402
+from hscale.train.policy import base_model  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     _MESSAGE,
     END,

@@ -91,8 +91,8 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("verl")
     from hscale.train.backends._local import LocalBackend
-    from hscale.train.embedded import available
     from hscale.train.planning._plan import plan
+    from hscale.train.policy import available
     from hscale.train.running._runner import run_experiment
 
     # the shipped base model: nothing to build

@@ -59,12 +59,12 @@ class LocalBackend(Backend):
         if not manifests:
             return
         require(self.requirements())
-        from hscale.train.embedded import available  # without torch, when every one is found
+        from hscale.train.policy import available  # without torch, when every one is found
 
         for name in sorted({m.model for m in manifests}):
             if available(name):
                 continue
-            from hscale.train.embedded import build
+            from hscale.train.policy import build
 
             build(name, (lambda d, t, n=name: progress(f"warm start {n}", d, t))
                   if progress else None)

@@ -1,5 +1,6 @@
-"""The embedded CPU trainer: a small GPT over the built-in world's vocabulary, its
-base models (warm start), batched KV-cached rollouts, GRPO and PPO updates.
+"""The embedded CPU trainer: GRPO and PPO on the embedded policy (hscale.train.policy),
+batched KV-cached rollouts through hscale's harnesses, evaluation at each checkpoint (a
+black-box harness's through its real CLI, the policy served to it).
 """
 
 import lazy_loader as lazy

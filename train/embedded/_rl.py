@@ -22,8 +22,7 @@ import numpy as np
 import torch
 
 from hscale.harness import Episode, WordTokenizer
-from hscale.train.embedded._model import TinyGPT
-from hscale.train.embedded._sequences import Sequences, build, token_logprobs
+from hscale.train.policy import Sequences, TinyGPT, sequences, token_logprobs
 
 CLIP_WEIGHT = 2.0  # Harness-S: w = clip(pi_old / q, 0, 2)
 KL_ROWS = 16  # sequences the KL-to-base metric is measured on
@@ -72,7 +71,7 @@ def update(model: TinyGPT, ref: TinyGPT, opt: torch.optim.Optimizer, tok: WordTo
            episodes: Sequence[Episode], groups: Sequence[int], hp: Hyper,
            generator: torch.Generator) -> dict[str, float]:
     """One training step on ``episodes`` (group ids in ``groups``); returns metrics."""
-    seqs = build(tok, episodes, model.cfg.max_positions)
+    seqs = sequences(tok, episodes, model.cfg.max_positions)
     rewards = [e.reward for e in episodes]
     n_tokens = int(seqs.mask.sum())
     recorded = seqs.rollout_logp[seqs.mask]

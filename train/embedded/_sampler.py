@@ -35,8 +35,7 @@ from hscale.harness import (
     submit_all,
 )
 from hscale.harness.tasks import Task
-from hscale.train.embedded._model import TinyGPT
-from hscale.train.embedded._sequences import banned
+from hscale.train.policy import TinyGPT, banned
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick

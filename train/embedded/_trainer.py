@@ -41,9 +41,9 @@ from hscale.harness import Episode, tokenizer
 from hscale.train.embedded._checkpoint_eval import evaluate
 from hscale.train.embedded._rl import Hyper, update
 from hscale.train.embedded._sampler import Sampler
-from hscale.train.embedded._warmstart import base_model
 from hscale.train.harness_s import PROFILES
 from hscale.train.planning import RunPlan, Schedule, harness_of
+from hscale.train.policy import base_model
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all), as a backend hears it
 

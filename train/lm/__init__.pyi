@@ -48,9 +48,6 @@ from ._drive import (
 from ._embedded import (
     EmbeddedChat as EmbeddedChat,
 )
-from ._hf import (
-    read_config as read_config,
-)
 from ._importer import (
     IMPORTS as IMPORTS,
 )
@@ -135,7 +132,6 @@ __all__ = [
     "open_chat_model",
     "plan_evaluation",
     "played",
-    "read_config",
     "read_record",
     "samples",
     "served_model",

@@ -20,8 +20,8 @@ import torch
 
 from hscale.errors import HscaleError
 from hscale.harness import Generation, Message, WordTokenizer, tokenizer
-from hscale.train.embedded import TinyGPT, banned, load
 from hscale.train.lm._base import MAX_NEW_TOKENS, flags, row_generator, row_seeds
+from hscale.train.policy import TinyGPT, banned, load
 
 
 class EmbeddedChat:
@@ -38,7 +38,7 @@ class EmbeddedChat:
 
     @classmethod
     def load(cls, path: str | Path, name: str | None = None) -> EmbeddedChat:
-        """A checkpoint file (``hscale.train.embedded._model.save`` format)."""
+        """A checkpoint file (``hscale.train.policy._model.save`` format)."""
         path = Path(path)
         if not path.is_file():
             raise HscaleError(f"no checkpoint at {path}", "give a .pt file written by hscale")
@@ -49,7 +49,7 @@ class EmbeddedChat:
     def preset(cls, name: str) -> EmbeddedChat:
         """The cached or shipped base model of a preset such as ``hscale-tiny``; never trains
         one (that takes minutes: ``hscale model build`` says so)."""
-        from hscale.train.embedded import available
+        from hscale.train.policy import available
         from hscale.train.spec import preset
 
         preset(name)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ from hscale.train.lm._base import (
     row_seeds,
 )
 from hscale.train.serving import renders_tools
+from hscale.train.spec import read_config
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
 MIN_SHARED = 16  # a common prompt prefix at least this long is prefilled once per batch
@@ -53,21 +53,6 @@ def quiet_threads() -> None:
     """Before torch is first imported: idle OpenMP threads sleep instead of spinning, or two
     processes' threads on shared cores slow each other down several times over."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-def read_config(folder: Path) -> dict:
-    """The folder's config.json as a dict, or one HscaleError naming the file."""
-    path = folder / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise HscaleError(f"{path}: not a readable JSON config ({reason(exc)})",
-                          "write it with save_pretrained") from None
-    if not isinstance(config, dict) or not isinstance(config.get("model_type", ""), str):
-        raise HscaleError(f"{path}: not a model config (a JSON object with model_type)",
-                          "write it with save_pretrained")
-    return config
-
 
 
 class HFChat:

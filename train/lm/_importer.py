@@ -83,7 +83,7 @@ def validate_folder(folder: Path) -> Path:
     if missing:
         raise HscaleError(f"{folder}: not a model folder (no {', '.join(missing)})",
                           "save the model and its tokenizer there with save_pretrained")
-    from hscale.train.lm._hf import read_config
+    from hscale.train.spec import read_config
 
     read_config(folder)
     try:

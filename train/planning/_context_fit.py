@@ -102,8 +102,7 @@ def _config_context(model: str) -> int | None:
     from pathlib import Path
 
     from hscale.errors import HscaleError
-    from hscale.train.lm import read_config
-    from hscale.train.spec import resolve_model
+    from hscale.train.spec import read_config, resolve_model
 
     try:
         config = read_config(Path(resolve_model(model)))

@@ -165,7 +165,7 @@ def execute(run_dir: str, manifest: Manifest, token: str, work: RayTask,
     returned (and sent with every step's report). ``report`` hears ``{folder}`` as the work
     starts, then ``{step, total[, files]}`` at every step the function reports."""
     if work.models:
-        from hscale.train.embedded import available, base_model_path
+        from hscale.train.policy import available, base_model_path
 
         missing = [name for name in work.models if available(name) is None]
         if missing:
@@ -301,7 +301,7 @@ class RayTasks:
         """Object refs of the base models ``names`` (put on first use)."""
         import ray
 
-        from hscale.train.embedded import available
+        from hscale.train.policy import available
 
         with self._lock:
             for name in names:

@@ -25,6 +25,9 @@ from ._models import (
     is_local_path as is_local_path,
 )
 from ._models import (
+    read_config as read_config,
+)
+from ._models import (
     resolve_model as resolve_model,
 )
 from ._presets import (
@@ -58,6 +61,7 @@ __all__ = [
     "is_local_path",
     "load_spec",
     "preset",
+    "read_config",
     "quick",
     "resolve_model",
     "resolve_space",

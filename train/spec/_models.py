@@ -9,11 +9,12 @@ id is taken as written, since a GPU node downloads it, not this machine.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, reason
 
 # The papers' models, by the names they and hscale's specs use, as published on the hub.
 ALIASES = {
@@ -112,3 +113,16 @@ def check_spec_model(name: str, base: str | Path = ".") -> None:
                           + f"use one of {', '.join(PRESETS)} (the local backend), or "
                           + HINT) from exc
 
+
+def read_config(folder: Path) -> dict:
+    """The folder's config.json as a dict, or one HscaleError naming the file."""
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HscaleError(f"{path}: not a readable JSON config ({reason(exc)})",
+                          "write it with save_pretrained") from None
+    if not isinstance(config, dict) or not isinstance(config.get("model_type", ""), str):
+        raise HscaleError(f"{path}: not a model config (a JSON object with model_type)",
+                          "write it with save_pretrained")
+    return config

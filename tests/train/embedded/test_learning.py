@@ -17,7 +17,7 @@ from hscale.harness._tokenizer import tokenizer  # noqa: E402
 from hscale.harness._world import generate  # noqa: E402
 from hscale.train.embedded._rl import Hyper, update  # noqa: E402
 from hscale.train.embedded._sampler import Sampler  # noqa: E402
-from hscale.train.embedded._warmstart import base_model  # noqa: E402
+from hscale.train.policy import base_model  # noqa: E402
 
 STEPS = 30
 LABELS = ("S0-T0-O0-C0-W2", "S1-T2-O1-C0-W0")

@@ -12,8 +12,11 @@ from hscale.harness._harness import Harness  # noqa: E402
 from hscale.harness._tokenizer import tokenizer  # noqa: E402
 from hscale.harness._world import generate  # noqa: E402
 from hscale.train.embedded._sampler import Sampler, view_ids  # noqa: E402
-from hscale.train.embedded._sequences import build, token_logprobs  # noqa: E402
-from hscale.train.embedded._warmstart import base_model  # noqa: E402
+from hscale.train.policy import (  # noqa: E402
+    base_model,  # noqa: E402
+    sequences,
+    token_logprobs,
+)
 
 LABELS = ["S0-T0-O0-C1-W0", "S1-T1-O2-C2-W1", "S2-T2-O1-C1-W2", "S0-T1-O0-C2-W0",
           "oos/shell", "oos/actions"]
@@ -37,7 +40,7 @@ def test_recorded_logprobs_match_a_full_forward_pass_across_segments(model):
     episodes = rollouts(model, seed=0)
     assert any(len(e.segments) > 1 for e in episodes), "expected windowed/compacted rows"
     assert any(len(e.generations) > 2 for e in episodes)
-    seqs = build(tokenizer(), episodes, model.cfg.max_positions)
+    seqs = sequences(tokenizer(), episodes, model.cfg.max_positions)
     with torch.no_grad():
         logp, _, _ = token_logprobs(model, seqs)
     recorded = seqs.rollout_logp[seqs.mask]

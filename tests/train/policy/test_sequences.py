@@ -13,7 +13,7 @@ from hscale.harness._loop import run_episode  # noqa: E402
 from hscale.harness._policies import Oracle  # noqa: E402
 from hscale.harness._tokenizer import tokenizer  # noqa: E402
 from hscale.harness._world import generate  # noqa: E402
-from hscale.train.embedded._sequences import build, episode_sequences  # noqa: E402
+from hscale.train.policy._sequences import episode_sequences, sequences  # noqa: E402
 
 
 class Scripted:
@@ -53,7 +53,7 @@ def test_windowed_episodes_give_one_sequence_per_segment_and_train_each_turn_onc
     tok = tokenizer()
     ep = episode("S0-T0-O0-C1-W0", cut=False)
     assert len(ep.segments) > 1
-    seqs = build(tok, [ep], max_len=512)
+    seqs = sequences(tok, [ep], max_len=512)
     assert len(seqs) == len(ep.segments)
     per_turn = sum(len(g.token_ids) + 1 for g in ep.generations)
     assert int(seqs.mask.sum()) == per_turn

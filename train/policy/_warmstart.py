@@ -9,7 +9,7 @@ behaviour is wrong under some realizations and RL has something to learn beyond 
 
 The checkpoint is keyed by a content hash of the preset, the vocabulary, a fingerprint of the
 demonstrations themselves and the architecture version, so it follows what shapes the model
-and not how the code is written. It is looked up (hscale.train.embedded._lookup) in
+and not how the code is written. It is looked up (hscale.train.policy._lookup) in
 ``$HSCALE_CACHE/models`` (default ``~/.cache/hscale``), then shipped in
 ``train/embedded/data/`` when its recorded hash matches, else it is trained (``hscale model
 build NAME`` does exactly this, and is how the shipped file was made). Every arm of every
@@ -26,10 +26,9 @@ import torch
 
 from hscale.files import reads_as, refuse_foreign_file
 from hscale.harness import tokenizer
-from hscale.train.embedded._lookup import available, base_model_path, content_hash
-from hscale.train.embedded._model import ModelConfig, TinyGPT, load, save
-from hscale.train.embedded._sequences import Sequences, token_logprobs
-from hscale.train.embedded._sequences import build as build_sequences
+from hscale.train.policy._lookup import available, base_model_path, content_hash
+from hscale.train.policy._model import ModelConfig, TinyGPT, load, save
+from hscale.train.policy._sequences import Sequences, sequences, token_logprobs
 from hscale.train.spec import preset
 
 
@@ -68,7 +67,7 @@ def warm_start(name: str, progress: Callable[[int, int], None] | None = None) ->
     torch.manual_seed(ws["seed"])
     model = TinyGPT(ModelConfig(vocab_size=len(tok), **cfg))
     episodes = demonstrations(ws["episodes"], seed=ws["seed"])
-    data = build_sequences(tok, episodes, cfg["max_positions"])
+    data = sequences(tok, episodes, cfg["max_positions"])
     opt = torch.optim.AdamW(model.parameters(), lr=ws["lr"], weight_decay=0.01,
                             betas=(0.9, 0.95))
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, ws))

@@ -70,7 +70,7 @@ def episode_sequences(tok: WordTokenizer, episode: Episode
     return out
 
 
-def build(tok: WordTokenizer, episodes: Sequence[Episode], max_len: int) -> Sequences:
+def sequences(tok: WordTokenizer, episodes: Sequence[Episode], max_len: int) -> Sequences:
     """Every segment of every episode, cut to ``max_len`` tokens, as padded tensors."""
     rows = []
     for owner, episode in enumerate(episodes):

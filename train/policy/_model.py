@@ -7,7 +7,7 @@ at position 0 while the others go on), which the HF cache classes do not offer.
 
 Checkpoint format (``save``/``load``): one ``torch.save`` file holding ``config`` (the
 ModelConfig fields), ``tokenizer`` (the vocabulary fingerprint), ``state_dict`` and, for base
-models, ``content_hash`` (see hscale.train.embedded._warmstart).
+models, ``content_hash`` (see hscale.train.policy._warmstart).
 """
 
 from __future__ import annotations

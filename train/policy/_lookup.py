@@ -19,7 +19,7 @@ from hscale.files import atomic_write_bytes, cache_dir
 from hscale.harness import tokenizer
 from hscale.train.spec import preset
 
-ARCH_VERSION = 2  # bump when hscale.train.embedded._model changes what a state dict means
+ARCH_VERSION = 2  # bump when hscale.train.policy._model changes what a state dict means
 SHIPPED = Path(__file__).resolve().parent / "data"
 FINGERPRINT_EPISODES = 32
 

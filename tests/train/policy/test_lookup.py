@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hscale.train.embedded import _lookup, load  # noqa: E402
+from hscale.train.policy import _lookup, load  # noqa: E402
 
 PRESET = "hscale-tiny"  # the one hscale ships
 
