@@ -9,7 +9,8 @@ The subpackages are a stack, lowest first; each uses only those below it
 (tests/test_imports.py holds the order and the reaches up still to remove):
 
 1. ``harness_s``: Harness-S pools and routers;
-2. ``spec``: the experiment spec, read and checked;
+2. ``spec``: the experiment spec, read and checked, and the names it may use (models,
+   assignment modes, backends);
 3. ``planning``: manifests, schedules and what a run plays;
 4. ``policy``: the embedded policy (TinyGPT), its checkpoints and the presets' base models;
 5. ``lm``: chat models (the embedded policy, Hugging Face, endpoints) and the turn driver;

@@ -16,9 +16,6 @@ from .harness_s import (
     Router as Router,
 )
 from .planning import (
-    ASSIGNMENTS as ASSIGNMENTS,
-)
-from .planning import (
     EvalJob as EvalJob,
 )
 from .planning import (
@@ -41,6 +38,9 @@ from .running import (
 )
 from .running import (
     run_experiment as run_experiment,
+)
+from .spec import (
+    ASSIGNMENTS as ASSIGNMENTS,
 )
 from .spec import (
     ExperimentSpec as ExperimentSpec,

@@ -58,7 +58,7 @@ def _adaptive(runs, arm: str, radius: float | None) -> str:
     """How many harnesses adaptive K gives a task, over the arm's possible anchors."""
     if radius is None:
         return ""
-    from hscale.train.planning import adaptive_k
+    from hscale.train.spec import adaptive_k
 
     m = next(r.manifest for r in runs if r.manifest.arm == arm)
     from hscale.train.planning import factor_space

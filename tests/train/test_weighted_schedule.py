@@ -13,7 +13,8 @@ from hscale.design._recipes import random_n, structured
 from hscale.design._weights import resolve_weights
 from hscale.errors import HscaleError
 from hscale.harness._space import factor_space
-from hscale.train.planning._schedule import adaptive_k, build_schedule
+from hscale.train.planning._schedule import build_schedule
+from hscale.train.spec import adaptive_k
 
 SPACE = factor_space()
 TRAIN = structured(SPACE, runs=18)

@@ -6,13 +6,8 @@ import inspect
 from typing import Any
 
 from hscale.errors import HscaleError
-from hscale.registry import Registry
 from hscale.train.backends._base import Backend
-
-BACKENDS: Registry[type[Backend]] = Registry("backend")
-BACKENDS.register("local", "hscale.train.backends._local:LocalBackend")
-BACKENDS.register("verl", "hscale.train.backends.verl:VerlBackend")
-BACKENDS.register("scripted", "hscale.train.backends._scripted:ScriptedBackend")
+from hscale.train.spec import BACKENDS  # the names a spec may give, and their classes
 
 
 def get_backend(name: str, **options: Any) -> Backend:

@@ -31,13 +31,7 @@ from ._plan import (
     write_plan as write_plan,
 )
 from ._schedule import (
-    ASSIGNMENTS as ASSIGNMENTS,
-)
-from ._schedule import (
     Schedule as Schedule,
-)
-from ._schedule import (
-    adaptive_k as adaptive_k,
 )
 from ._sources import (
     resolve_sources as resolve_sources,
@@ -77,14 +71,12 @@ from ._workload import (
 )
 
 __all__ = [
-    "ASSIGNMENTS",
     "DECODINGS",
     "EvalJob",
     "Planned",
     "ROUTER_TASKS",
     "RunPlan",
     "Schedule",
-    "adaptive_k",
     "factor_space",
     "harness_labels",
     "harness_of",

@@ -1,5 +1,14 @@
 """The public API of hscale.train.spec (read lazily by __init__.py)."""
 
+from ._assignments import (
+    ASSIGNMENTS as ASSIGNMENTS,
+)
+from ._assignments import (
+    AssignmentMode as AssignmentMode,
+)
+from ._assignments import (
+    adaptive_k as adaptive_k,
+)
 from ._benchmark import (
     BUILTIN_TASKS as BUILTIN_TASKS,
 )
@@ -39,6 +48,9 @@ from ._presets import (
 from ._quick import (
     quick as quick,
 )
+from ._registries import (
+    BACKENDS as BACKENDS,
+)
 from ._space import (
     resolve_space as resolve_space,
 )
@@ -50,19 +62,23 @@ from ._weights import (
 )
 
 __all__ = [
+    "ASSIGNMENTS",
     "Arm",
+    "AssignmentMode",
+    "BACKENDS",
     "BUILTIN_TASKS",
     "Benchmark",
     "ExperimentSpec",
     "NAME",
     "PRESETS",
     "VerlSettings",
+    "adaptive_k",
     "is_endpoint",
     "is_local_path",
     "load_spec",
     "preset",
-    "read_config",
     "quick",
+    "read_config",
     "resolve_model",
     "resolve_space",
     "spec_weights",

@@ -22,9 +22,8 @@ from hscale.contracts import BASE_MODEL_ARM
 from hscale.design import RECIPES
 from hscale.errors import HscaleError
 from hscale.registry import UnknownName
-from hscale.train.backends import BACKENDS
 from hscale.train.harness_s import ROUTERS
-from hscale.train.planning import ASSIGNMENTS
+from hscale.train.spec._assignments import ASSIGNMENTS
 from hscale.train.spec._benchmark import (
     MAX_SEED,
     NAME,
@@ -33,6 +32,7 @@ from hscale.train.spec._benchmark import (
 )
 from hscale.train.spec._blackbox import BlackBoxTraining
 from hscale.train.spec._hypotheses import Hypotheses
+from hscale.train.spec._registries import BACKENDS
 from hscale.train.spec._space import (
     ComposedHarness,
     SpaceSpec,
