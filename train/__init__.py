@@ -17,8 +17,8 @@ The subpackages are a stack, lowest first; each uses only those below it
 6. ``serving``: ``hscale serve``, the OpenAI/Anthropic wire over an ``lm`` model;
 7. ``embedded``: the CPU trainer (GRPO/PPO on the embedded policy);
 8. ``backends``: one run on a backend, and what a backend needs installed;
-9. ``ray_cluster``: runs on a Ray cluster;
-10. ``running``: the runner, the only writer of status.json.
+9. ``ray_cluster``: runs (and black-box episodes) on a Ray cluster;
+10. ``running``: the runner, the only writer of status.json, and ``hscale evaluate``'s run.
 """
 
 import lazy_loader as lazy

@@ -58,7 +58,8 @@ def evaluate_cmd(
     (242 configurations) with 6 tasks takes hours. Interrupted work resumes on rerun.
     """
     from hscale.cli._progress import progress
-    from hscale.train.lm import Request, evaluate, is_endpoint, plan_evaluation
+    from hscale.train.lm import is_endpoint
+    from hscale.train.running import Request, evaluate, plan_evaluation
 
     is_endpoint(model)  # a malformed endpoint URL is one line here, before any planning
     request = Request(model=model, harnesses=harnesses, benchmark=benchmark, path=path,

@@ -131,8 +131,8 @@ def test_hscale_evaluate_runs_black_box_episodes_as_ray_tasks(tmp_path):
     from ray.util.state import list_tasks
 
     from hscale.harness._task_sources import BuiltinWorld
-    from hscale.train.lm._blackbox_ray import TASK_NAME
-    from hscale.train.lm._model_eval import Request, evaluate
+    from hscale.train.ray_cluster._blackbox import TASK_NAME
+    from hscale.train.running._evaluate import Request, evaluate
     from hscale.train.serving import serve
     from hscale.train.serving._scripted import ScriptedChat, solution_commands
     from tests.ray_head import local_ray_head

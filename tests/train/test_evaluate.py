@@ -14,7 +14,7 @@ import hscale.train.lm as lm
 from hscale.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.errors import HscaleError
 from hscale.journal import read_journal
-from hscale.train.lm._model_eval import PARTIAL, Request, evaluate, harness_sets
+from hscale.train.running._evaluate import PARTIAL, Request, evaluate, harness_sets
 from tests.cli import hscale
 
 pytest.importorskip("torch")

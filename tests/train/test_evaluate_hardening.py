@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from hscale.journal import read_journal
-from hscale.train.lm._model_eval import PARTIAL, Request, evaluate
+from hscale.train.running._evaluate import PARTIAL, Request, evaluate
 
 from ..cli import assert_user_error, hscale
 

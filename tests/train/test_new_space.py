@@ -274,7 +274,7 @@ def test_a_composed_harness_that_cannot_be_built_is_refused(tmp_path, entry, wor
 
 
 def test_evaluate_takes_a_specs_space_and_its_composed_harnesses(tmp_path):
-    from hscale.train.lm._model_eval import harness_sets
+    from hscale.train.running._evaluate import harness_sets
 
     spec = str(_copy(tmp_path))
     sets = harness_sets("base+in_space+out_of_space", spec)

@@ -85,9 +85,9 @@ def scripted(path, manifest) -> pd.DataFrame:
 
 
 def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
-    """`hscale evaluate`'s loop (hscale.train.lm._model_eval) on the planned run's manifest:
+    """`hscale evaluate`'s loop (hscale.train.running._evaluate) on the planned run's manifest:
     its model driver replaced by the oracle."""
-    from hscale.train.lm import _model_eval as model_eval
+    from hscale.train.running import _evaluate as model_eval
 
     def drive(model, jobs, *, done=None, **options):
         episodes = [oracle(harness, task) for harness, task, _ in jobs]
@@ -95,7 +95,7 @@ def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
             done(i, ep)
         return episodes
 
-    monkeypatch.setattr("hscale.train.lm._drive.drive", drive)
+    monkeypatch.setattr("hscale.train.lm.drive", drive)
     return eval_frame(model_eval.play(RunPlan(manifest), model=None, step=STEP))
 
 

@@ -100,8 +100,8 @@ def test_black_box_sft_through_a_real_cli_then_an_unseen_one(tiny, tmp_path):
             pytest.skip(f"{name} is not installed here: hscale harness install {name}")
     from hscale.contracts import EVAL, Manifest, result_problems
     from hscale.train.lm._collect import Collection, collect
-    from hscale.train.lm._model_eval import Request, evaluate
     from hscale.train.lm._trajectories import EpisodeLog, samples
+    from hscale.train.running._evaluate import Request, evaluate
 
     record = collect(Collection("scripted", "bb/claude-code", tasks=2),
                      tmp_path / "collected")

@@ -13,7 +13,16 @@ from ._base import (
     gumbel as gumbel,
 )
 from ._base import (
+    mix as mix,
+)
+from ._base import (
     row_generator as row_generator,
+)
+from ._blackbox_eval import (
+    check_context as check_context,
+)
+from ._blackbox_eval import (
+    play_clis as play_clis,
 )
 from ._blackbox_eval import (
     played as played,
@@ -56,15 +65,6 @@ from ._importer import (
 )
 from ._importer import (
     validate_folder as validate_folder,
-)
-from ._model_eval import (
-    Request as Request,
-)
-from ._model_eval import (
-    evaluate as evaluate,
-)
-from ._model_eval import (
-    plan_evaluation as plan_evaluation,
 )
 from ._open import (
     HINT as HINT,
@@ -115,24 +115,24 @@ __all__ = [
     "MODEL",
     "RESULT",
     "Recorder",
-    "Request",
     "SFT_DIR",
     "char_chat_tokenizer",
     "chat_dicts",
-    "row_generator",
-    "gumbel",
+    "check_context",
     "collect",
     "collect_teacher",
     "content_hash",
     "drive",
-    "evaluate",
     "fine_tune",
     "fine_tuned",
+    "gumbel",
     "is_endpoint",
+    "mix",
     "open_chat_model",
-    "plan_evaluation",
+    "play_clis",
     "played",
     "read_record",
+    "row_generator",
     "samples",
     "served_model",
     "sft_rows",

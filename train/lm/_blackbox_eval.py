@@ -17,7 +17,7 @@ from hscale.train.lm._base import ChatModel
 CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly waiting
 
 
-def play(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
+def play_clis(model: ChatModel | str, jobs: Sequence[tuple[str, Task]],
          done: Callable[[int, Any], None], *, greedy: Sequence[bool] | None = None,
          concurrency: int = CONCURRENCY, timeout_s: float = 300.0, max_turns: int = 30,
          max_batch: int = 32, max_new_tokens: int = 1024, served_name: str | None = None,
@@ -110,5 +110,5 @@ def played(model: ChatModel, jobs: Sequence[tuple[str, Task]],
     def done(i: int, episode: Any) -> None:
         out[i] = episode
 
-    play(model, jobs, done, greedy=greedy, **kwargs)
+    play_clis(model, jobs, done, greedy=greedy, **kwargs)
     return out

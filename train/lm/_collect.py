@@ -56,7 +56,7 @@ def collect(asked: Collection, out: str | Path,
         open_benchmark,
         require_installed,
     )
-    from hscale.train.lm._blackbox_eval import check_context, play
+    from hscale.train.lm._blackbox_eval import check_context, play_clis
     from hscale.train.lm._trajectories import EpisodeLog
 
     HARNESSES.check(asked.harness)
@@ -91,7 +91,7 @@ def collect(asked: Collection, out: str | Path,
         if progress is not None:
             progress(len(done), len(tasks))
 
-    play(model, [(asked.harness, t) for t in todo], finished, sessions=sessions,
+    play_clis(model, [(asked.harness, t) for t in todo], finished, sessions=sessions,
          record=out / RECORD, served_name=asked.served_name)
     return out / RECORD
 

@@ -1,5 +1,8 @@
 """The public API of hscale.train.ray_cluster (read lazily by __init__.py)."""
 
+from ._blackbox import (
+    play_on_ray as play_on_ray,
+)
 from ._executor import (
     RayExecutor as RayExecutor,
 )
@@ -10,4 +13,5 @@ from ._tasks import (
 __all__ = [
     "RayExecutor",
     "connect",
+    "play_on_ray",
 ]

@@ -1,5 +1,6 @@
-"""Running, the top of train/'s stack: the runner (the only writer of status.json) and the
-contract suite a backend of your own proves itself with (:class:`BackendContract`).
+"""Running, the top of train/'s stack: the runner (the only writer of status.json), an
+evaluation-only run of a model (``hscale evaluate``: :func:`evaluate`), and the contract suite
+a backend of your own proves itself with (:class:`BackendContract`).
 """
 
 import lazy_loader as lazy

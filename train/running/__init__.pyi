@@ -1,5 +1,14 @@
 """The public API of hscale.train.running (read lazily by __init__.py)."""
 
+from ._evaluate import (
+    Request as Request,
+)
+from ._evaluate import (
+    evaluate as evaluate,
+)
+from ._evaluate import (
+    plan_evaluation as plan_evaluation,
+)
 from ._runner import (
     export_experiment as export_experiment,
 )
@@ -16,6 +25,9 @@ from ._testing import (
 __all__ = [
     "BackendContract",
     "ExportContract",
+    "Request",
+    "evaluate",
     "export_experiment",
+    "plan_evaluation",
     "run_experiment",
 ]

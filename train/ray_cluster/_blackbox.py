@@ -56,8 +56,7 @@ def play_on_ray(address: str, model: str, jobs: Sequence[tuple[str, Task]],
 
 def _share(model: str, served_name: str | None, jobs: list[tuple[str, Task]],
            greedy: list[bool | None], kwargs: dict[str, Any]) -> list[Any]:
-    from hscale.train.lm import served_model
-    from hscale.train.lm._blackbox_eval import played
+    from hscale.train.lm import played, served_model
 
     flags = None if any(g is None for g in greedy) else [bool(g) for g in greedy]
     return played(served_model(model, served_name), jobs, flags, concurrency=len(jobs),

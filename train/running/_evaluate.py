@@ -36,7 +36,7 @@ from hscale.errors import HscaleError
 from hscale.files import write_parquet
 from hscale.harness import open_benchmark
 from hscale.journal import Journal, read_journal
-from hscale.train.lm._base import MAX_NEW_TOKENS, mix
+from hscale.train.lm import MAX_NEW_TOKENS, mix
 from hscale.train.planning import harness_of
 from hscale.train.spec import NAME
 
@@ -231,8 +231,7 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
     from hscale.harness import is_blackbox
-    from hscale.train.lm import open_chat_model
-    from hscale.train.lm._blackbox_eval import check_context
+    from hscale.train.lm import check_context, open_chat_model
     from hscale.train.planning import RunPlan
 
     manifest = plan_evaluation(request)
@@ -281,11 +280,10 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
     black-box CLIs through the real programs; each episode samples from a seed of its own
     (its identity mixed with the manifest's draws). Returns the rows at checkpoint ``step``
     in the jobs' order; ``done(row)`` hears each as it ends."""
+    import hscale.train.lm as lm
     from hscale.harness import is_blackbox
-    from hscale.train.lm import _drive as driving
-    from hscale.train.lm import is_endpoint
-    from hscale.train.lm._blackbox_eval import play as play_clis
-    from hscale.train.lm._blackbox_ray import play_on_ray
+    from hscale.train.lm import is_endpoint, play_clis
+    from hscale.train.ray_cluster import play_on_ray
 
     request = request or Request(model="")
     manifest = plan.manifest
@@ -302,7 +300,7 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
     base = int(manifest.rng("evaluate").integers(2**31))
     inside = [i for i, j in enumerate(jobs) if not is_blackbox(j.harness)]
     outside = [i for i, j in enumerate(jobs) if is_blackbox(j.harness)]
-    driving.drive(model, [(harness_of(manifest, jobs[i].harness), jobs[i].task, jobs[i].greedy)
+    lm.drive(model, [(harness_of(manifest, jobs[i].harness), jobs[i].task, jobs[i].greedy)
                           for i in inside],
                   max_new_tokens=request.max_new_tokens, max_batch=request.max_batch,
                   seeds=[mix(base, *jobs[i].key) for i in inside], done=done_of(inside))
