@@ -6,7 +6,7 @@ embedded trainer, veRL, scripted) driven by the runner. Names are imported on fi
 reading a manifest never imports torch.
 
 The subpackages are a stack, lowest first; each uses only those below it
-(tests/test_imports.py holds the order and the reaches up still to remove):
+(tests/test_imports.py fails on any import up the stack):
 
 1. ``harness_s``: Harness-S pools and routers;
 2. ``spec``: the experiment spec, read and checked, and the names it may use (models,
@@ -15,10 +15,12 @@ The subpackages are a stack, lowest first; each uses only those below it
 4. ``policy``: the embedded policy (TinyGPT), its checkpoints and the presets' base models;
 5. ``lm``: chat models (the embedded policy, Hugging Face, endpoints) and the turn driver;
 6. ``serving``: ``hscale serve``, the OpenAI/Anthropic wire over an ``lm`` model;
-7. ``embedded``: the CPU trainer (GRPO/PPO on the embedded policy);
-8. ``backends``: one run on a backend, and what a backend needs installed;
-9. ``ray_cluster``: runs (and black-box episodes) on a Ray cluster;
-10. ``running``: the runner, the only writer of status.json, and ``hscale evaluate``'s run.
+7. ``blackbox``: the real CLIs played against a served model, a teacher's episodes collected,
+   a black-box SFT arm's fine-tune;
+8. ``embedded``: the CPU trainer (GRPO/PPO on the embedded policy);
+9. ``backends``: one run on a backend, and what a backend needs installed;
+10. ``ray_cluster``: runs (and black-box episodes) on a Ray cluster;
+11. ``running``: the runner, the only writer of status.json, and ``hscale evaluate``'s run.
 """
 
 import lazy_loader as lazy

@@ -1,5 +1,5 @@
 """``hscale collect TEACHER --harness bb/...``: trajectories of a teacher through a real
-black-box harness, recorded for training (hscale.train.lm._collect)."""
+black-box harness, recorded for training (hscale.train.blackbox._collect)."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ def collect_cmd(
 ) -> None:
     """Play TEACHER through a black-box harness on a task set, recording every model call
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
-    hscale.train.lm._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
+    hscale.train.blackbox._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
     from hscale.cli._progress import progress
     from hscale.text import printable
-    from hscale.train.lm import Collection, EpisodeLog, collect
+    from hscale.train.blackbox import Collection, EpisodeLog, collect
 
     asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)
     failures: list[tuple[str, str]] = []

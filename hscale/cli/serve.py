@@ -47,7 +47,7 @@ def serve_cmd(
     SIGTERM; an endpoint URL as MODEL is fronted with the same three faces (proxy mode).
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none
-    (read them with hscale.train.lm._record.read_record)."""
+    (read them with hscale.train.lm.read_record)."""
     import signal
     import threading
 

@@ -17,7 +17,7 @@ from hscale.harness._blackbox import HARNESSES
 from hscale.harness._blackbox_run import Served, run_blackbox
 from hscale.harness._task_sources import open_benchmark
 from hscale.harness._world import generate
-from hscale.train.lm._blackbox_eval import play
+from hscale.train.blackbox import play_clis
 from hscale.train.lm._record import read_record
 from hscale.train.serving import serve
 from hscale.train.serving._scripted import ScriptedChat, solution_commands
@@ -40,13 +40,13 @@ def _tasks() -> list:
 
 @pytest.mark.parametrize("name", list(HARNESSES))
 def test_the_real_cli_solves_tasks_through_hscale_serve(name):
-    """Several sessions at once, as an evaluation plays them (hscale.train.lm._blackbox_eval:
+    """Several sessions at once, as an evaluation plays them (hscale.train.blackbox._eval:
     the model served in process, the CLIs side by side)."""
     _installed(name)
     tasks = _tasks()
     model = ScriptedChat({t.user_query: solution_commands(t) for t in tasks})
     episodes: dict[int, object] = {}
-    play(model, [(name, task) for task in tasks], episodes.__setitem__,
+    play_clis(model, [(name, task) for task in tasks], episodes.__setitem__,
          concurrency=len(tasks), timeout_s=240)
     assert [episodes[i].reward for i in range(len(tasks))] == [1.0] * len(tasks), [
         (episodes[i].final_answer, episodes[i].error) for i in range(len(tasks))]

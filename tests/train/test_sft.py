@@ -17,8 +17,8 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 
 from hscale.harness._blackbox import HARNESSES  # noqa: E402
-from hscale.train.lm._sft import SFTSettings, examples, fine_tune  # noqa: E402
-from hscale.train.lm._trajectories import Sample  # noqa: E402
+from hscale.train.blackbox._sft import SFTSettings, examples, fine_tune  # noqa: E402
+from hscale.train.blackbox._trajectories import Sample  # noqa: E402
 
 BASH = {"type": "object", "properties": {"command": {"type": "string"}}}
 
@@ -99,8 +99,8 @@ def test_black_box_sft_through_a_real_cli_then_an_unseen_one(tiny, tmp_path):
         if not HARNESSES.get(name).installed():
             pytest.skip(f"{name} is not installed here: hscale harness install {name}")
     from hscale.contracts import EVAL, Manifest, result_problems
-    from hscale.train.lm._collect import Collection, collect
-    from hscale.train.lm._trajectories import EpisodeLog, samples
+    from hscale.train.blackbox._collect import Collection, collect
+    from hscale.train.blackbox._trajectories import EpisodeLog, samples
     from hscale.train.running._evaluate import Request, evaluate
 
     record = collect(Collection("scripted", "bb/claude-code", tasks=2),

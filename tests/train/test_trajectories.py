@@ -13,8 +13,8 @@ from hscale.errors import HscaleError
 from hscale.harness._blackbox import HARNESSES
 from hscale.harness._blackbox_run import Served, new_session, run_blackbox
 from hscale.harness._world import generate
+from hscale.train.blackbox._trajectories import EpisodeLog, samples
 from hscale.train.lm._record import RECORD_COLUMNS, read_record
-from hscale.train.lm._trajectories import EpisodeLog, samples
 from hscale.train.serving import serve
 from hscale.train.serving._scripted import ScriptedChat, solution_commands
 

@@ -34,7 +34,7 @@ from hscale.contracts import (
 from hscale.files import atomic_write_text, write_parquet
 from hscale.harness import EPISODE_TURNS, NoisyOracle, is_blackbox, run_episode
 from hscale.train.backends._base import Backend, StepProgress
-from hscale.train.lm import SFT_DIR, collect_teacher, teacher_samples
+from hscale.train.blackbox import SFT_DIR, collect_teacher, teacher_samples
 from hscale.train.planning import RunPlan, Schedule, harness_of, is_blackbox_sft
 
 RECORD = "scripted.json"
@@ -160,7 +160,7 @@ class ScriptedBackend(Backend):
         """(task, black-box harness) pairs played through the CLIs by the scripted chat
         model, which replays a task's solution unless the draw (error_rate a task) says it
         goes wrong, in which case it answers without acting."""
-        from hscale.train.lm import played
+        from hscale.train.blackbox import played
         from hscale.train.serving import ScriptedChat, solution_commands
 
         right = {task.task_id: bool(rng.random() >= self.error_rate) for task, _ in pairs}

@@ -44,7 +44,8 @@ def _played(sampler: Sampler, plan: RunPlan, jobs: list, draws: str, step: int) 
                            greedy=[job.greedy for job in inside],
                            generator=torch.Generator().manual_seed(seed))
     if outside:  # real CLIs: the policy as it is now, served to them (hscale.train.serving)
-        from hscale.train.lm import EmbeddedChat, played
+        from hscale.train.blackbox import played
+        from hscale.train.lm import EmbeddedChat
 
         episodes += played(EmbeddedChat(sampler.model, sampler.tok, manifest.arm),
                            [(job.harness, job.task) for job in outside],

@@ -18,44 +18,17 @@ from ._base import (
 from ._base import (
     row_generator as row_generator,
 )
-from ._blackbox_eval import (
-    check_context as check_context,
-)
-from ._blackbox_eval import (
-    play_clis as play_clis,
-)
-from ._blackbox_eval import (
-    played as played,
-)
-from ._blackbox_sft import (
-    MODEL as MODEL,
-)
-from ._blackbox_sft import (
-    SFT_DIR as SFT_DIR,
-)
-from ._blackbox_sft import (
-    collect_teacher as collect_teacher,
-)
-from ._blackbox_sft import (
-    fine_tuned as fine_tuned,
-)
-from ._blackbox_sft import (
-    sft_rows as sft_rows,
-)
-from ._blackbox_sft import (
-    teacher_samples as teacher_samples,
-)
-from ._collect import (
-    Collection as Collection,
-)
-from ._collect import (
-    collect as collect,
-)
 from ._drive import (
     drive as drive,
 )
 from ._embedded import (
     EmbeddedChat as EmbeddedChat,
+)
+from ._hf import (
+    HFChat as HFChat,
+)
+from ._hf import (
+    renders_tools as renders_tools,
 )
 from ._importer import (
     IMPORTS as IMPORTS,
@@ -84,58 +57,33 @@ from ._record import (
 from ._record import (
     read_record as read_record,
 )
-from ._sft import (
-    RESULT as RESULT,
-)
-from ._sft import (
-    fine_tune as fine_tune,
-)
 from ._tiny import (
     CHAT_TEMPLATE as CHAT_TEMPLATE,
 )
 from ._tiny import (
     char_chat_tokenizer as char_chat_tokenizer,
 )
-from ._trajectories import (
-    EpisodeLog as EpisodeLog,
-)
-from ._trajectories import (
-    samples as samples,
-)
 
 __all__ = [
     "CHAT_TEMPLATE",
     "ChatModel",
-    "Collection",
     "EmbeddedChat",
-    "EpisodeLog",
+    "HFChat",
     "HINT",
     "IMPORTS",
     "MAX_NEW_TOKENS",
-    "MODEL",
-    "RESULT",
     "Recorder",
-    "SFT_DIR",
     "char_chat_tokenizer",
     "chat_dicts",
-    "check_context",
-    "collect",
-    "collect_teacher",
     "content_hash",
     "drive",
-    "fine_tune",
-    "fine_tuned",
     "gumbel",
     "is_endpoint",
     "mix",
     "open_chat_model",
-    "play_clis",
-    "played",
     "read_record",
+    "renders_tools",
     "row_generator",
-    "samples",
     "served_model",
-    "sft_rows",
-    "teacher_samples",
     "validate_folder",
 ]

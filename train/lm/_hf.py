@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +42,6 @@ from hscale.train.lm._base import (
     row_generator,
     row_seeds,
 )
-from hscale.train.serving import renders_tools
 from hscale.train.spec import read_config
 
 TURN_END = "<|im_end|>"  # ChatML's end of turn: a stop token wherever the vocabulary has it
@@ -53,6 +53,12 @@ def quiet_threads() -> None:
     """Before torch is first imported: idle OpenMP threads sleep instead of spinning, or two
     processes' threads on shared cores slow each other down several times over."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def renders_tools(template: Any) -> bool:
+    """Whether a tokenizer's chat template (a string, or named templates) renders ``tools``
+    (Qwen, Hermes, Llama 3.x...): such a model gets a request's tools through it."""
+    return "tools" in (template if isinstance(template, str) else json.dumps(template or ""))
 
 
 class HFChat:

@@ -1,7 +1,7 @@
 """Black-box episodes of an evaluation as Ray tasks: each task opens the model on its node (a
 folder or preset the node has, or an upstream endpoint, which ``hscale serve`` then fronts
 there), serves it on that node's loopback and plays its share of the episodes side by side
-(:func:`hscale.train.lm._blackbox_eval.played`); the driver hears of each share as it ends and
+(:func:`hscale.train.blackbox._eval.played`); the driver hears of each share as it ends and
 journals its rows, so an evaluation whose task or node dies resumes from what it kept, as a
 local one does. The CLIs must be installed on every node (``hscale harness install``).
 """
@@ -21,7 +21,7 @@ TASK_NAME = "hscale-blackbox-episodes"
 def play_on_ray(address: str, model: str, jobs: Sequence[tuple[str, Task]],
                 done: Callable[[int, Any], None], *, greedy: Sequence[bool] | None = None,
                 served_name: str | None = None, **kwargs: Any) -> None:
-    """:func:`hscale.train.lm._blackbox_eval.play` with the episodes spread over a Ray
+    """:func:`hscale.train.blackbox._eval.play` with the episodes spread over a Ray
     cluster, ``SHARE`` a task; ``done(index, episode)`` as each task's share comes back."""
     if not jobs:
         return
@@ -56,7 +56,8 @@ def play_on_ray(address: str, model: str, jobs: Sequence[tuple[str, Task]],
 
 def _share(model: str, served_name: str | None, jobs: list[tuple[str, Task]],
            greedy: list[bool | None], kwargs: dict[str, Any]) -> list[Any]:
-    from hscale.train.lm import played, served_model
+    from hscale.train.blackbox import played
+    from hscale.train.lm import served_model
 
     flags = None if any(g is None for g in greedy) else [bool(g) for g in greedy]
     return played(served_model(model, served_name), jobs, flags, concurrency=len(jobs),

@@ -231,7 +231,8 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     """Evaluate and write the run folder; returns it. A finished evaluation of the same
     manifest is not repeated; one of another manifest is refused unless ``force``."""
     from hscale.harness import is_blackbox
-    from hscale.train.lm import check_context, open_chat_model
+    from hscale.train.blackbox import check_context
+    from hscale.train.lm import open_chat_model
     from hscale.train.planning import RunPlan
 
     manifest = plan_evaluation(request)
@@ -282,7 +283,8 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
     in the jobs' order; ``done(row)`` hears each as it ends."""
     import hscale.train.lm as lm
     from hscale.harness import is_blackbox
-    from hscale.train.lm import is_endpoint, play_clis
+    from hscale.train.blackbox import play_clis
+    from hscale.train.lm import is_endpoint
     from hscale.train.ray_cluster import play_on_ray
 
     request = request or Request(model="")

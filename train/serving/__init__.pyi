@@ -37,9 +37,6 @@ from ._tool_prompt import (
     parse_calls as parse_calls,
 )
 from ._tool_prompt import (
-    renders_tools as renders_tools,
-)
-from ._tool_prompt import (
     template_chat as template_chat,
 )
 
@@ -52,7 +49,6 @@ __all__ = [
     "Server",
     "Turn",
     "parse_calls",
-    "renders_tools",
     "serve",
     "solution_commands",
     "template_chat",

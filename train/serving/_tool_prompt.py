@@ -102,12 +102,6 @@ def to_template(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str
     return chat, offered
 
 
-def renders_tools(template: Any) -> bool:
-    """Whether a tokenizer's chat template (a string, or named templates) renders ``tools``
-    (Qwen, Hermes, Llama 3.x...): such a model gets a request's tools through it."""
-    return "tools" in (template if isinstance(template, str) else json.dumps(template or ""))
-
-
 def template_chat(turns: Sequence[Turn], tools: Sequence[Tool], tool_choice: str,
                   template_tools: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(chat-template dicts, tool specs to pass it) for a tokenizer's own template: the

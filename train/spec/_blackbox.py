@@ -3,7 +3,7 @@
 
 ``sft``: a teacher (``scripted``: the tasks' known solutions; or an endpoint model) plays
 ``episodes`` training tasks through the harness, its solved episodes' model calls become
-examples (hscale.train.lm._trajectories), and the policy is fine-tuned on the teacher's tokens
+examples (hscale.train.blackbox._trajectories), and the policy is fine-tuned on the teacher's tokens
 for the spec's ``steps`` (``batch`` examples a step, LoRA of ``lora_rank``, ``lr``).
 ``rl``: the arm's rollouts are episodes of the harness, trained with the spec's algorithm,
 steps and group sizes, like every other arm. Either way the arm is evaluated as the others

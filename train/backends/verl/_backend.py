@@ -32,7 +32,7 @@ from hscale.train.backends.verl._launch import (
 )
 from hscale.train.backends.verl._overrides import VERL_DIR, build_overrides, settings
 from hscale.train.backends.verl.rescue import check_rescue
-from hscale.train.lm import fine_tuned, sft_rows
+from hscale.train.blackbox import fine_tuned, sft_rows
 from hscale.train.planning import is_blackbox_sft
 
 

@@ -46,7 +46,7 @@ from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import launch_args as cpu_launch_args
 from hscale.train.backends.verl.cpu.settings import launch_lines as cpu_launch_lines
 from hscale.train.backends.verl.rescue import rescue_info
-from hscale.train.lm import MODEL, RESULT, SFT_DIR
+from hscale.train.blackbox import MODEL, RESULT, SFT_DIR
 from hscale.train.planning import RunPlan, Schedule, factor_space, harness_space, is_blackbox_sft
 
 MAIN = "verl.trainer.main_ppo"

@@ -14,7 +14,7 @@ from hscale.errors import HscaleError
 from hscale.harness.verl_agent_loop import AGENT_NAME
 from hscale.train.backends.verl.cpu.settings import is_cpu
 from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides
-from hscale.train.lm import MODEL, SFT_DIR
+from hscale.train.blackbox import MODEL, SFT_DIR
 from hscale.train.planning import RunPlan, harness_space, is_blackbox_sft
 from hscale.train.spec import resolve_model
 
@@ -65,7 +65,7 @@ def build_overrides(run_dir: str | Path, manifest: Manifest, *, inputs: str | No
     every, steps, name = manifest.evaluation.every, budget.steps, algo.name
     if name not in ("grpo", "ppo"):
         raise HscaleError(f"algorithm {name!r} has no veRL mapping", "use grpo or ppo")
-    # a black-box SFT run validates what it fine-tuned beside verl/ (hscale.train.lm._blackbox_sft)
+    # a black-box SFT run validates what it fine-tuned beside verl/ (hscale.train.blackbox._arm)
     sft = is_blackbox_sft(manifest)
     model = f"{src}/../{SFT_DIR}/{MODEL}" if sft else resolve_model(manifest.model)
     steps = 0 if sft else steps

@@ -23,12 +23,12 @@ from hscale.contracts import RowInfo
 from hscale.harness import EPISODE_TURNS, Served, run_blackbox
 from hscale.harness.tasks import Task
 from hscale.harness.verl_agent_loop import episode_fields
+from hscale.train.lm import renders_tools
 from hscale.train.serving import (
     BadRequest,
     Reply,
     Request,
     parse_calls,
-    renders_tools,
     template_chat,
 )
 

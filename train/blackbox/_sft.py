@@ -1,5 +1,5 @@
 """Black-box SFT: a Hugging Face policy fine-tuned on a teacher's solved trajectories through
-a black-box harness (hscale.train.lm._trajectories, collected by ``hscale collect``).
+a black-box harness (hscale.train.blackbox._trajectories, collected by ``hscale collect``).
 
 Each model call of a solved episode is shown to the student as ``hscale serve`` would show
 it: the call's turns and tools through the student's chat template where it renders tools,
@@ -21,7 +21,7 @@ from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
-from hscale.train.lm._trajectories import Sample
+from hscale.train.blackbox._trajectories import Sample
 from hscale.train.serving import Call, Turn, template_chat, tools_of_record, turns_of
 
 RESULT = "sft.json"  # the fine-tune's settings and losses, beside the weights
@@ -86,7 +86,7 @@ def fine_tune(folder: str | Path, calls: Sequence[Sample], out: str | Path,
     Returns what ``sft.json`` holds."""
     import torch
 
-    from hscale.train.lm._hf import HFChat
+    from hscale.train.lm import HFChat
 
     chat = HFChat(folder)  # a GPU where there is one
     data, left = examples(chat.tok, calls, chat.template_tools, settings.max_tokens,

@@ -82,7 +82,7 @@ class EpisodeLog:
 def samples(record: Any, episodes: Iterable[Mapping[str, Any]], exact: bool = True
             ) -> list[Sample]:
     """Every model call of every episode, in episode order then call order. ``record``: a
-    record folder or its frame (hscale.train.lm._record.read_record); ``episodes``: rows
+    record folder or its frame (hscale.train.lm.read_record); ``episodes``: rows
     with ``session``, ``harness``, ``task_id`` and ``reward``. Raises HscaleError naming the
     session and the reason when one cannot be replayed exactly; with ``exact`` False, a
     call without ids is kept as text (ids empty: a teacher's calls for another model)."""
@@ -108,7 +108,7 @@ def samples(record: Any, episodes: Iterable[Mapping[str, Any]], exact: bool = Tr
 
 def _frame(record: Any) -> Any:
     if isinstance(record, str | Path):
-        from hscale.train.lm._record import read_record
+        from hscale.train.lm import read_record
 
         return read_record(record)
     return record

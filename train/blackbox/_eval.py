@@ -12,7 +12,7 @@ from typing import Any
 from hscale.errors import HscaleError
 from hscale.harness import Served, run_blackbox
 from hscale.harness.tasks import Task
-from hscale.train.lm._base import ChatModel
+from hscale.train.lm import ChatModel
 
 CONCURRENCY = 4  # CLI sessions at once: each is a Node or Rust process, mostly waiting
 

@@ -1,5 +1,5 @@
 """Trajectories of a teacher through a black-box harness, collected for training
-(hscale.train.lm._trajectories reads them back): the teacher served with a record, each task's
+(hscale.train.blackbox._trajectories reads them back): the teacher served with a record, each task's
 episode played by the real CLI under a session of its own, each finished episode logged
 beside the record as it ends.
 
@@ -48,7 +48,7 @@ def collect(asked: Collection, out: str | Path,
     play, in place of the benchmark's that ``asked`` names (a run's own training tasks).
     An episode whose CLI failed is not logged (a rerun plays it again): ``failed(task_id,
     error)`` hears it; a CLI that fails its first episodes stops the collection
-    (hscale.train.lm._blackbox_eval.CliFailures)."""
+    (hscale.train.blackbox._eval.CliFailures)."""
     from hscale.harness import (
         HARNESSES,
         cli_failed,
@@ -56,8 +56,8 @@ def collect(asked: Collection, out: str | Path,
         open_benchmark,
         require_installed,
     )
-    from hscale.train.lm._blackbox_eval import check_context, play_clis
-    from hscale.train.lm._trajectories import EpisodeLog
+    from hscale.train.blackbox._eval import check_context, play_clis
+    from hscale.train.blackbox._trajectories import EpisodeLog
 
     HARNESSES.check(asked.harness)
     require_installed([asked.harness])

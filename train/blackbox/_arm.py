@@ -1,8 +1,8 @@
 """A black-box SFT arm's training (hscale.train.spec._blackbox): the teacher's episodes
 through the arm's harness on the run's own training tasks, collected into ``sft/`` of the
-run folder (hscale.train.lm._collect: resumable, each finished episode kept), their model
-calls read back as examples (hscale.train.lm._trajectories), and a Hugging Face policy
-fine-tuned on them (hscale.train.lm._sft) into ``sft/model``. Each backend then evaluates
+run folder (hscale.train.blackbox._collect: resumable, each finished episode kept), their model
+calls read back as examples (hscale.train.blackbox._trajectories), and a Hugging Face policy
+fine-tuned on them (hscale.train.blackbox._sft) into ``sft/model``. Each backend then evaluates
 what it trained as it evaluates its other arms.
 """
 
@@ -33,7 +33,7 @@ def collect_teacher(run_dir: Path, manifest: Manifest,
                     progress: Callable[[int, int], None] | None = None) -> Path:
     """The teacher's episodes of this run (played where not yet finished); the record
     folder."""
-    from hscale.train.lm._collect import Collection, collect
+    from hscale.train.blackbox._collect import Collection, collect
 
     bb = manifest.blackbox
     tasks = teacher_tasks(manifest)
@@ -46,7 +46,7 @@ def collect_teacher(run_dir: Path, manifest: Manifest,
 def teacher_samples(record: Path) -> tuple[list, dict[str, float]]:
     """Every model call of the collected episodes, and the collection's tally (episodes,
     solved, calls)."""
-    from hscale.train.lm._trajectories import EpisodeLog, samples
+    from hscale.train.blackbox._trajectories import EpisodeLog, samples
 
     episodes = EpisodeLog(record).read()
     calls = samples(record, episodes, exact=False)  # a teacher's text, for another model
@@ -61,7 +61,7 @@ def fine_tuned(run_dir: Path, manifest: Manifest, base: str,
     one is there (a resumed run does not train again)."""
     import json
 
-    from hscale.train.lm._sft import RESULT, SFTSettings, fine_tune
+    from hscale.train.blackbox._sft import RESULT, SFTSettings, fine_tune
 
     out = Path(run_dir) / SFT_DIR / MODEL
     if (out / RESULT).is_file():
