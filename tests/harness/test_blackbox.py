@@ -47,7 +47,7 @@ def test_the_real_cli_solves_tasks_through_hscale_serve(name):
     model = ScriptedChat({t.user_query: solution_commands(t) for t in tasks})
     episodes: dict[int, object] = {}
     play_clis(model, [(name, task) for task in tasks], episodes.__setitem__,
-         concurrency=len(tasks), timeout_s=240)
+              concurrency=len(tasks), timeout_s=240)
     assert [episodes[i].reward for i in range(len(tasks))] == [1.0] * len(tasks), [
         (episodes[i].final_answer, episodes[i].error) for i in range(len(tasks))]
     for i, task in enumerate(tasks):
