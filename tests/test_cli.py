@@ -48,6 +48,19 @@ def test_every_listed_command_loads_and_has_help():
         assert "Usage: hscale " + command in " ".join(result.stdout.split())
 
 
+def test_hscale_help_and_each_commands_help_say_the_same():
+    """The root's list (read without importing a command) and each command's own help open
+    with one sentence, the same one: help has one source."""
+    from hscale.cli import COMMANDS, load_command
+
+    differ = {}
+    for name, (_, summary) in COMMANDS.items():
+        first = " ".join((load_command(name).help or "").strip().split("\n\n")[0].split())
+        if first != summary:
+            differ[name] = (summary, first)
+    assert differ == {}
+
+
 def test_no_flag_is_shown_as_taking_a_value():
     """A flag (``--quick``, ``--help``) has no value type beside it in any command's help;
     an option that takes a value keeps its type; help's prose wraps to the terminal."""

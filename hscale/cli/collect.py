@@ -25,7 +25,9 @@ def collect_cmd(
     served_name: Annotated[str | None, typer.Option(
         help="An endpoint teacher's model name.")] = None,
 ) -> None:
-    """Play TEACHER through a black-box harness on a task set, recording every model call
+    """Trajectories of a teacher through a real black-box harness, for training.
+
+    Play TEACHER through a black-box harness on a task set, recording every model call
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
     hscale.train.blackbox._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
     from hscale.cli._progress import progress

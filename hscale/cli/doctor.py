@@ -17,7 +17,9 @@ PACKAGES = (("torch", "torch"), ("verl", "verl"), ("vllm", "vllm"), ("ray", "ray
 
 
 def doctor_cmd() -> None:
-    """What is installed, and what each backend still needs here, with the fix."""
+    """What this machine can run: packages, GPUs, each backend's missing pieces.
+
+    What is installed, and what each backend still needs here, with the fix."""
     from hscale.harness.tasks import containment
     from hscale.train.backends import LocalBackend, ScriptedBackend, cuda_gpus, has_module, version
     from hscale.train.backends.verl import launch_requirements

@@ -49,7 +49,9 @@ def evaluate_cmd(
                               "cluster (HEAD:6379, ray://HEAD:10001 or auto); each node needs "
                               "the model and the harnesses.")] = None,
 ) -> None:
-    """Evaluate MODEL under every harness of a set, with no training, into a run folder that
+    """Pass@1 of any model across harnesses, no training: its harness map.
+
+    Evaluate MODEL under every harness of a set, with no training, into a run folder that
     `hscale report` reads (heat map over the space, component effects, best vs worst).
 
     Cost: episodes = harnesses x tasks x runs, about 5 turns each. On a 2-core CPU a 135M

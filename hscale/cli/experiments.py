@@ -13,8 +13,9 @@ import typer
 def validate_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment YAML.")],
 ) -> None:
-    """Check an experiment spec with every check planning makes (nothing is written); print
-    its arms as resolved from the defaults."""
+    """Check an experiment spec with every check planning makes; print its arms as resolved.
+
+    Nothing is written; each arm is shown as resolved from the defaults."""
     import tempfile
 
     from hscale.train.planning import plan_runs
@@ -280,7 +281,7 @@ def clean_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")
                        ] = False,
 ) -> None:
-    """Drop the checkpoints of completed runs; runs that may resume keep theirs."""
+    """Drop the checkpoints of completed runs; results, logs and runs that may resume stay."""
     from hscale.errors import HscaleError
     from hscale.train.backends import clean
 

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Base models of the embedded CPU trainer; chat models as HF folders.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Base models of the embedded CPU trainer; chat models as Hugging Face "
+                       "folders.", no_args_is_help=True, add_completion=False)
 
 
 @app.command("build")

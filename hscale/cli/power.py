@@ -405,7 +405,9 @@ def power_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of "
                                                          "tables.")] = False,
 ) -> None:
-    """Seeds an arm needs for its comparisons (the study's confirmatory hypotheses, where
+    """Seeds an arm needs to resolve a study's comparisons, from a pilot or stated parts.
+
+    Seeds an arm needs for its comparisons (the study's confirmatory hypotheses, where
     it declares them) to detect --effect with --power: the fewest runs in all, beside equal
     allocation, with the range a pilot's uncertainty leaves and a staged alternative."""
     result = plan(source, reference, effect, power, alpha, components, stages, run_sd)

@@ -33,8 +33,10 @@ def report_cmd(
                                            help="The port the tables' episodes links open "
                                                 "(hscale view --port).")] = 8777,
 ) -> None:
-    """Write tables (Markdown, LaTeX, CSV), figures, report.md and a self-contained
-    report.html for every run under RUN_DIR."""
+    """Tables, figures and a self-contained report.html for a runs folder, the answer first.
+
+    Writes tables (Markdown, LaTeX, CSV), figures, report.md and report.html for every run
+    under RUN_DIR."""
     from hscale.analysis import write_report
     from hscale.errors import HscaleError
 

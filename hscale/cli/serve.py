@@ -43,7 +43,9 @@ def serve_cmd(
         help="Tokens a reply may take, whatever a request asks (and at most half the "
              "model's context).")] = 1024,
 ) -> None:
-    """Serve MODEL at /v1/chat/completions, /v1/responses and /v1/messages until Ctrl-C or
+    """Serve a model at OpenAI- and Anthropic-compatible endpoints, recording every request.
+
+    Serve MODEL at /v1/chat/completions, /v1/responses and /v1/messages until Ctrl-C or
     SIGTERM; an endpoint URL as MODEL is fronted with the same three faces (proxy mode).
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none

@@ -28,7 +28,9 @@ def view_cmd(
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000,
                                        help="Episodes an export includes in full.")] = 200,
 ) -> None:
-    """Serve the episodes under RUNS at http://127.0.0.1:PORT until Ctrl-C (read in place,
+    """Browse every evaluated episode in a local page: filter, read, compare.
+
+    Serve the episodes under RUNS at http://127.0.0.1:PORT until Ctrl-C (read in place,
     nothing copied or written), or write --export FILE (a new file, or an earlier export:
     nothing else is replaced)."""
     import sys
