@@ -193,6 +193,29 @@ def _welch_half(episodes: pd.DataFrame, setting: str, method: str, reference: st
     return float(t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb))
 
 
+def run_variance(study: Study, arm: int = 0, draws: int = 300) -> float:
+    """One run's Pass@1 variance (proportion scale) of ``study``'s ``arm``-th arm, measured on
+    ``draws`` planted runs: what a power plan's run variance stands for."""
+    wide = replace(study, arms=(replace(study.arms[arm], seeds=draws),))
+    return float(plant(wide, 99).groupby("seed")["success"].mean().var(ddof=1))
+
+
+def effect_for_power(var: float, seeds: dict[str, int], target: float) -> float:
+    """The difference (proportion) at which ``hscale power`` predicts ``target`` power for
+    ``other`` against ``ref``, each run of variance ``var``, at ``seeds`` (bisection)."""
+    from hscale.analysis._planning import Question, plan_power
+
+    question = Question("other", "ref", var, var, family=None)
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if plan_power([question], seeds, mid).power[question.key] < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def binomial_interval(hits: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """Clopper-Pearson interval of a rate ``hits`` (a share) over ``n`` trials."""
     from scipy.stats import binomtest

@@ -22,9 +22,17 @@ import argparse
 import time
 from dataclasses import replace
 
-from hscale.analysis import component_effects, judge_hypotheses, plan_power
-from hscale.analysis._planning import Question
-from hscale.analysis._planted import Arm, Study, binomial_interval, check, plant, scenarios
+from hscale.analysis import component_effects, judge_hypotheses
+from hscale.analysis._planted import (
+    Arm,
+    Study,
+    binomial_interval,
+    check,
+    effect_for_power,
+    plant,
+    run_variance,
+    scenarios,
+)
 from hscale.contracts import HypothesisRecord, StudyRecord
 
 
@@ -45,38 +53,18 @@ def nulls(n: int) -> None:
               f"({time.perf_counter() - began:.0f} s)", flush=True)
 
 
-def _run_variance(arm: Arm, study: Study, draws: int = 300) -> float:
-    """One run's Pass@1 variance (proportion scale) of ``arm`` in ``study``, measured on
-    many planted runs: what a plan's run variance stands for."""
-    wide = replace(study, arms=(replace(arm, seeds=draws),))
-    episodes = plant(wide, 99)
-    return float(episodes.groupby("seed")["success"].mean().var(ddof=1))
-
-
 def power(n: int) -> None:
     print(f"\n2. Power observed ({n} studies an effect) against hscale power's prediction")
     base = Study((Arm("ref", seeds=6, run_sd=6.0), Arm("other", seeds=6, run_sd=6.0)),
                  task_sd=10.0)
-    v = _run_variance(base.arms[0], base)
+    v = run_variance(base)
     seeds = {"ref": 6, "other": 6}
     for target in (0.5, 0.8):
-        effect = _effect_for(v, seeds, target)
+        effect = effect_for_power(v, seeds, target)
         study = replace(base, arms=(base.arms[0], replace(base.arms[1], effect=100 * effect)))
         found = check(study, n=n, seed=int(100 * target))
         print(f"planted {100 * effect:5.1f} pp: predicted {target:.0%}, observed "
               f"{_rate(found['power'], n)}", flush=True)
-
-
-def _effect_for(v: float, seeds: dict[str, int], target: float) -> float:
-    q = Question("other", "ref", v, v, family=None)
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        if plan_power([q], seeds, mid).power[q.key] < target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 def components(n: int) -> None:

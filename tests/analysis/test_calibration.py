@@ -9,10 +9,16 @@ from dataclasses import replace
 
 import pytest
 
-from hscale.analysis import Question, plan_power
 from hscale.analysis._calibration import planted
 from hscale.analysis._components import StudySize
-from hscale.analysis._planted import Arm, Study, binomial_interval, check, plant
+from hscale.analysis._planted import (
+    Arm,
+    Study,
+    binomial_interval,
+    check,
+    effect_for_power,
+    run_variance,
+)
 
 CALM = {"seed": 0.0, "task": 0.0, "harness": 0.0, "seed_task": 0.0, "run": 0.001,
         "residual": 0.36}
@@ -28,26 +34,15 @@ def test_planted_rows_have_the_contract_shape_and_the_planted_effect():
     assert means["arm2"] - means["reference"] == pytest.approx(0.0, abs=0.06)
 
 
-def _effect_for(var: float, seeds: dict[str, int], target: float) -> float:
-    question = Question("other", "ref", var, var, family=None)
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if plan_power([question], seeds, mid).power[question.key] < \
-            target else (lo, mid)
-    return hi
-
-
 @pytest.mark.slow
 def test_observed_power_is_the_power_hscale_power_predicts():
     """At the effects hscale power says are detected 50% and 80% of the time, the share of
     planted studies the report resolves is that, within the binomial interval."""
     base = Study((Arm("ref", seeds=6, run_sd=6.0), Arm("other", seeds=6, run_sd=6.0)),
                  task_sd=10.0)
-    wide = replace(base, arms=(replace(base.arms[0], seeds=300),))
-    var = float(plant(wide, 99).groupby("seed")["success"].mean().var(ddof=1))
+    var = run_variance(base)
     for target in (0.5, 0.8):
-        effect = 100 * _effect_for(var, {"ref": 6, "other": 6}, target)
+        effect = 100 * effect_for_power(var, {"ref": 6, "other": 6}, target)
         study = replace(base, arms=(base.arms[0], replace(base.arms[1], effect=effect)))
         found = check(study, n=150, seed=int(100 * target))
         low, high = binomial_interval(found["power"], 150, 0.99)
