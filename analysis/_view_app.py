@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 
 import pandas as pd
 
+from hscale.analysis._load import split_decoding
 from hscale.analysis._view_data import BEHAVIOURS, PAGE, Study, marked_lines
 from hscale.contracts import COST, transcript_views
 from hscale.errors import HscaleError, reason
@@ -118,14 +119,15 @@ def table_page(study: Study, query: Mapping[str, str]) -> str:
 
 def _pass1(rows: pd.DataFrame) -> str:
     """The selection's Pass@1 as the report computes it: over the sampled evaluation runs
-    (a greedy pass apart); over several arms it says so, since the report's number is an
-    arm's."""
-    decoding = rows["decoding"].astype(str)
-    sampled, greedy = rows[decoding == "sampled"], rows[decoding == "greedy"]
+    (a greedy pass apart, unless a run has greedy rows alone: hscale.analysis._load's
+    split_decoding); over several arms it says so, since the report's number is an arm's."""
+    sampled, greedy = split_decoding(rows)
     said = []
     if len(sampled):
+        kind = "sampled" if (sampled["decoding"].astype(str) == "sampled").all() else \
+            "evaluated"
         said.append(f"Pass@1 {sampled['success'].astype(bool).mean() * 100:.1f}% over "
-                    f"{len(sampled):,} sampled episodes")
+                    f"{len(sampled):,} {kind} episodes")
     if len(greedy):
         said.append(f"greedy {greedy['success'].astype(bool).mean() * 100:.1f}%")
     arms = rows["arm"].astype(str).nunique()

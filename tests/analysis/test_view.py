@@ -165,6 +165,16 @@ def test_the_table_states_pass1_as_the_report_does(study):
     assert f"pooled over {arms} arms" in _page(study, "/")
 
 
+def test_a_run_of_greedy_rows_alone_is_its_pass1_as_in_the_report():
+    """``hscale evaluate --decoding greedy`` writes greedy rows alone: the report measures that
+    run by them (split_decoding), and so does the viewer's line."""
+    from hscale.analysis._view_app import _pass1
+
+    rows = pd.DataFrame({"experiment": "e", "arm": "m", "seed": 0, "decoding": "greedy",
+                         "success": [True, False, False, True]})
+    assert _pass1(rows) == "Pass@1 50.0% over 4 evaluated episodes"
+
+
 # --- in a browser ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def served(study):
