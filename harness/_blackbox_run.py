@@ -32,7 +32,7 @@ from hscale.harness._engine import Episode
 from hscale.harness._env import Env
 from hscale.harness._netns import isolated
 from hscale.harness._types import Message
-from hscale.harness.tasks import Task, checker_words
+from hscale.harness.tasks import Task, scoring
 from hscale.text import printable
 
 SESSION_HEADER = "x-hscale-session"
@@ -108,7 +108,7 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
         env.close()
         shutil.rmtree(home, ignore_errors=True)
     turns = served.requests(session) if served.requests is not None else 0
-    expected, checked = checker_words(task.checker)
+    expected, checked = scoring(task)
     seconds = time.monotonic() - began
     return Episode(task.task_id, name, [Message("user", task.user_query),
                                         Message("assistant", final)],
@@ -116,7 +116,7 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
                    error or ("" if termination == "answer" else
                              f"{name}: {termination} after {seconds:.0f} s"),
                    seconds, served.calls(session) if served.calls is not None else [],
-                   expected=expected or task.final_answer, checked=checked)
+                   expected=expected, checked=checked)
 
 
 def new_session() -> str:

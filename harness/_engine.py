@@ -32,7 +32,7 @@ from hscale.harness._env import Env
 from hscale.harness._harness import Harness
 from hscale.harness._types import Message, ParseError, ToolCall, ToolResult
 from hscale.harness.components import Kind, Segment
-from hscale.harness.tasks import Task, checker_words
+from hscale.harness.tasks import Task, scoring
 
 DEFAULT_MAX_TURNS = 16  # run_episode's limit when none is given
 # Turns an experiment's episodes may take, in training and evaluation, on every backend (the
@@ -96,7 +96,7 @@ class Episode:
     seconds: float = math.nan
     model_calls: list[dict] = field(default_factory=list)
     expected: str | None = None  # the answer the checker expects, where it names one
-    checked: str = ""  # how the task is scored, in words (hscale.harness.tasks.checker_words)
+    checked: str = ""  # how the task is scored, in words (hscale.harness.tasks.scoring)
 
     @property
     def success(self) -> bool:
@@ -220,12 +220,12 @@ class TurnEngine:
         finally:
             self.env.close()
         error = "; ".join(e for e in (self.error, self.env.checker_error) if e)
-        expected, checked = checker_words(self.task.checker)
+        expected, checked = scoring(self.task)
         return Episode(self.task.task_id, self.harness.name, self.history, self.generations,
                        self.calls, self.harness.context.closed(self.history), self.final,
                        reward, len(self.generations), self.termination, self.parse_errors,
-                       error, time.perf_counter() - self.began, expected=expected or
-                       self.task.final_answer, checked=checked)
+                       error, time.perf_counter() - self.began, expected=expected,
+                       checked=checked)
 
     def _record(self, gen: Generation) -> None:
         self.generations.append(gen)

@@ -15,6 +15,9 @@ from ._checkers import (
 from ._checkers import (
     score_answer as score_answer,
 )
+from ._checkers import (
+    scoring as scoring,
+)
 from ._clawgym import (
     MAX_INPUT_FILE_BYTES as MAX_INPUT_FILE_BYTES,
 )
@@ -132,6 +135,7 @@ __all__ = [
     "ask_judge",
     "call_with_timeout",
     "check_spec",
+    "checker_words",
     "containment",
     "judge_configured",
     "limits_problem",
@@ -144,10 +148,10 @@ __all__ = [
     "path_problem",
     "plain_env",
     "remove_entry",
-    "checker_words",
     "run_checker",
     "run_limited",
     "score_answer",
+    "scoring",
     "task_from_row",
     "task_to_row",
     "tools_problem",

@@ -39,6 +39,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hscale.errors import HscaleError
 from hscale.harness.tasks._jail import containment
@@ -113,6 +114,14 @@ def checker_words(checker: Checker) -> tuple[str | None, str]:
     parts = [f"{p['weight']:g} x {checker_words(p['checker'])[1]}"
              for p in spec.get("parts", [])]
     return None, "a weighted mean of " + "; ".join(parts)
+
+
+def scoring(task: Any) -> tuple[str | None, str]:
+    """(what a task expects, how it is scored) as an episode records them, whichever driver
+    played it: the checker's expected answer, else the task's recorded final answer, and
+    :func:`checker_words`."""
+    expected, checked = checker_words(task.checker)
+    return expected or task.final_answer, checked
 
 
 def run_checker(checker: Checker, workspace: Path, final_answer: str | None,

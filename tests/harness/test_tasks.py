@@ -274,3 +274,17 @@ def test_checker_words_say_what_a_reward_of_0_means(checker, expected, words):
 
     assert checker_words(checker) == (expected, words)
     assert checker_words(lambda ws, ans: 1.0)[1] == "checker <lambda>"
+
+
+def test_an_episode_expects_the_tasks_recorded_answer_where_the_checker_names_none():
+    """Both drivers record what ``scoring`` says: the checker's answer, else the task's."""
+    from types import SimpleNamespace
+
+    from hscale.harness.tasks import scoring
+
+    script = {"kind": "script", "path": "/r/grade.py"}
+    assert scoring(SimpleNamespace(checker=script, final_answer="42")) == \
+        ("42", "the reward script grade.py")
+    answer = {"kind": "answer", "expected": "plum"}
+    assert scoring(SimpleNamespace(checker=answer, final_answer="pear")) == \
+        ("plum", "the final answer must be 'plum'")
