@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from hscale.analysis._components import COMPONENTS, StudySize
+from hscale.contracts import Setting
 
 ARMS = ("reference", "other")
 
@@ -84,7 +85,7 @@ def planted(components: Mapping[str, float], design: StudySize,
         "method": pd.Categorical.from_codes(arm, names),
         "arm": pd.Categorical.from_codes(arm, names),
         "seed": np.tile(s, arms), "run": np.tile(r, arms), "step": 1, "benchmark": "bench",
-        "setting": "in_space", "harness": pd.Categorical.from_codes(
+        "setting": Setting.IN_SPACE, "harness": pd.Categorical.from_codes(
             np.tile(h, arms), [f"h{j}" for j in range(design.harnesses)]),
         "task_id": pd.Categorical.from_codes(np.tile(t, arms),
                                              [f"t{j}" for j in range(design.tasks)])})

@@ -27,6 +27,7 @@ import pandas as pd
 
 from hscale.analysis._effects import _coding, with_levels
 from hscale.analysis._stats import GROUP, holm
+from hscale.contracts import Setting
 
 EFFECT_COLUMNS = ["factor", "level", "effect", "lo", "hi", "runs"]
 TEST_COLUMNS = ["term", "kind", "df1", "df2", "F", "p", "p_holm", "runs", "note"]
@@ -101,7 +102,7 @@ def aliasing(configs: pd.DataFrame, factors: Sequence[str], counts: dict[str, in
 
 
 def component_effects(episodes: pd.DataFrame, by: Sequence[str] = (*GROUP, "method"),
-                      settings: Sequence[str] = ("in_space",), level: float = 0.95,
+                      settings: Sequence[str] = (Setting.IN_SPACE,), level: float = 0.95,
                       interactions: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(effects, tests): each arm's level effects (pp, with intervals over its runs) and
     the F tests of each term, Holm-adjusted within the arm."""

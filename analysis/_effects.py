@@ -18,6 +18,7 @@ import pandas as pd
 from hscale.analysis._bootstrap import bootstrap_ci
 from hscale.analysis._passk import final_step
 from hscale.analysis._stats import GROUP
+from hscale.contracts import Setting
 
 PART = re.compile(r"([A-Za-z_]+)(\d+)")
 
@@ -40,7 +41,7 @@ def parse_harnesses(labels: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(names or ()))
 
 
-def with_levels(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",)
+def with_levels(episodes: pd.DataFrame, settings: Sequence[str] = (Setting.IN_SPACE,)
                 ) -> tuple[pd.DataFrame, list[str]]:
     """Final-step episodes of ``settings`` whose harness is a configuration, plus level columns."""
     ep = final_step(episodes)
@@ -55,7 +56,7 @@ def with_levels(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",)
 
 
 def main_effects(episodes: pd.DataFrame, by: Sequence[str] = (*GROUP, "method"),
-                 settings: Sequence[str] = ("in_space",), n_boot: int = 2000,
+                 settings: Sequence[str] = (Setting.IN_SPACE,), n_boot: int = 2000,
                  seed: int = 0) -> pd.DataFrame:
     """Marginal success (%) of every level of every component, with intervals over tasks.
 
@@ -109,7 +110,8 @@ def distance_to_training(episodes: pd.DataFrame,
 
 def success_by_distance(episodes: pd.DataFrame,
                         train_sets: Mapping[tuple[str, str], Sequence[str]],
-                        settings: Sequence[str] = ("base", "in_space"), n_boot: int = 2000,
+                        settings: Sequence[str] = (Setting.BASE, Setting.IN_SPACE),
+                        n_boot: int = 2000,
                         seed: int = 0) -> pd.DataFrame:
     """Pass@1 (%) by Hamming distance to the nearest training configuration, per arm."""
     ep = final_step(episodes)

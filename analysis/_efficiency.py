@@ -23,6 +23,7 @@ from hscale.analysis._passk import final_step
 from hscale.analysis._plots import FigureSpec, NoData, Options, _colors, _level_names, figure
 from hscale.analysis._render import Table
 from hscale.analysis._stats import GROUP
+from hscale.contracts import Setting
 
 # (column title, eval column): a mean per episode, with an interval over tasks
 MEASURES = (("model calls", "model_calls"), ("prompt tokens", "prompt_tokens"),
@@ -107,7 +108,7 @@ def efficiency_table(results: Results, n_boot: int = 2000, seed: int = 0) -> Tab
 def diversity_statements(data: pd.DataFrame) -> list[str]:
     """Does harness diversity cost more at inference? Each arm's tokens per episode under
     the base harness beside Single-Harness's (when both ran), in one sentence."""
-    base = data[(data.measure == "tokens") & (data.setting == "base")]
+    base = data[(data.measure == "tokens") & (data.setting == Setting.BASE)]
     single = base[base.method == "single-harness"]
     if single.empty or len(base) < 2:
         return []

@@ -17,10 +17,11 @@ from hscale.analysis._naming import is_base_model, setting_label
 from hscale.analysis._plots import NoData, figure
 from hscale.analysis._render import fmt_interval
 from hscale.analysis._verdicts import Verdict, verdicts
+from hscale.contracts import HEADLINE_SETTINGS, Finding, PaperFit
 
-SETTINGS = ("in_space", "out_of_space", "base")
-COLORS = {"reproduces": "#1a7f37", "opposite": "#c0392b", "higher": "#1f5fa8",
-          "lower": "#1f5fa8", "not resolved": "#7a7a7a"}
+SETTINGS = HEADLINE_SETTINGS
+COLORS = {Finding.REPRODUCES: "#1a7f37", Finding.OPPOSITE: "#c0392b",
+          Finding.HIGHER: "#1f5fa8", Finding.LOWER: "#1f5fa8", Finding.NOT_RESOLVED: "#7a7a7a"}
 
 
 @dataclass(frozen=True)
@@ -146,11 +147,11 @@ def _arms_sentence(arms: list[Verdict], seeds: list[int]) -> str:
         return ""
     ref, m = arms[0].reference, arms[0].m
     per = _per(seeds)
-    open_ = [v for v in arms if v.word == "not resolved"
+    open_ = [v for v in arms if v.word == Finding.NOT_RESOLVED
              and math.isfinite(v.lo) and math.isfinite(v.hi)]
     span = (f"compatible with differences from {min(v.lo for v in open_):+.0f} to "
             f"{max(v.hi for v in open_):+.0f} pp" if open_ else "")
-    done = [v for v in arms if v.word != "not resolved"]
+    done = [v for v in arms if v.word != Finding.NOT_RESOLVED]
     if not done:
         which = ("its 95% interval holds 0" if len(arms) == 1 else
                  f"each of the {len(arms)} simultaneous 95% intervals holds 0")
@@ -172,9 +173,9 @@ def _gain_sentence(gains: list[Verdict]) -> str:
     if not gains:
         return ""
     arm = gains[0].method
-    parts = [f"{_where(v)} {_numbers(v)}" + ("" if v.word == "not resolved" else " (resolved)")
-             for v in gains]
-    resolved = sum(v.word != "not resolved" for v in gains)
+    parts = [f"{_where(v)} {_numbers(v)}"
+             + ("" if v.word == Finding.NOT_RESOLVED else " (resolved)") for v in gains]
+    resolved = sum(v.word != Finding.NOT_RESOLVED for v in gains)
     verdict = ("none of them resolved" if not resolved else
                "all resolved" if resolved == len(gains) else f"{resolved} resolved")
     return (f"RL over the base model, {arm}: " + "; ".join(parts)
@@ -185,15 +186,15 @@ def _paper_sentence(found: list[Verdict]) -> str:
     with_paper = [v for v in found if v.paper_word]
     if not with_paper:
         return ""
-    inside = [v for v in with_paper if v.paper_word == "consistent"]
-    outside = [v for v in with_paper if v.paper_word != "consistent"]
+    inside = [v for v in with_paper if v.paper_word == PaperFit.CONSISTENT]
+    outside = [v for v in with_paper if v.paper_word != PaperFit.CONSISTENT]
     text = (f"Where the papers measured this setup, their differences lie inside our "
             f"intervals for {len(inside)} of {len(with_paper)} comparisons")
     if outside:
         named = "; ".join(
             f"{v.method} vs {v.reference} {_where(v)}: the paper's "
             f"{sum(d for _, d in v.paper) / len(v.paper):+.1f} pp lies "
-            f"{'outside' if v.paper_word == 'mixed' else v.paper_word} [{v.lo:+.1f}, "
+            f"{'outside' if v.paper_word == PaperFit.MIXED else v.paper_word} [{v.lo:+.1f}, "
             f"{v.hi:+.1f}]" for v in outside[:2])
         more = f", and {len(outside) - 2} more" if len(outside) > 2 else ""
         text += f"; not for {len(outside)} ({named}{more})"
@@ -242,7 +243,7 @@ def plot_forest(frame: pd.DataFrame, fig=None):
             ax.plot([row.lo, row.hi], [y[row.label]] * 2, color=color, lw=2.2)
             ax.plot(row.diff, y[row.label], "o", color=color, ms=6)
             if math.isfinite(row.paper):
-                inside = row.paper_word == "consistent"
+                inside = row.paper_word == PaperFit.CONSISTENT
                 ax.plot(row.paper, y[row.label], "D", ms=6, mec="black",
                         mfc="none" if inside else "black")
         ax.axvline(0, color="grey", lw=0.8)

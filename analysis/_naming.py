@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hscale.contracts import BASE_MODEL_ARM  # noqa: F401  (re-exported beside its label)
+from hscale.contracts import (
+    BASE_MODEL_ARM,  # noqa: F401  (re-exported beside its label)
+    Setting,
+)
 
 # the name of the starting model's reference run (arm BASE_MODEL_ARM) in tables and plots
 BASE_MODEL = "base model (no RL)"
@@ -17,9 +20,10 @@ ARM_ORDER = ("base model", "single-harness", "first-order-3", "structured-18", "
              "rescue-random", "rescue-4x2", "rescue-rule", "harness-s", "harness-s-rank1")
 REFERENCE = "structured-18"  # the main method of Harness Scaling
 BASELINE = "single-harness"
-SETTING_LABELS = {"base": "base harness", "in_space": "in-space", "out_of_space": "out-of-space",
-                  "neighbours": "distance-1 neighbours", "overall": "overall"}
-SETTING_ORDER = ("in_space", "out_of_space", "base", "neighbours", "overall")
+OVERALL = "overall"  # the settings pooled: a row of the tables, not a setting of a run
+# the reported settings (hscale.contracts.Setting) in the tables' order, then the pool of them
+SETTING_ORDER = (*sorted((s for s in Setting if s.reported), key=lambda s: s.order), OVERALL)
+SETTING_LABELS = {**{s: s.label for s in SETTING_ORDER[:-1]}, OVERALL: OVERALL}
 SOURCE_ORDER = ("measured", "external", "reported")
 
 

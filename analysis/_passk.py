@@ -20,12 +20,13 @@ import pandas as pd
 from scipy.special import gammaln
 
 from hscale.analysis._load import RUN_GROUP
+from hscale.contracts import Setting
 
 RUN_KEYS = ("seed", "run")
 CELL = (*RUN_GROUP, "benchmark", "setting")
 
 # the settings the papers' "overall" averages
-OVERALL = ("base", "in_space", "out_of_space")
+OVERALL = (Setting.BASE, Setting.IN_SPACE, Setting.OUT_OF_SPACE)
 
 
 def pass_at_k(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndarray:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from hscale.contracts import Setting
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -58,10 +60,10 @@ class Study:
     def reference(self) -> str:
         return self.arms[0].name
 
-    def truth(self, setting: str = "in_space") -> dict[str, float]:
+    def truth(self, setting: str = Setting.IN_SPACE) -> dict[str, float]:
         """Each arm's true difference from the reference (pp)."""
         ref = self.arms[0]
-        shift = (lambda a: a.out_shift) if setting == "out_of_space" else (lambda a: 0.0)
+        shift = (lambda a: a.out_shift) if setting == Setting.OUT_OF_SPACE else (lambda a: 0.0)
         return {a.name: a.effect + shift(a) - ref.effect - shift(ref) for a in self.arms[1:]}
 
 
@@ -104,7 +106,7 @@ def plant(study: Study, rng: np.random.Generator | int | Sequence[int] = 0) -> p
             won = gen.random(len(p)) < np.clip(p, 0, 1)
             names = study.labels or tuple(f"h{j}" for j in range(study.harnesses))
             frames.append(_rows(arm.name, seed, run, [names[j] for j in h],
-                                [f"t{j}" for j in t], "in_space", won))
+                                [f"t{j}" for j in t], Setting.IN_SPACE, won))
             if study.out_of_space:
                 u_out = study.out_corr * u + math.sqrt(1 - study.out_corr ** 2) * \
                     arm.run_sd * gen.standard_normal()
@@ -115,7 +117,7 @@ def plant(study: Study, rng: np.random.Generator | int | Sequence[int] = 0) -> p
                 p = (study.rate - 8 + arm.effect + arm.out_shift + u_out + task[t] + out_h[o]
                      + inter_t[t]) / 100
                 frames.append(_rows(arm.name, seed, run, [f"oos/{j}" for j in o],
-                                    [f"t{j}" for j in t], "out_of_space",
+                                    [f"t{j}" for j in t], Setting.OUT_OF_SPACE,
                                     gen.random(len(p)) < np.clip(p, 0, 1)))
     frame = pd.concat(frames, ignore_index=True)
     for col in ("method", "arm", "harness", "task_id", "setting"):
@@ -144,8 +146,8 @@ def check(study: Study, n: int = 200, seed: int = 0, level: float = 0.95,
     interval half-width (pp) beside Welch's on run means (``width_ratio``)."""
     from hscale.analysis._stats import compare_arms
 
-    settings = tuple(settings or (("in_space", "out_of_space") if study.out_of_space
-                                  else ("in_space",)))
+    settings = tuple(settings or ((Setting.IN_SPACE, Setting.OUT_OF_SPACE) if study.out_of_space
+                                  else (Setting.IN_SPACE,)))
     truth = {(s, m): d for s in settings for m, d in study.truth(s).items()}
     counts = dict.fromkeys(("false_any", "false_each", "nulls", "cover_all", "cover_each",
                             "cover_own", "power", "effects", "rows", "width", "welch"), 0.0)

@@ -17,6 +17,7 @@ from hscale.analysis._load import RUN_GROUP, Results
 from hscale.analysis._naming import default_reference, is_base_model, order_methods, setting_label
 from hscale.analysis._passk import final_step, run_scores, summarize
 from hscale.analysis._stats import GROUP, arm_intervals, paired_differences
+from hscale.contracts import Setting
 from hscale.registry import Registry
 
 
@@ -131,7 +132,7 @@ def ablation_data(results: Results, options: Options | None = None) -> pd.DataFr
     """Pass@1 per arm, in- and out-of-space, with 95% intervals over training runs and tasks
     (hscale.analysis._stats.arm_intervals: the comparisons' model)."""
     ep = final_step(results.episodes)
-    ep = ep[ep["setting"].isin(["in_space", "out_of_space"])]
+    ep = ep[ep["setting"].isin([Setting.IN_SPACE, Setting.OUT_OF_SPACE])]
     _need(ep, "no in-space or out-of-space episodes")
     return arm_intervals(ep, ["method", "setting"])
 
@@ -139,7 +140,7 @@ def ablation_data(results: Results, options: Options | None = None) -> pd.DataFr
 def plot_ablation(data: pd.DataFrame):
     data = _need(data, "no ablation data")
     methods = order_methods(data["method"])
-    settings = [s for s in ("in_space", "out_of_space") if s in set(data["setting"])]
+    settings = [s for s in (Setting.IN_SPACE, Setting.OUT_OF_SPACE) if s in set(data["setting"])]
     fig, (ax,) = figure(max(6.0, 0.75 * len(methods) + 2), 4.0)
     width = 0.8 / len(settings)
     x = np.arange(len(methods))
@@ -165,7 +166,7 @@ def heatmap_data(results: Results, options: Options | None = None) -> pd.DataFra
 
 def plot_heatmap(data: pd.DataFrame):
     data = _need(data, "no evaluated harnesses")
-    order = {s: i for i, s in enumerate(("base", "in_space", "out_of_space"))}
+    order = {s: i for i, s in enumerate((Setting.BASE, Setting.IN_SPACE, Setting.OUT_OF_SPACE))}
     cols = (data[["setting", "harness"]].drop_duplicates()
             .assign(o=lambda d: d["setting"].map(order).fillna(9))
             .sort_values(["o", "harness"])["harness"].tolist())
@@ -189,7 +190,7 @@ def paired_data(results: Results, options: Options | None = None) -> pd.DataFram
     """Per task x harness: mean reward difference of each arm to the reference (in-space)."""
     options = options or Options()
     ep = final_step(results.episodes)
-    ep = ep[ep["setting"] == "in_space"]
+    ep = ep[ep["setting"] == Setting.IN_SPACE]
     _need(ep, "no in-space episodes")
     parts = []
     for _, part in ep.groupby(list(GROUP), observed=True):

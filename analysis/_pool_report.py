@@ -13,6 +13,7 @@ from hscale.analysis._load import Results
 from hscale.analysis._plots import FigureSpec, NoData, Options, figure
 from hscale.analysis._pool_properties import complementarity, locality, nonstationarity
 from hscale.analysis._render import Table, fmt
+from hscale.contracts import Setting
 
 WHY_NOT = ("no pool evaluations in these runs (a rescue arm evaluates its pool with "
            "evaluation.pool: true)")
@@ -149,7 +150,7 @@ def routing_table(results: Results) -> list[Table]:
     routed = routed[routed["decoding"].astype(str) != "greedy"] \
         if "decoding" in routed.columns and (routed["decoding"].astype(str) != "greedy").any() \
         else routed
-    base = results.episodes[results.episodes["setting"].astype(str) == "base"]
+    base = results.episodes[results.episodes["setting"].astype(str) == Setting.BASE]
     rows = []
     for (experiment, method), mine in routed.groupby(["experiment", "method"], observed=True):
         mine = mine[mine["step"] == mine["step"].max()]

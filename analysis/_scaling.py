@@ -30,9 +30,10 @@ from hscale.analysis._passk import final_step
 from hscale.analysis._plots import FigureSpec, NoData, Options
 from hscale.analysis._render import Table, fmt
 from hscale.analysis._stats import GROUP
+from hscale.contracts import HEADLINE_SETTINGS
 from hscale.errors import HscaleError
 
-SETTINGS = ("in_space", "out_of_space", "base")
+SETTINGS = HEADLINE_SETTINGS
 AXES = {"N": ("n", "k"), "K": ("k", "n")}  # what varies -> (its column, the one held fixed)
 PER = {"N": "doubling of N", "K": "+1 K"}
 OA, OTHER = "orthogonal array", "other set"

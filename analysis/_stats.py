@@ -22,12 +22,13 @@ import pandas as pd
 from hscale.analysis._bootstrap import CLUSTER
 from hscale.analysis._naming import default_reference, is_base_model, order_methods
 from hscale.analysis._passk import final_step
+from hscale.contracts import Setting
 
 PAIR = ("benchmark", "setting", "harness", "task_id", "seed", "run")
 GROUP = ("source", "experiment", "model", "algorithm")
 # settings whose harnesses are a sample of a space (their interaction with the arm is an
 # error term); the others name their harnesses (the base harness, out-of-space ones)
-SAMPLED = ("in_space",)
+SAMPLED = (Setting.IN_SPACE,)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
@@ -142,7 +143,7 @@ def comparison_blocks(episodes: pd.DataFrame, pick: Pick, settings: Sequence[str
             yield {**ident, "setting": str(setting), "method": str(method)}, block
 
 
-def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = ("in_space",),
+def paired_blocks(episodes: pd.DataFrame, settings: Sequence[str] = (Setting.IN_SPACE,),
                   reference: str | None = None) -> Iterator[tuple[dict, pd.DataFrame]]:
     """(identity, paired differences) of every arm against ``reference`` (the base model's
     pairing when it is the base model), per experiment group and setting."""
@@ -431,15 +432,15 @@ def arm_intervals(episodes: pd.DataFrame, by: Sequence[str] = ("method", "settin
 
 
 def compare_arms(episodes: pd.DataFrame, reference: str | None = None,
-                 settings: Sequence[str] = ("in_space",), value: str = "success",
+                 settings: Sequence[str] = (Setting.IN_SPACE,), value: str = "success",
                  level: float = 0.95, power: float = 0.8) -> pd.DataFrame:
     """Every arm against the reference, per experiment group and setting: one family
     (:func:`compare`). The base model (no RL) is not an arm: see :func:`rl_gains`."""
     return compare(episodes, against_arm(reference), settings, value, level, power)
 
 
-def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = ("base", "in_space",
-                                                                 "out_of_space"),
+def rl_gains(episodes: pd.DataFrame, settings: Sequence[str] = (Setting.BASE, Setting.IN_SPACE,
+                                                                 Setting.OUT_OF_SPACE),
              value: str = "success", level: float = 0.95, power: float = 0.8
              ) -> pd.DataFrame:
     """What RL added: every arm against its group's base model (the starting model evaluated

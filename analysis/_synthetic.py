@@ -20,6 +20,7 @@ from hscale.contracts import (
     TRAIN,
     Manifest,
     RunState,
+    Setting,
     eval_frame,
     train_frame,
     write_status,
@@ -44,7 +45,8 @@ def _paper_sets() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
 def default_eval_sets() -> dict[str, list[str]]:
     """The demo's evaluated harnesses: h0, the 18 held-out configurations, two out-of-space."""
     base, held_out, _ = _paper_sets()
-    return {"base": list(base), "in_space": list(held_out), "out_of_space": list(OUT_OF_SPACE)}
+    return {Setting.BASE: list(base), Setting.IN_SPACE: list(held_out),
+            Setting.OUT_OF_SPACE: list(OUT_OF_SPACE)}
 
 
 def structured_labels() -> list[str]:
@@ -192,7 +194,7 @@ def demo_train_sets() -> dict[str, list[str]]:
     from hscale.harness import factor_space
 
     space = factor_space()
-    held_out = space.parse_labels(default_eval_sets()["in_space"])
+    held_out = space.parse_labels(default_eval_sets()[Setting.IN_SPACE])
     structured = structured_labels()
     sets = {arm: structured for arm in DEMO_ARMS}
     sets["single-harness"] = [space.label(space.base)]
@@ -217,7 +219,7 @@ def demo_like(root: str | Path, tasks: int = 12, seeds: Sequence[int] = (0, 1, 2
         workflow = harness.str.extract(r"W(\d)")[0].astype(float).fillna(0).to_numpy()
         logit = (grid["arm"].map(DEMO_ARMS).to_numpy(dtype=float)
                  + np.array([0.0, -0.5, 0.5])[workflow.astype(int)]
-                 - 0.3 * (grid["setting"] == "out_of_space").to_numpy()
+                 - 0.3 * (grid["setting"] == Setting.OUT_OF_SPACE).to_numpy()
                  + task_effect[grid["task_id"].cat.codes.to_numpy()])
         return 1.0 / (1.0 + np.exp(-logit))
 

@@ -29,7 +29,7 @@ from hscale.analysis._passk import pass1, passk
 from hscale.analysis._render import Table, fmt, fmt_interval, fmt_p
 from hscale.analysis._stats import compare_arms, rl_gains
 from hscale.analysis._verdicts import comparable
-from hscale.contracts import blackbox_name
+from hscale.contracts import HEADLINE_SETTINGS, PaperFit, Setting, blackbox_name
 
 ROW = ("source", "model", "algorithm", "method")
 CELL_COLUMNS = ("source", "experiment", "model", "algorithm", "method", "baseline", "benchmark",
@@ -68,7 +68,7 @@ def _long(frame: pd.DataFrame, **fixed: object) -> pd.DataFrame:
 
 def compute_cells(results: Results) -> Cells:
     ep = results.episodes
-    oos = ep[ep["setting"] == "out_of_space"]
+    oos = ep[ep["setting"] == Setting.OUT_OF_SPACE]
     by_harness = pass1(oos, harness=True) if len(oos) else pd.DataFrame(columns=["harness"])
     by_harness = by_harness[by_harness.get("benchmark", pd.Series(dtype=str)) == "average"]
     reported = results.reported.rename(columns={"value": "mean"}).copy()
@@ -88,7 +88,7 @@ def compute_cells(results: Results) -> Cells:
 
 
 PASS1 = ("pass@1",)
-ALL_SETTINGS = ("base", "in_space", "out_of_space", "overall")
+ALL_SETTINGS = (Setting.BASE, Setting.IN_SPACE, Setting.OUT_OF_SPACE, "overall")
 
 
 def reported_for(cells: Cells, tag: str, metrics: Sequence[str] = PASS1,
@@ -198,24 +198,26 @@ def settings_table(cells: Cells) -> Table:
 def out_of_space_table(cells: Cells) -> Table:
     """Out-of-space harnesses, each averaged over benchmarks (the papers' Table 2)."""
     own = cells.measured
-    own = own[(own["setting"] == "out_of_space") & (own["benchmark"] == "average")]
-    theirs = reported_for(cells, "table2", settings=("out_of_space",))
+    own = own[(own["setting"] == Setting.OUT_OF_SPACE) & (own["benchmark"] == "average")]
+    theirs = reported_for(cells, "table2", settings=(Setting.OUT_OF_SPACE,))
     rows = pd.concat([cells.by_harness, own, theirs], ignore_index=True)
 
     def column(row: pd.Series) -> str:  # a real CLI's rows sit under the papers' name
         return blackbox_name(row["harness"]) or "all out-of-space"
 
-    return _table("out_of_space", "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
+    return _table(Setting.OUT_OF_SPACE,
+                  "Table 2: out-of-space Pass@1 (%), averaged over benchmarks",
                   rows, [PASS1_NOTE], column)
 
 
 def base_harness_table(cells: Cells) -> Table:
     """The base harness against in-space and out-of-space, single vs reference (the papers'
     Table 4)."""
-    own = cells.measured[cells.measured["setting"].isin(["base", "in_space", "out_of_space"])]
+    own = cells.measured[cells.measured["setting"].isin(HEADLINE_SETTINGS)]
     keep = own["method"].isin([BASELINE, REFERENCE])
     own = own[keep] if keep.any() else own
-    theirs = reported_for(cells, "table4", settings=("base", "in_space", "out_of_space"))
+    theirs = reported_for(cells, "table4", settings=(Setting.BASE, Setting.IN_SPACE,
+                                                     Setting.OUT_OF_SPACE))
     rows = pd.concat([own, deltas(own), theirs], ignore_index=True)
     return _table("base_harness",
                   "Table 4: base harness vs in-space vs out-of-space, Pass@1 (%)",
@@ -254,8 +256,8 @@ def comparisons_table(comparisons: pd.DataFrame, name: str = "comparisons",
         "paper (pp)": [fmt(v, signed=True) for v in get("paper_pp", pd.Series(
             np.nan, comparisons.index))],
         "paper inside?": get("paper_check", blank).replace(
-            {"consistent": "yes", "above": "no, above", "below": "no, below",
-             "mixed": "partly"}),
+            {PaperFit.CONSISTENT: "yes", PaperFit.ABOVE: "no, above",
+             PaperFit.BELOW: "no, below", PaperFit.MIXED: "partly"}),
         "MDE (pp)": [fmt(v) for v in get("mde", pd.Series(np.nan, comparisons.index))],
         "95% each": _intervals(comparisons["lo_each"], comparisons["hi_each"]),
         "SE (pp)": [fmt(v) for v in comparisons["se"]],
@@ -288,8 +290,8 @@ def rl_gain_table(gains: pd.DataFrame) -> Table:
 
 def ablation_table(cells: Cells, comparisons: pd.DataFrame) -> Table:
     """The ablation: every arm in- and out-of-space, with its paired difference to the reference."""
-    own = cells.measured[cells.measured["setting"].isin(["in_space", "out_of_space"])]
-    theirs = reported_for(cells, "ablation", settings=("in_space", "out_of_space"))
+    own = cells.measured[cells.measured["setting"].isin([Setting.IN_SPACE, Setting.OUT_OF_SPACE])]
+    theirs = reported_for(cells, "ablation", settings=(Setting.IN_SPACE, Setting.OUT_OF_SPACE))
     rows = _drop_single_averages(pd.concat([own, theirs], ignore_index=True))
     table = _table("ablation", "Ablation: Pass@1 (%) of every arm, and Δ to the reference",
                    rows, [PASS1_NOTE])
@@ -359,7 +361,7 @@ def measured_ordering(cells: Cells) -> pd.DataFrame:
     """Arms of each measured group ranked by in-space Pass@1 (benchmark average); the base
     model (no RL) is not an arm."""
     own = cells.measured
-    own = own[(own["setting"] == "in_space") & (own["benchmark"] == "average")
+    own = own[(own["setting"] == Setting.IN_SPACE) & (own["benchmark"] == "average")
               & (own["source"] != "reported")
               & ~own["method"].map(is_base_model).astype(bool)]
     own = own.sort_values(["source", "experiment", "model", "algorithm", "mean"],
@@ -380,7 +382,8 @@ def all_tables(results: Results, reference: str | None = None
     methods = results.episodes["method"].astype(str).unique()
     reference = reference or default_reference(methods)
     comparisons = with_verdicts(compare_arms(results.episodes, reference,
-                                             ("in_space", "out_of_space")), cells.comparable)
+                                             (Setting.IN_SPACE, Setting.OUT_OF_SPACE)),
+                                cells.comparable)
     gains = with_verdicts(rl_gains(results.episodes), cells.comparable)
     tables = [settings_table(cells), out_of_space_table(cells),
               ablation_table(cells, comparisons), base_harness_table(cells),

@@ -26,6 +26,7 @@ import pandas as pd
 
 from hscale.analysis._naming import BASE_MODEL, is_base_model, setting_label
 from hscale.analysis._render import fmt_p
+from hscale.contracts import Finding, PaperFit
 
 ALPHA = 0.05
 
@@ -53,11 +54,11 @@ class Verdict:
     df: float = math.nan
 
     @property
-    def word(self) -> str:
+    def word(self) -> Finding:
         return word_for(self.diff, self.lo, self.hi, [d for _, d in self.paper])
 
     @property
-    def paper_word(self) -> str:
+    def paper_word(self) -> PaperFit:
         return paper_word(self.lo, self.hi, [d for _, d in self.paper])
 
     @property
@@ -82,7 +83,7 @@ class Verdict:
         p = fmt_p(self.p_adj)
         numbers = (f"{self.diff:+.1f} pp [{self.lo:+.1f}, {self.hi:+.1f}] ({self.interval}), "
                    f"adjusted p {p if p.startswith('<') else '= ' + p}")
-        if word == "not resolved":
+        if word == Finding.NOT_RESOLVED:
             runs = f" ({self.runs})" if self.runs else ""
             if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
                 text = (f"{self.method} vs {ref}, {where}: {self.diff:+.1f} pp; not resolved: "
@@ -91,8 +92,8 @@ class Verdict:
                 text = (f"{self.method} vs {ref}, {where}: {numbers}; not resolved{runs}: "
                         f"compatible with any difference from {self.lo:+.1f} to "
                         f"{self.hi:+.1f} pp")
-        elif word in ("reproduces", "opposite"):
-            verb = ("reproduces the paper's direction" if word == "reproduces"
+        elif word in (Finding.REPRODUCES, Finding.OPPOSITE):
+            verb = ("reproduces the paper's direction" if word == Finding.REPRODUCES
                     else "is opposite to the paper")
             text = f"{self.method} vs {ref}, {where}: {numbers}; {verb}"
         else:
@@ -127,10 +128,10 @@ class Verdict:
             test = (f" (the test that this difference is the paper's: p = "
                     f"{fmt_p(self.paper_p)}; at this study's variance it detects a deviation "
                     f"of {power:.1f} pp from it with 80% power)")
-        if found == "consistent":
+        if found == PaperFit.CONSISTENT:
             verb = "is" if len(self.paper) == 1 else "are"
             return f"; the {which} {said} {verb} inside it{test}"
-        if found == "mixed":
+        if found == PaperFit.MIXED:
             return f"; of the {which} {said}, some lie inside it and some outside{test}"
         verb = "lies" if len(self.paper) == 1 else "lie"
         return f"; the {which} {said} {verb} {found} this interval{test}"
@@ -141,25 +142,25 @@ def resolved(lo: float, hi: float) -> bool:
     return bool(lo > 0 or hi < 0)
 
 
-def word_for(diff: float, lo: float, hi: float, paper: Sequence[float] = ()) -> str:
+def word_for(diff: float, lo: float, hi: float, paper: Sequence[float] = ()) -> Finding:
     if not resolved(lo, hi):
-        return "not resolved"
+        return Finding.NOT_RESOLVED
     if not paper:
-        return "higher" if diff > 0 else "lower"
+        return Finding.HIGHER if diff > 0 else Finding.LOWER
     signs = {math.copysign(1, d) for d in paper if d != 0}
     if len(signs) != 1:  # the papers' own models disagree: nothing to reproduce
-        return "higher" if diff > 0 else "lower"
-    return "reproduces" if math.copysign(1, diff) in signs else "opposite"
+        return Finding.HIGHER if diff > 0 else Finding.LOWER
+    return Finding.REPRODUCES if math.copysign(1, diff) in signs else Finding.OPPOSITE
 
 
-def paper_word(lo: float, hi: float, paper: Sequence[float]) -> str:
+def paper_word(lo: float, hi: float, paper: Sequence[float]) -> PaperFit:
     """Where the papers' differences lie against the interval: consistent (all inside),
     above or below (all on that side), mixed; "" without a paper number or an interval."""
     if not paper or not (math.isfinite(lo) and math.isfinite(hi)):
-        return ""
-    places = {"consistent" if lo <= d <= hi else "above" if d > hi else "below"
-              for d in paper}
-    return places.pop() if len(places) == 1 else "mixed"
+        return PaperFit.NONE
+    places = {PaperFit.CONSISTENT if lo <= d <= hi else PaperFit.ABOVE if d > hi
+              else PaperFit.BELOW for d in paper}
+    return places.pop() if len(places) == 1 else PaperFit.MIXED
 
 
 def paper_differences(reported: pd.DataFrame | None, method: str, reference: str,

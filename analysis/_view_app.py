@@ -25,7 +25,7 @@ import pandas as pd
 
 from hscale.analysis._load import split_decoding
 from hscale.analysis._view_data import BEHAVIOURS, PAGE, Study, marked_lines
-from hscale.contracts import COST, transcript_views
+from hscale.contracts import COST, Setting, transcript_views
 from hscale.errors import HscaleError, reason
 from hscale.text import printable, visible
 
@@ -345,7 +345,7 @@ def view_link(episodes: pd.DataFrame, port: int = PORT) -> Callable[[dict], str 
             query["harness"] = str(row["harness"])
         component, level = str(row.get("component", "")), str(row.get("level", ""))
         if component[:1].isalpha() and level.isascii() and level.isdecimal():  # levels
-            query.update(level=f"{component[:1]}{level}", setting="in_space")
+            query.update(level=f"{component[:1]}{level}", setting=Setting.IN_SPACE)
         return f"http://127.0.0.1:{port}/?{urlencode(query)}" if query else None
     return link
 

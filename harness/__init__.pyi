@@ -111,6 +111,9 @@ from ._loop import (
 from ._netns import (
     isolation as isolation,
 )
+from ._outcome import (
+    outcome as outcome,
+)
 from ._policies import (
     DoNothing as DoNothing,
 )
@@ -229,6 +232,9 @@ from ._types import (
     Message as Message,
 )
 from ._types import (
+    ParseError as ParseError,
+)
+from ._types import (
     ToolCall as ToolCall,
 )
 from ._types import (
@@ -274,6 +280,7 @@ __all__ = [
     "NoisyOracle",
     "OUT_OF_SPACE",
     "OpenAIChatPolicy",
+    "ParseError",
     "Oracle",
     "PRESETS",
     "Policy",
@@ -312,6 +319,7 @@ __all__ = [
     "load_tasks",
     "new_session",
     "open_benchmark",
+    "outcome",
     "overlap",
     "papers_space",
     "plugin_of",

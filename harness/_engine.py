@@ -25,9 +25,9 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
+from hscale.contracts import ErrorKind, Termination, errors_of, join_errors
 from hscale.harness._env import Env
 from hscale.harness._harness import Harness
 from hscale.harness._types import Message, ParseError, ToolCall, ToolResult
@@ -38,15 +38,6 @@ DEFAULT_MAX_TURNS = 16  # run_episode's limit when none is given
 # Turns an experiment's episodes may take, in training and evaluation, on every backend (the
 # built-in world's oracle needs at most 7: plan, 4 calls, answer, check).
 EPISODE_TURNS = 8
-
-
-class Termination(StrEnum):
-    """How an episode ended."""
-
-    ANSWER = "answer"  # the workflow accepted a final answer
-    MAX_TURNS = "max_turns"  # the turn limit came first
-    LENGTH = "length"  # the driver's token budget ran out
-    POLICY_ERROR = "policy_error"  # the policy raised
 
 
 @dataclass(frozen=True)
@@ -90,7 +81,7 @@ class Episode:
     final_answer: str
     reward: float
     turns: int
-    termination: str  # a Termination
+    termination: Termination
     parse_errors: int = 0
     error: str = ""  # why the policy failed and/or a failed checker's "checker: ..." line
     seconds: float = math.nan
@@ -106,7 +97,7 @@ class Episode:
     def checker_failed(self) -> bool:
         """Whether its checker failed (``error`` holds its ``checker: ...`` line): the
         episode scored 0 whatever the policy did."""
-        return any(part.startswith("checker:") for part in self.error.split("; "))
+        return ErrorKind.CHECKER in errors_of(self.error)
 
 
 Execute = Callable[[ToolCall], Awaitable[ToolResult]]
@@ -136,7 +127,7 @@ class TurnEngine:
         self.generations: list[Generation] = []
         self.calls: list[tuple[ToolCall, ToolResult]] = []
         self.final, self.parse_errors, self.error = "", 0, ""
-        self.termination: str = Termination.MAX_TURNS
+        self.termination = Termination.MAX_TURNS
         self.done = self.max_turns <= 0
         self.env = Env(task, root=workspace_root)
         self.transcript: list[dict] = [{"role": "user", "content": task.user_query}]
@@ -184,7 +175,7 @@ class TurnEngine:
         self._record(gen)
         self.fail(Termination.LENGTH)
 
-    def fail(self, termination: str, error: str = "") -> None:
+    def fail(self, termination: Termination, error: str = "") -> None:
         """End the episode early (the policy failed, or the token budget ran out)."""
         self.termination, self.error, self.done = termination, error, True
 
@@ -219,7 +210,7 @@ class TurnEngine:
                 reward = self.score()
         finally:
             self.env.close()
-        error = "; ".join(e for e in (self.error, self.env.checker_error) if e)
+        error = join_errors(self.error, self.env.checker_error)
         expected, checked = scoring(self.task)
         return Episode(self.task.task_id, self.harness.name, self.history, self.generations,
                        self.calls, self.harness.context.closed(self.history), self.final,

@@ -45,20 +45,20 @@ import asyncio
 import importlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping, reward_extras
+from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness._behaviour import behaviour, unobserved
 from hscale.harness._blackbox import is_blackbox
 from hscale.harness._engine import DEFAULT_MAX_TURNS, Generation, Termination, TurnEngine
 from hscale.harness._harness import harness_named
-from hscale.harness._transcript import cost, transcript
+from hscale.harness._outcome import outcome
 from hscale.harness._types import Message, ToolCall, ToolResult
 from hscale.harness._verl_rows import AGENT_NAME, dicts_of, to_verl_rows, verl_records
 from hscale.harness._verl_rows import COLUMNS as VERL_COLUMNS
@@ -229,7 +229,7 @@ class _HarnessLoop:
         else:
             trained_streams = [s for s in segments if s.turns] or segments[-1:]
         extra = {**tally.server_fields,
-                 **episode_fields(episode, info, len(segments), bool(engine.env.checker_error))}
+                 **episode_fields(episode, info, len(segments))}
         if kwargs.get(TRANSCRIPT):  # a profiles router's measurement reads the trajectory
             extra[TRANSCRIPT] = [[m.role, m.content] for m in episode.messages]
         outputs = [self._output(s, reward, _num_turns(episode.messages),
@@ -331,16 +331,14 @@ class _HarnessLoop:
 TRANSCRIPT = "hscale_transcript"  # keyword (and output field) of a measured trajectory
 
 
-def episode_fields(episode: Any, info: RowInfo, segments: int, checker_failed: bool
-                   ) -> dict[str, Any]:
+def episode_fields(episode: Any, info: RowInfo, segments: int) -> dict[str, Any]:
     """The extra fields of a rollout's outputs: what veRL averages and dumps (its
-    ``reward_extra_info``: hscale.contracts.reward_extras, which hscale reads back) and
-    hscale's own (never dumped)."""
+    ``reward_extra_info``: the episode's hscale.contracts.Outcome as extras, which hscale
+    reads back) and hscale's own (never dumped). A validation episode keeps its transcript."""
     validation = info.split == "val"  # kept as eval rows: with their transcripts
-    extras = reward_extras(episode.reward >= 1.0, episode.turns, checker_failed,
-                           wire_behaviour(episode, info.harness), info.routed_to,
-                           info.routing, cost(episode),
-                           transcript(episode) if validation else None, episode.seconds)
+    played = replace(outcome(episode, info.harness, keep=validation),
+                     behaviour=wire_behaviour(episode, info.harness))
+    extras = played.extras(info.routed_to, info.routing)
     return {"turn_scores": [], "tool_rewards": [], "reward_extra_info": extras,
             "hscale_harness": info.harness, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,

@@ -49,7 +49,51 @@ def test_no_writer_builds_an_eval_row_by_hand():
         if lines:
             offenders[str(Path(path).relative_to(Path(__file__).resolve().parents[1]))] = lines
     assert offenders == {}, ("build eval rows with hscale.contracts.eval_row "
-                             "(hscale.train.planning._workload.episode_row)")
+                             "(the run's recorder, hscale.train.planning.Recorder)")
+
+
+# What writes a run's result rows: the contract's writers, and a parquet write to one of
+# the result files' names, called by the recorder alone
+WRITERS = {"write_eval", "write_rollouts"}
+RESULT_NAMES = {"TRAIN", "EVAL", "ROLLOUTS", "TRANSCRIPTS"}
+RECORDER = "hscale.train.planning._recorder"
+# fabricates whole planted studies (tests, benchmarks): no episode is played
+FABRICATOR = "hscale.analysis._synthetic"
+
+
+def _call_name(node: ast.Call) -> str | None:
+    return getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+
+
+def writer_calls(tree: ast.AST) -> list[int]:
+    """Lines calling a result-file writer (by name or as an attribute), or writing parquet
+    to a path that names a result file."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        named = {n.id for arg in node.args[:1] for n in ast.walk(arg)
+                 if isinstance(n, ast.Name)}
+        if name in WRITERS or (name == "write_parquet" and named & RESULT_NAMES):
+            found.append(node.lineno)
+    return found
+
+
+def test_the_writer_detector_sees_every_spelling():
+    source = ("write_eval(d, rows)\ncontracts.write_rollouts(d, [])\nwrite_status(d)\n"
+              "write_parquet(d / TRAIN, frame)\nwrite_parquet(d / SCHEDULE, frame)\n")
+    assert writer_calls(ast.parse(source)) == [1, 2, 4]
+
+
+def test_only_the_recorder_writes_a_runs_result_rows():
+    """A driver hands what it played to hscale.train.planning.Recorder; one that writes
+    eval.parquet, rollouts.parquet or train.parquet itself is where a new column would have
+    to be added twice."""
+    offenders = {name: lines for name, path in modules().items()
+                 if name not in (RECORDER, CONSTRUCTOR, FABRICATOR)
+                 and (lines := writer_calls(ast.parse(path.read_text())))}
+    assert offenders == {}, "hand the rows to the run's Recorder instead"
 
 
 def test_the_constructor_itself_holds_every_contracted_column():

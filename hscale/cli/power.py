@@ -17,11 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hscale.contracts import Setting
+
 console = Console(highlight=False, soft_wrap=True)
 ALIASES = {"seed×task": "seed_task", "seed:task": "seed_task", "seed*task": "seed_task",
            "seedxtask": "seed_task", "seed-task": "seed_task", "resid": "residual"}
 # the settings the report compares arms in: one family (hscale.analysis._tables.all_tables)
-REPORTED_SETTINGS = ("in_space", "out_of_space")
+REPORTED_SETTINGS = (Setting.IN_SPACE, Setting.OUT_OF_SPACE)
 
 
 def parse_components(text: str) -> dict[str, float]:
@@ -92,8 +94,7 @@ def _crossed(row) -> float:
 
 
 def _setting(setting: str) -> str:
-    return {"in_space": "in-space", "out_of_space": "out-of-space", "base": "base"}.get(
-        setting, setting)
+    return Setting(setting).label if setting in set(Setting) else setting
 
 
 def from_results(path: Path, reference: str | None, alpha: float,
@@ -200,8 +201,9 @@ def from_spec(path: Path, reference: str | None, stated: dict | None, alpha: flo
     runs = design.runs
     one_run = (c["seed"] + c["seed_task"] / max(min(design.tasks, runs * per_run), 1)
                + c["run"] / runs + c["residual"] / (runs * per_run)) / 2
-    crossed = {"in_space": c["task"] / design.tasks + c["harness"] / design.harnesses,
-               "out_of_space": c["task"] / design.tasks, "base": c["task"] / design.tasks}
+    crossed = {Setting.IN_SPACE: c["task"] / design.tasks + c["harness"] / design.harnesses,
+               Setting.OUT_OF_SPACE: c["task"] / design.tasks,
+               Setting.BASE: c["task"] / design.tasks}
     found = spec.hypotheses
     if found:
         questions = [Question(h.arm, h.than, one_run, one_run, crossed[h.setting],
@@ -210,8 +212,8 @@ def from_spec(path: Path, reference: str | None, stated: dict | None, alpha: flo
                               label=f"H{i + 1} {h.arm} vs {h.than} {_setting(h.setting)}")
                      for i, h in enumerate(found.tests)]
     else:
-        questions = [Question(a, ref, one_run, one_run, crossed["in_space"], design.tasks - 1.0,
-                              alpha=alpha, label=f"{a} vs {ref} in-space")
+        questions = [Question(a, ref, one_run, one_run, crossed[Setting.IN_SPACE],
+                              design.tasks - 1.0, alpha=alpha, label=f"{a} vs {ref} in-space")
                      for a in arms if a != ref]
     seeds = {name: len(spec.arm_seeds(arm)) for name, arm in spec.resolved_arms().items()}
     return {"kind": "spec", "reference": ref, "questions": questions,

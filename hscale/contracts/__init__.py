@@ -22,9 +22,10 @@ Beside the arm folders, ``runs/<experiment>/study.json`` (:class:`StudyRecord`) 
 the experiment set out to answer: its confirmatory hypotheses, reference arm and seeds.
 
 The veRL backend adds the rows it hands veRL and what veRL hands back (:class:`RowInfo`,
-:func:`reward_extras`, :class:`DumpedEpisode`). Other tools and notebooks read these files:
-extend them, never rename. They import nothing of hscale's but its shared core (pydantic,
-numpy and pandas besides), so every stage, analysis included, reads them cheaply.
+:class:`DumpedEpisode`). What one played episode produced, on every driver, is an
+:class:`Outcome`, which the run's recorder turns into rows. Other tools and notebooks read
+these files: extend them, never rename. They import nothing of hscale's but its shared core
+(pydantic, numpy and pandas besides), so every stage, analysis included, reads them cheaply.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from hscale.contracts._manifest import (
     canonical_hash,
     rng_for,
 )
+from hscale.contracts._outcome import Outcome
 from hscale.contracts._records import (
     AlgorithmRecord,
     AssignmentRecord,
@@ -107,12 +109,21 @@ from hscale.contracts._vocabulary import (
     CAPABILITIES,
     COST,
     DECODINGS,
+    HEADLINE_SETTINGS,
     JUDGED,
     POOL_SETTING,
     ROUTED_SETTING,
     SETTINGS,
+    Decoding,
+    ErrorKind,
+    Finding,
+    PaperFit,
+    Setting,
+    Termination,
     blackbox_name,
+    errors_of,
     is_blackbox,
+    join_errors,
     unobserved,
 )
 from hscale.contracts._wire import (
@@ -123,12 +134,13 @@ from hscale.contracts._wire import (
     RescueInfo,
     RowInfo,
     mapping,
-    reward_extras,
     tag_truth,
     val_index,
 )
 
 __all__ = [
+    "Decoding", "ErrorKind", "Finding", "HEADLINE_SETTINGS", "Outcome", "PaperFit", "Setting",
+    "Termination", "errors_of", "join_errors",
     "AlgorithmRecord", "AssignmentRecord", "BASE_MODEL_ARM", "BEHAVIOUR", "BEHAVIOUR_COUNTS",
     "BLACKBOX_PREFIX", "BenchmarkRecord", "BlackBoxRecord", "BudgetRecord", "CAPABILITIES",
     "COST", "EVAL_KEY", "TRANSCRIPTS", "TRANSCRIPT_COLUMNS", "read_eval", "transcript_views",
@@ -144,6 +156,6 @@ __all__ = [
     "blackbox_name", "canonical_hash", "check_columns", "check_eval", "check_rollouts",
     "check_schedule", "eval_frame",
     "eval_row", "inspect_status", "is_blackbox", "mapping", "read_status", "result_problems",
-    "reward_extras", "rng_for", "schedule_frame", "tag_truth", "train_frame", "typed_frame",
+    "rng_for", "schedule_frame", "tag_truth", "train_frame", "typed_frame",
     "unobserved", "val_index", "write_status",
 ]

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hscale.contracts._vocabulary import Setting
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 
@@ -34,8 +35,7 @@ class HypothesisRecord(BaseModel):
     def claim(self) -> str:
         """'structured-18 above single-harness, in-space'."""
         words = {"higher": "above", "lower": "below", "differs": "differs from"}
-        where = {"in_space": "in-space", "out_of_space": "out-of-space",
-                 "base": "base harness"}[self.setting]
+        where = Setting(self.setting).label
         return f"{self.arm} {words[self.direction]} {self.than}, {where}"
 
 

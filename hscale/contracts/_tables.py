@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from hscale.contracts._manifest import EVAL, REPLAN, TRAIN, Manifest
-from hscale.contracts._vocabulary import BEHAVIOUR, COST, SETTINGS, unobserved
+from hscale.contracts._outcome import Outcome
+from hscale.contracts._vocabulary import BEHAVIOUR, COST, SETTINGS, Decoding
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.files import write_parquet
 
@@ -73,37 +74,33 @@ def typed_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: dict[str, st
 
 
 def eval_row(manifest: Manifest, *, step: int, run: int, benchmark: str, setting: str,
-             harness: str, task_id: str, reward: float, success: bool, turns: int,
-             decoding: str = "sampled", category: str = "unknown", error: str = "",
-             behaviour: dict[str, float] | None = None, cost: dict[str, float] | None = None,
-             transcript: str | None = None, seconds: float = math.nan) -> dict[str, Any]:
-    """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed), typed as the
-    contract types it, with the episode's ``transcript`` and ``seconds`` when kept (which
-    :func:`write_eval` moves to transcripts.parquet). Every writer builds its rows here, so
-    no two can drift apart."""
+             harness: str, task_id: str, outcome: Outcome, decoding: str = Decoding.SAMPLED,
+             category: str = "unknown") -> dict[str, Any]:
+    """One eval.parquet row of ``manifest``'s run (its experiment, arm and seed): the episode
+    that identity names, and its ``outcome``'s columns, typed as the contract types them,
+    with its transcript and seconds when kept (which :func:`write_eval` moves to
+    transcripts.parquet). The run's recorder builds every row here, so no two drivers can
+    drift apart."""
     row = {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
            "run": int(run), "step": int(step), "benchmark": str(benchmark),
            "setting": str(setting), "harness": str(harness), "task_id": str(task_id),
-           "reward": float(reward), "success": bool(success), "turns": int(turns),
-           "decoding": str(decoding), "category": str(category), "error": str(error or ""),
-           **{k: float(v) for k, v in (behaviour or unobserved()).items()},
-           **{k: float((cost or {}).get(k, math.nan)) for k in COST}}
-    if transcript is not None:
-        row.update(seconds=float(seconds), transcript=str(transcript))
+           "decoding": str(decoding), "category": str(category), **outcome.columns()}
+    if outcome.transcript is not None:
+        row.update(seconds=float(outcome.seconds), transcript=str(outcome.transcript))
     return row
 
 
 def rollout_row(manifest: Manifest, *, step: int, group: int, role: str, harness: str,
-                task_id: str, reward: float, success: bool, turns: int,
-                cost: dict[str, float], transcript: str, seconds: float) -> dict[str, Any]:
+                task_id: str, outcome: Outcome) -> dict[str, Any]:
     """One rollouts.parquet row of ``manifest``'s run, typed as :data:`ROLLOUT_COLUMNS`."""
     if role not in ROLLOUT_ROLES:
         raise ValueError(f"rollout role {role!r}: not one of {ROLLOUT_ROLES}")
     return {"experiment": manifest.experiment, "arm": manifest.arm, "seed": manifest.seed,
             "step": int(step), "group": int(group), "role": role, "task_id": str(task_id),
-            "harness": str(harness), "reward": float(reward), "success": bool(success),
-            "turns": int(turns), **{k: float(cost.get(k, math.nan)) for k in COST},
-            "seconds": float(seconds), "transcript": str(transcript)}
+            "harness": str(harness), "reward": float(outcome.reward),
+            "success": bool(outcome.success), "turns": int(outcome.turns),
+            **{k: float(outcome.cost.get(k, math.nan)) for k in COST},
+            "seconds": float(outcome.seconds), "transcript": str(outcome.transcript or "")}
 
 
 def kept_group(manifest: Manifest, step: int, group: int) -> bool:

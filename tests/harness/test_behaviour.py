@@ -9,9 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hscale.contracts import DumpedEpisode, reward_extras, tag_truth
-from hscale.harness._behaviour import BEHAVIOUR, behaviour
-from hscale.harness._types import ToolCall, ToolResult
+from hscale.contracts import BEHAVIOUR, DumpedEpisode, Outcome, tag_truth
+from hscale.harness import ToolCall, ToolResult, behaviour
 from hscale.harness.verl_agent_loop import wire_behaviour
 
 OK, ERR = ToolResult(True, "fine"), ToolResult(False, error="no such file")
@@ -41,9 +40,10 @@ def test_counts_and_their_trip_through_verls_dump(calls, want):
     assert set(found) == set(BEHAVIOUR)
     for key, value in want.items():
         assert found[key] == pytest.approx(value, nan_ok=True), key
-    wired = reward_extras(True, 1, False, wire_behaviour(_episode(*calls), "S0-T0-O0-C0-W0"))
+    wired = Outcome(1.0, True, 1, behaviour=wire_behaviour(_episode(*calls),
+                                                           "S0-T0-O0-C0-W0")).extras()
     assert all(isinstance(v, float) and not math.isnan(v) for v in wired.values())
-    back = _dumped(wired).behaviour  # the dump import: the same numbers, NaN where NaN
+    back = _dumped(wired).outcome.behaviour  # the dump import: the same numbers, NaN where NaN
     assert back == pytest.approx(found, nan_ok=True)
 
 
@@ -54,7 +54,8 @@ def _dumped(extras: dict) -> DumpedEpisode:
 
 
 def test_a_black_box_clis_calls_are_not_counted():
-    wired = reward_extras(True, 1, False, wire_behaviour(_episode((ToolCall("list"), OK)),
-                                                          "bb/codex"))
-    assert all(math.isnan(v) for v in _dumped(wired).behaviour.values())
-    assert all(math.isnan(v) for v in _dumped({}).behaviour.values())  # an older loop's dump
+    wired = Outcome(1.0, True, 1, behaviour=wire_behaviour(_episode((ToolCall("list"), OK)),
+                                                           "bb/codex")).extras()
+    assert all(math.isnan(v) for v in _dumped(wired).outcome.behaviour.values())
+    # an older loop's dump
+    assert all(math.isnan(v) for v in _dumped({}).outcome.behaviour.values())

@@ -37,16 +37,25 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import hscale.harness.verl_agent_loop as vl  # noqa: E402
-from hscale.contracts import reward_extras
+from hscale.contracts import Outcome
 from hscale.errors import HscaleError  # noqa: E402
-from hscale.harness import DoNothing, Harness, Oracle, run_episode  # noqa: E402
-from hscale.harness._engine import Generation  # noqa: E402
-from hscale.harness._space import PRESETS  # noqa: E402
-from hscale.harness._types import Message  # noqa: E402
+from hscale.harness import (  # noqa: E402
+    PRESETS,
+    DoNothing,
+    Generation,
+    Harness,
+    Message,
+    Oracle,
+    generate,
+    run_episode,
+)
+
+# internal: uses the built-in world's vocabulary
 from hscale.harness._vocab import vocabulary  # noqa: E402
-from hscale.harness._world import generate  # noqa: E402
-from hscale.harness.components._registry import register, unregister  # noqa: E402
-from hscale.harness.components._workflow import Action, Workflow, continue_  # noqa: E402
+from hscale.harness.components import Action, Workflow, register, unregister  # noqa: E402
+
+# internal: concrete workflows (registered by name)
+from hscale.harness.components._workflow import continue_  # noqa: E402
 from hscale.harness.tasks import Task  # noqa: E402
 
 FULL = "S0-T0-O0-C0-W0"          # full context, react
@@ -273,10 +282,10 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.extra_fields["hscale_termination"] == "answer"
         # the behaviour counts are the reference episode's: the drivers count alike; the
         # cost is what the server was asked and answered
-        assert out.extra_fields["reward_extra_info"] == reward_extras(
-            True, episode.turns, False, vl.wire_behaviour(episode, label),
+        assert out.extra_fields["reward_extra_info"] == Outcome(
+            1.0, True, episode.turns, behaviour=vl.wire_behaviour(episode, label),
             cost={"model_calls": episode.turns, "prompt_tokens": server.prompt_tokens,
-                  "completion_tokens": server.completion_tokens})
+                  "completion_tokens": server.completion_tokens}).extras()
         assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(episode.tool_calls)
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in

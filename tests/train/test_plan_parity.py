@@ -22,12 +22,9 @@ import yaml
 
 from hscale.contracts import COST, Manifest, RowInfo, eval_frame
 from hscale.design import neighbours
-from hscale.harness._engine import EPISODE_TURNS
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import Oracle
+from hscale.harness import EPISODE_TURNS, Oracle, run_episode
 from hscale.harness.verl_agent_loop import episode_fields, row_task
-from hscale.train.planning import RunPlan, factor_space, harness_of
-from hscale.train.planning._plan import plan, write_plan
+from hscale.train.planning import Recorder, RunPlan, factor_space, harness_of, plan, write_plan
 
 STEP = 2
 IDENTITY = ["run", "benchmark", "setting", "harness", "task_id", "decoding", "category"]
@@ -72,21 +69,26 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def embedded(path, manifest) -> pd.DataFrame:
+    # internal: tests the checkpoint evaluator
     from hscale.train.embedded._checkpoint_eval import evaluate
 
-    runplan = RunPlan(manifest)
-    return evaluate(OracleSampler(), runplan, runplan.router(), STEP)
+    runplan, results = RunPlan(manifest), Recorder(path, manifest, read=False)
+    evaluate(OracleSampler(), runplan, runplan.router(), STEP, results)
+    return results.eval_rows
 
 
 def scripted(path, manifest) -> pd.DataFrame:
-    from hscale.train.backends._scripted import ScriptedBackend
+    from hscale.train.backends import ScriptedBackend
 
-    return ScriptedBackend(error_rate=0.0)._evaluate(RunPlan(manifest))
+    results = Recorder(path, manifest, read=False)
+    ScriptedBackend(error_rate=0.0)._evaluate(RunPlan(manifest), results)
+    return results.eval_rows
 
 
 def evaluate_loop(path, manifest, monkeypatch) -> pd.DataFrame:
     """`hscale evaluate`'s loop (hscale.train.running._evaluate) on the planned run's manifest:
     its model driver replaced by the oracle."""
+    # internal: tests the evaluator's internals
     from hscale.train.running import _evaluate as model_eval
 
     def drive(model, jobs, *, done=None, **options):
@@ -103,8 +105,7 @@ def verl(path, manifest) -> pd.DataFrame:
     """veRL's side: val.parquet's rows, each played by the oracle as the agent loop reports
     an episode (its reward extras), dumped as veRL dumps them, read back by the import."""
     pytest.importorskip("verl")
-    from hscale.train.backends.verl._dumps import import_validation
-    from hscale.train.backends.verl._inputs import prepare_verl_run
+    from hscale.train.backends.verl import import_validation, prepare_verl_run
 
     prepared = prepare_verl_run(path, manifest, validate=False)
     val = pd.read_parquet(prepared["val"])
@@ -112,7 +113,7 @@ def verl(path, manifest) -> pd.DataFrame:
     for info, truth in zip(val.extra_info, val.reward_model, strict=True):
         info = RowInfo.read(info)
         episode = oracle(harness_of(manifest, info.harness), row_task(info))
-        extras = episode_fields(episode, info, 1, episode.checker_failed)["reward_extra_info"]
+        extras = episode_fields(episode, info, 1)["reward_extra_info"]
         lines.append({"input": "", "output": "", "score": episode.reward, "step": STEP,
                       "gts": truth["ground_truth"], **extras})
     dumps = path / "verl" / "validation"
@@ -178,7 +179,7 @@ def test_the_kept_training_rollouts_are_the_plans_groups_in_every_driver(tmp_pat
     embedded trainer keeps (tests/train/embedded/test_trainer.py checks its side), each
     with the episodes the group played."""
     from hscale.contracts import ROLLOUTS, kept_group
-    from hscale.train.backends._scripted import ScriptedBackend
+    from hscale.train.backends import ScriptedBackend
     from hscale.train.planning import Schedule
 
     spec = tmp_path / "kept.yaml"

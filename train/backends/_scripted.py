@@ -16,26 +16,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from hscale.contracts import (
-    EVAL,
-    ROLLOUTS,
-    TRAIN,
-    TRANSCRIPTS,
-    Manifest,
-    eval_frame,
-    read_rollouts,
-    result_problems,
-    train_frame,
-    write_eval,
-    write_rollouts,
-)
-from hscale.files import atomic_write_text, write_parquet
+from hscale.contracts import Manifest, result_problems
+from hscale.files import atomic_write_text
 from hscale.harness import EPISODE_TURNS, NoisyOracle, is_blackbox, run_episode
 from hscale.train.backends._base import Backend, StepProgress
 from hscale.train.blackbox import SFT_DIR, collect_teacher, teacher_samples
-from hscale.train.planning import RunPlan, Schedule, harness_of, is_blackbox_sft
+from hscale.train.planning import Recorder, RunPlan, Schedule, harness_of, is_blackbox_sft
 
 RECORD = "scripted.json"
 
@@ -51,65 +38,61 @@ class ScriptedBackend(Backend):
     def run(self, run_dir: Path, manifest: Manifest, progress: StepProgress | None = None
             ) -> None:
         run_dir = Path(run_dir)
-        self._own(run_dir, manifest)
+        results = Recorder(run_dir, manifest)  # the one writer of the result files
+        self._own(run_dir, manifest, results)
         schedule = Schedule.read(run_dir)
         plan = RunPlan(manifest)
         tasks = plan.train_tasks
-        done = _read(run_dir / TRAIN)
+        done = results.steps_trained
         steps = manifest.budget.steps
         sft = is_blackbox_sft(manifest)
-        kept = read_rollouts(run_dir, int(done.step.max()) + 1 if len(done) else 0)
+        results.resume(done[-1] + 1 if done else 0, manifest.budget.steps)
         if sft:  # the teacher's episodes are real; nothing is fine-tuned
             tally = teacher_samples(collect_teacher(run_dir, manifest))[1]
         for step in schedule.steps():
-            if len(done) and step <= int(done.step.max()):
+            if done and step <= done[-1]:
                 continue
             if sft:
-                done = train_frame(pd.concat([done, pd.DataFrame([{"step": step, **tally}])],
-                                             ignore_index=True))
-                write_parquet(run_dir / TRAIN, done)
+                results.trained(step, tally)
+                results.save()
                 continue
             rng = manifest.rng(f"step-{step}")
             rewards, effective, checker_errors = [], 0, 0
             pairs = schedule.at(step)
             groups = self._groups(manifest, [(tasks[t], label) for t, label in pairs], rng)
-            kept += plan.rollout_rows(step, [(g, label, t, e) for g, ((t, label), played)
-                                             in enumerate(zip(pairs, groups, strict=True))
-                                             for e in played])
+            results.kept(step, [(g, label, t, e) for g, ((t, label), played)
+                                in enumerate(zip(pairs, groups, strict=True)) for e in played],
+                         rescues=plan.rescues)
             for played in groups:
                 group = [e.reward for e in played]
                 checker_errors += sum(e.checker_failed for e in played)
                 rewards += group
                 effective += 0 < sum(r >= 1 for r in group) < len(group)
-            row = {"step": step, "reward_mean": float(np.mean(rewards)),
-                   "effective_group_rate": effective / len(pairs), "episodes": len(rewards),
-                   "checker_error_rate": checker_errors / len(rewards)}
-            done = train_frame(pd.concat([done, pd.DataFrame([row])], ignore_index=True))
-            write_rollouts(run_dir, kept)  # before train.parquet, which says the step is done
-            write_parquet(run_dir / TRAIN, done)
+            results.trained(step, {"reward_mean": float(np.mean(rewards)),
+                                   "effective_group_rate": effective / len(pairs),
+                                   "episodes": len(rewards),
+                                   "checker_error_rate": checker_errors / len(rewards)})
+            results.save()  # kept rollouts before train.parquet, which says the step is done
             if progress is not None:
                 progress(step + 1, steps)
-        if not (run_dir / TRAIN).is_file():  # a run of 0 steps (the base model's)
-            write_parquet(run_dir / TRAIN, train_frame([]))
         if result_problems(run_dir, manifest, train=False):  # none yet, or damaged
-            write_eval(run_dir, self._evaluate(plan))
+            results.drop_evaluation()
+            self._evaluate(plan, results)
+        results.save()  # a run of 0 steps (the base model's) has its empty train.parquet
         if progress is not None:
             progress(steps, steps)
 
     @staticmethod
-    def _own(run_dir: Path, manifest: Manifest) -> None:
+    def _own(run_dir: Path, manifest: Manifest, results: Recorder) -> None:
         """Rows of an earlier plan of this run, or damaged rows, are dropped: the run starts
         over."""
         record = run_dir / RECORD
         try:
             mine = json.loads(record.read_text()).get("manifest_hash") == manifest.hash
-            if (run_dir / TRAIN).is_file():
-                pd.read_parquet(run_dir / TRAIN)
-        except Exception:  # no record, another plan's, or a damaged train.parquet
+        except Exception:  # no record, or another plan's
             mine = False
-        if not mine:
-            for name in (TRAIN, EVAL, TRANSCRIPTS, ROLLOUTS):
-                (run_dir / name).unlink(missing_ok=True)
+        if not mine or results.train is None:  # a damaged train.parquet
+            results.start_over(remove=True)
             shutil.rmtree(run_dir / SFT_DIR, ignore_errors=True)  # another plan's teacher
             atomic_write_text(record, json.dumps({"manifest_hash": manifest.hash}) + "\n")
 
@@ -128,7 +111,7 @@ class ScriptedBackend(Backend):
         policy = NoisyOracle(task, harness, self.error_rate, seed=int(rng.integers(2**31)))
         return run_episode(policy, harness, task, max_turns=EPISODE_TURNS)
 
-    def _evaluate(self, plan: RunPlan) -> pd.DataFrame:
+    def _evaluate(self, plan: RunPlan, results: Recorder) -> None:
         """The plan's evaluation (:meth:`RunPlan.evaluation`) at the last step, each episode
         drawn from its pass's and run's generator; Rank-1 routing's under the siblings the
         router picks; a black-box harness's through the real CLI (:meth:`_blackbox`)."""
@@ -136,19 +119,18 @@ class ScriptedBackend(Backend):
         jobs = plan.evaluation()
         if any(job.routed for job in jobs):
             jobs = plan.router().route(jobs)
-        rows, rngs, outside = [], {}, []
+        rngs, outside = {}, []
         for job in jobs:
             if is_blackbox(job.harness):
                 outside.append(job)
                 continue
             rng = rngs.setdefault(job.key[:2], manifest.rng(_draws("eval", job)))
             episode = self._episode(manifest, job.task, job.harness, rng)
-            rows.append(plan.row(job, episode, manifest.budget.steps))
+            results.evaluated(job, episode, manifest.budget.steps)
         for key in dict.fromkeys(job.key[:2] for job in outside):
             mine = [job for job in outside if job.key[:2] == key]
             for job, episode in zip(mine, self._blackbox(manifest, mine), strict=True):
-                rows.append(plan.row(job, episode, manifest.budget.steps))
-        return eval_frame(rows)
+                results.evaluated(job, episode, manifest.budget.steps)
 
     def _blackbox(self, manifest: Manifest, jobs: list) -> list:
         """One pass and run's black-box episodes (:meth:`_blackbox_jobs`), drawn from their
@@ -173,7 +155,3 @@ def _draws(kind: str, job) -> str:
     """The generator an evaluation episode draws from: its pass's and run's (a sampled
     run's named as it always was, so its rows do not change)."""
     return f"{kind}-{job.run}" if not job.greedy else f"{kind}-greedy-{job.run}"
-
-
-def _read(path: Path) -> pd.DataFrame:
-    return pd.read_parquet(path) if path.is_file() else train_frame([])

@@ -11,29 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import torch
 
-from hscale.contracts import eval_frame
 from hscale.harness import is_blackbox, prefetch
 from hscale.train.embedded._sampler import Sampler
-from hscale.train.planning import RunPlan, harness_of
+from hscale.train.planning import Recorder, RunPlan, harness_of
 
 
-def evaluate(sampler: Sampler, plan: RunPlan, router: Any, step: int) -> pd.DataFrame:
-    """One row per episode of the plan's evaluation (:meth:`RunPlan.evaluation`), in the
-    eval.parquet contract. Its episodes play in two batches, each drawing from a generator
-    of its own: the greedy and sampled passes, then Rank-1 routing's, which the router
-    routes first (one sibling a task)."""
+def evaluate(sampler: Sampler, plan: RunPlan, router: Any, step: int, results: Recorder
+             ) -> None:
+    """Every episode of the plan's evaluation (:meth:`RunPlan.evaluation`) at checkpoint
+    ``step``, handed to the run's recorder. Its episodes play in two batches, each drawing
+    from a generator of its own: the greedy and sampled passes, then Rank-1 routing's, which
+    the router routes first (one sibling a task)."""
     jobs = plan.evaluation()
-    frames = [_played(sampler, plan, [j for j in jobs if not j.routed], f"eval-{step}", step)]
+    _played(sampler, plan, [j for j in jobs if not j.routed], f"eval-{step}", step, results)
     routed = [j for j in jobs if j.routed]
     if routed:
-        frames.append(_played(sampler, plan, router.route(routed), f"routed-{step}", step))
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        _played(sampler, plan, router.route(routed), f"routed-{step}", step, results)
 
 
-def _played(sampler: Sampler, plan: RunPlan, jobs: list, draws: str, step: int) -> pd.DataFrame:
+def _played(sampler: Sampler, plan: RunPlan, jobs: list, draws: str, step: int,
+            results: Recorder) -> None:
     """``jobs`` played in one batch (one slow tail) from the manifest's ``draws`` generator;
     a black-box harness's through the real CLI, the policy served to it as it is now."""
     manifest = plan.manifest
@@ -52,5 +51,5 @@ def _played(sampler: Sampler, plan: RunPlan, jobs: list, draws: str, step: int) 
                            greedy=[job.greedy for job in outside],
                            max_new_tokens=sampler.max_new)
     prefetch(episodes[:len(inside)])  # the judged capabilities, when asked for, in parallel
-    return eval_frame([plan.row(job, ep, step)
-                       for job, ep in zip(inside + outside, episodes, strict=True)])
+    for job, episode in zip(inside + outside, episodes, strict=True):
+        results.evaluated(job, episode, step)

@@ -6,8 +6,9 @@ steps, Repeat-K repeats the anchor and random assignment ignores distance, as pl
 Rescue arms (Harness-S) re-sample zero-signal groups under routed sibling harnesses.
 
 After every step the run folder holds ``train.parquet`` (one row per finished step),
-``eval.parquet`` (rows of finished checkpoints) and ``checkpoint.pt`` (model, optimizer,
-sampler generator, step), written in that order; a resumed run trims rows past the
+``eval.parquet`` (rows of finished checkpoints), both written by the run's recorder
+(hscale.train.planning.Recorder), then ``checkpoint.pt`` (model, optimizer, sampler
+generator, step); a resumed run trims rows past the
 checkpoint and continues bit for bit, so an interrupted run ends with the same rows.
 """
 
@@ -25,24 +26,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hscale.contracts import (
-    EVAL,
-    TRAIN,
-    Manifest,
-    read_eval,
-    read_rollouts,
-    train_frame,
-    write_eval,
-    write_rollouts,
-)
+from hscale.contracts import Manifest
 from hscale.errors import HscaleWarning
-from hscale.files import atomic_write_bytes, write_parquet
+from hscale.files import atomic_write_bytes
 from hscale.harness import Episode, tokenizer
 from hscale.train.embedded._checkpoint_eval import evaluate
 from hscale.train.embedded._rl import Hyper, update
 from hscale.train.embedded._sampler import Sampler
 from hscale.train.harness_s import PROFILES
-from hscale.train.planning import RunPlan, Schedule, harness_of
+from hscale.train.planning import Recorder, RunPlan, Schedule, harness_of
 from hscale.train.policy import base_model
 
 StepProgress = Callable[[int, int], None]  # (steps done, steps in all), as a backend hears it
@@ -90,13 +82,10 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(
             int(manifest.rng("sampler").integers(2**62)))
         self.step = 0
-        self.train_rows = _read(self.dir / TRAIN)
-        self.eval_rows = _read(self.dir / EVAL, transcripts=True)
-        self.rollouts: list[dict] = []  # the kept training episodes (rollouts.parquet)
+        self.results = Recorder(self.dir, manifest)  # the one writer of the result files
         self.router = self.plan.router()
         self.tracker = tracker(manifest, self.dir)
         self._resume()
-        self._written = (-1, -1)  # eval and kept rows saved: the first save writes both
 
     # --- state -----------------------------------------------------------------------
     def _resume(self) -> None:
@@ -105,13 +94,12 @@ class Trainer:
         there to lose)."""
         state, why = self._checkpoint()
         if state is not None:
-            why = self._gap(int(state["step"]), int(state["evaluated"]))
+            why = self.results.gap(int(state["step"]), int(state["evaluated"]))
         if why:
             warnings.warn(f"{self.dir}: {why}: the run starts over", HscaleWarning,
                           stacklevel=2)
         if state is None or why:
-            self.train_rows = _read(None)
-            self.eval_rows = _read(None)
+            self.results.start_over()
             return
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
@@ -119,11 +107,7 @@ class Trainer:
         self.router.rng.bit_generator.state = json.loads(state["router_rng"])
         self.router.score = {c: np.asarray(v) for c, v in json.loads(state["router_score"]).items()}
         self.step = int(state["step"])
-        self.rollouts = read_rollouts(self.dir, self.step)
-        if len(self.train_rows):
-            self.train_rows = self.train_rows[self.train_rows.step < self.step]
-        if len(self.eval_rows):
-            self.eval_rows = self.eval_rows[self.eval_rows.step <= int(state["evaluated"])]
+        self.results.resume(self.step, int(state["evaluated"]))
 
     def _checkpoint(self) -> tuple[dict | None, str]:
         """(the checkpoint of this manifest or None, why it cannot be used when it exists)."""
@@ -141,29 +125,10 @@ class Trainer:
             return None, ""  # results of an earlier plan of this run: start over quietly
         return state, ""
 
-    def _gap(self, step: int, evaluated: int) -> str:
-        """Why the result files cannot continue a checkpoint at ``step``: damaged, or
-        missing rows before it (a run must never end with rows silently missing)."""
-        if self.train_rows is None or self.eval_rows is None:
-            return "a result file is unreadable"
-        done = sorted(int(s) for s in self.train_rows.step if s < step)
-        if done != list(range(step)):
-            return f"{TRAIN} holds {len(done)} of the {step} steps the checkpoint has trained"
-        if evaluated >= 0 and not (self.eval_rows.step == evaluated).any():
-            return f"{EVAL} has no rows of the step {evaluated} evaluation"
-        return ""
-
     def _save(self, evaluated: int) -> None:
-        """The result files, then the checkpoint that covers them. Eval rows (with their
-        transcripts) and kept rollouts are written again only when they have grown: most
-        steps add neither."""
-        write_parquet(self.dir / TRAIN, train_frame(self.train_rows))
-        written = (len(self.eval_rows), len(self.rollouts))
-        if len(self.eval_rows) and written[0] != self._written[0]:
-            write_eval(self.dir, self.eval_rows)
-        if written[1] != self._written[1]:
-            write_rollouts(self.dir, self.rollouts)
-        self._written = written
+        """The result files (the recorder writes those that grew), then the checkpoint that
+        covers them."""
+        self.results.save()
         buffer = io.BytesIO()
         score = {c: v.tolist() for c, v in self.router.score.items()}
         torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
@@ -178,13 +143,12 @@ class Trainer:
         schedule = Schedule.read(self.dir).frame
         total = self.manifest.budget.steps
         checkpoints = self.plan.eval_steps
-        evaluated = int(self.eval_rows.step.max()) if len(self.eval_rows) else -1
+        evaluated = self.results.last_evaluated
         by_step = dict(tuple(schedule.groupby("step", sort=True)))
         while True:
             if self.step in checkpoints and self.step > evaluated:
                 self._measure_siblings(self.router.measurement(checkpoint=True))
-                frame = evaluate(self.sampler, self.plan, self.router, self.step)
-                self.eval_rows = pd.concat([self.eval_rows, frame], ignore_index=True)
+                evaluate(self.sampler, self.plan, self.router, self.step, self.results)
                 evaluated = self.step
                 self._save(evaluated)
             if self.step >= total:
@@ -192,9 +156,7 @@ class Trainer:
             self._measure_siblings(self.router.measurement(checkpoint=False))
             rows = by_step.get(self.step)
             metrics = self.train_step(rows, self.plan.train_tasks) if rows is not None else {}
-            self.train_rows = pd.concat(
-                [self.train_rows, pd.DataFrame([{"step": self.step, **metrics}])],
-                ignore_index=True)
+            self.results.trained(self.step, metrics)
             if self.tracker is not None:
                 self.tracker.log(metrics, self.step)
             self.step += 1
@@ -219,7 +181,7 @@ class Trainer:
         if self.plan.rescues:
             episodes, groups, rescue, rescued = self._rescue(episodes, groups, rows, tasks)
             metrics.update(rescue)
-        self.rollouts += self.plan.rollout_rows(self.step, played, rescued)
+        self.results.kept(self.step, played, rescued, self.plan.rescues)
         rollout_s = time.perf_counter() - began
         gen_tokens = self.sampler.stats.sampled - sampled_before
         metrics["entropy"] = (self.sampler.stats.entropy - entropy_before) / max(gen_tokens, 1)
@@ -296,15 +258,3 @@ def _group_metrics(episodes: list[Episode], groups: list[int]) -> dict[str, floa
             "zero_signal_rate": float(np.mean(zero)), "episodes": len(episodes),
             "turns_mean": float(np.mean([e.turns for e in episodes])),
             "checker_error_rate": float(np.mean([e.checker_failed for e in episodes]))}
-
-
-def _read(path: Path | None, transcripts: bool = False) -> pd.DataFrame | None:
-    """A result file's rows (none yet: an empty frame), or None when it is damaged; eval rows
-    with their transcripts (``transcripts``), which the next save writes again."""
-    if path is not None and path.is_file():
-        try:
-            return read_eval(path.parent, True) if transcripts else pd.read_parquet(path)
-        except Exception:  # truncated or not parquet: pyarrow raises several types
-            return None
-    return pd.DataFrame({"step": pd.Series(dtype="int64")})
-

@@ -1,6 +1,7 @@
 """Planning, and what a planned run plays: specs into manifests and schedules
 (``hscale plan``), and the one plan every driver consumes (:class:`RunPlan`:
-every training and evaluated episode, the router, the rows).
+every training and evaluated episode, the router), and the one writer of a run's result
+files (:class:`Recorder`), to which every driver hands what it played.
 """
 
 import lazy_loader as lazy

@@ -30,6 +30,12 @@ from ._plan import (
 from ._plan import (
     write_plan as write_plan,
 )
+from ._recorder import (
+    RESULT_FILES as RESULT_FILES,
+)
+from ._recorder import (
+    Recorder as Recorder,
+)
 from ._schedule import (
     Schedule as Schedule,
 )
@@ -75,6 +81,8 @@ __all__ = [
     "EvalJob",
     "Planned",
     "ROUTER_TASKS",
+    "RESULT_FILES",
+    "Recorder",
     "RunPlan",
     "Schedule",
     "factor_space",

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hscale.contracts import BASE_MODEL_ARM, POOL_SETTING, Manifest, rng_for
+from hscale.contracts import BASE_MODEL_ARM, POOL_SETTING, Manifest, Setting, rng_for
 from hscale.design import (
     RECIPES,
     FactorSpace,
@@ -65,29 +66,59 @@ def _factors(space: HarnessSpace | FactorSpace) -> FactorSpace:
     return space.factor_space if isinstance(space, HarnessSpace) else space
 
 
+# How a spec builds each evaluation setting's harnesses (hscale.contracts.Setting says its
+# label and order): None when the spec does not ask for it. A new setting is a member of
+# Setting, its key under the spec's ``evaluation`` and a builder here.
+SettingBuilder = Callable[[ExperimentSpec, FactorSpace, Any], list[str] | None]
+SETTING_BUILDERS: dict[Setting, SettingBuilder] = {}
+
+
+def builds(setting: Setting) -> Callable[[SettingBuilder], SettingBuilder]:
+    def register(build: SettingBuilder) -> SettingBuilder:
+        SETTING_BUILDERS[setting] = build
+        return build
+    return register
+
+
+@builds(Setting.BASE)
+def _base(spec: ExperimentSpec, space: FactorSpace, weights: Any) -> list[str] | None:
+    return [space.label(space.base)] if spec.evaluation.base else None
+
+
+@builds(Setting.IN_SPACE)
+def _in_space(spec: ExperimentSpec, space: FactorSpace, weights: Any) -> list[str] | None:
+    """A held-out set beside the structured and first-order training sets; one that cannot
+    be built names ``evaluation.in_space``."""
+    n = spec.evaluation.in_space
+    if not n:
+        return None
+    try:
+        return eval_set(space, [structured(space), first_order(space)], runs=n,
+                        weights=weights).labels
+    except HscaleError as exc:
+        raise HscaleError(f"evaluation.in_space: {n} held-out harnesses of space "
+                          f"{space.name}: {exc.message}", exc.hint) from None
+
+
+@builds(Setting.OUT_OF_SPACE)
+def _out_of_space(spec: ExperimentSpec, space: FactorSpace, weights: Any) -> list[str] | None:
+    return out_of_space_names(spec) if spec.evaluation.out_of_space else None
+
+
+@builds(Setting.NEIGHBOURS)
+def _neighbours(spec: ExperimentSpec, space: FactorSpace, weights: Any) -> list[str] | None:
+    if not spec.evaluation.neighbours:
+        return None
+    return [space.label(space.from_index(int(i))) for i in neighbours(space, space.base)]
+
+
 def eval_sets(spec: ExperimentSpec, space: HarnessSpace | FactorSpace) -> dict[str, list[str]]:
-    """The evaluated harnesses, shared by every arm: base, held-out in-space, out-of-space.
-    A held-out set that cannot be built names ``evaluation.in_space``."""
+    """The evaluated harnesses, shared by every arm, of each setting the spec asks for
+    (:data:`SETTING_BUILDERS`, in their order)."""
     weights = spec_weights(spec.weights, space)
     space = _factors(space)
-    sets: dict[str, list[str]] = {}
-    if spec.evaluation.base:
-        sets["base"] = [space.label(space.base)]
-    if spec.evaluation.in_space:
-        n = spec.evaluation.in_space
-        try:
-            held_out = eval_set(space, [structured(space), first_order(space)], runs=n,
-                                weights=weights)
-        except HscaleError as exc:
-            raise HscaleError(f"evaluation.in_space: {n} held-out harnesses of space "
-                              f"{space.name}: {exc.message}", exc.hint) from None
-        sets["in_space"] = held_out.labels
-    if spec.evaluation.out_of_space:
-        sets["out_of_space"] = out_of_space_names(spec)
-    if spec.evaluation.neighbours:
-        sets["neighbours"] = [space.label(space.from_index(int(i)))
-                              for i in neighbours(space, space.base)]
-    return sets
+    sets = {setting: build(spec, space, weights) for setting, build in SETTING_BUILDERS.items()}
+    return {str(setting): labels for setting, labels in sets.items() if labels is not None}
 
 
 def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.Generator
@@ -171,14 +202,14 @@ def build_manifest(spec: ExperimentSpec, arm_name: str, arm: Arm, seed: int,
         return _blackbox_manifest(build_manifest(spec, arm_name, plain, seed, space, evals,
                                                  sources), arm)
     try:
-        train = train_set(arm, space, evals.get("in_space", []),
+        train = train_set(arm, space, evals.get(Setting.IN_SPACE, []),
                           rng_for(seed, arm_name, "train"))
     except HscaleError as exc:
         options = ", ".join(f"{k}={v}" for k, v in arm.train.model_dump().items()
                             if v is not None and k != "criterion")
         raise HscaleError(f"arm {arm_name}: train ({options}) in space {space.name}: "
                           f"{exc.message}", exc.hint) from None
-    assignment = assignment_of(arm_name, arm, space, train, evals.get("in_space", []))
+    assignment = assignment_of(arm_name, arm, space, train, evals.get(Setting.IN_SPACE, []))
     if spec.evaluation.pool and assignment["mode"] == "rescue" and assignment["pool"]:
         evals = {**evals, POOL_SETTING: [train[0], *assignment["pool"]]}
     return Manifest.build(

@@ -3,8 +3,8 @@ every driver consumes (the embedded trainer, the scripted backend, veRL's inputs
 import, ``hscale evaluate``): the tasks it trains on, every episode one evaluation plays in
 the one order every driver keeps (:class:`EvalJob`: setting, harness, task, run, decoding,
 Rank-1 routing), the tasks its Harness-S router measures siblings on, and the router itself
-(hscale.train.harness_s._routers), whose kind no driver tests. A driver writes each played episode's
-row through :meth:`RunPlan.row` (the contract's constructor). Planning
+(hscale.train.harness_s._routers), whose kind no driver tests. A driver hands each played
+episode to the run's recorder (hscale.train.planning._recorder), which writes it. Planning
 (hscale.train.planning._manifest) writes the manifest all this comes from.
 """
 
@@ -13,18 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from hscale.contracts import (
     POOL_SETTING,
     ROUTED_SETTING,
     BenchmarkRecord,
     Manifest,
-    eval_row,
     is_blackbox,
-    kept_group,
-    rollout_row,
-    unobserved,
 )
 
 if TYPE_CHECKING:
@@ -59,21 +55,6 @@ def harness_of(manifest: Manifest, label: str) -> Harness:
     from hscale.harness import harness_named
 
     return harness_named(label, harness_space(manifest))
-
-
-def episode_row(manifest: Manifest, job: EvalJob, episode: Any, *, step: int) -> dict[str, Any]:
-    """The eval.parquet row (hscale.contracts.eval_row) of ``job`` played as ``episode``: its
-    trajectory's behaviour counted (a black-box CLI's is its own, not observed), its cost,
-    and its transcript and seconds (for transcripts.parquet)."""
-    from hscale.harness import behaviour, cost, transcript
-
-    return eval_row(manifest, step=step, run=job.run, benchmark=job.benchmark,
-                    setting=job.setting, harness=job.harness, task_id=job.task.task_id,
-                    reward=episode.reward, success=episode.success, turns=episode.turns,
-                    decoding=job.decoding, category=job.task.category, error=episode.error,
-                    behaviour=unobserved() if is_blackbox(job.harness) else behaviour(episode),
-                    cost=cost(episode), transcript=transcript(episode),
-                    seconds=episode.seconds)
 
 
 def eval_tasks(manifest: Manifest) -> dict[str, list[Task]]:
@@ -268,38 +249,9 @@ class RunPlan:
                       self.manifest.rng("router") if rng is None else rng,
                       harness_space(self.manifest))
 
-    def row(self, job: EvalJob, episode: Any, step: int) -> dict[str, Any]:
-        """The eval.parquet row of ``job`` played as ``episode`` at checkpoint ``step``."""
-        return episode_row(self.manifest, job, episode, step=step)
-
     def harness(self, label: str) -> Harness:
         """The harness a label of the run names (:func:`harness_of`)."""
         return harness_of(self.manifest, label)
-
-    def rollout_rows(self, step: int, played: Sequence[tuple[int, str, str, Any]],
-                     rescued: Sequence[tuple[int, str, str, Any]] = ()) -> list[dict[str, Any]]:
-        """The rollouts.parquet rows a training step keeps (none unless the manifest sets
-        ``keep_rollouts``): of ``played`` (group, harness, task id, episode), the groups the
-        share keeps (hscale.contracts.kept_group) and every group none of whose rollouts
-        succeeded when the run rescues; all of ``rescued``, the siblings' rollouts that
-        replaced those groups."""
-        if self.manifest.keep_rollouts is None:
-            return []
-        from hscale.harness import cost, transcript
-
-        solved = {g for g, _, _, e in played if e.success}
-        zero = {g for g, *_ in played if g not in solved} if self.rescues else set()
-
-        def row(g: int, label: str, task_id: str, episode: Any, role: str) -> dict[str, Any]:
-            return rollout_row(self.manifest, step=step, group=g, role=role, harness=label,
-                               task_id=task_id, reward=episode.reward,
-                               success=episode.success, turns=episode.turns,
-                               cost=cost(episode), transcript=transcript(episode),
-                               seconds=episode.seconds)
-
-        out = [row(*p, "zero-signal" if p[0] in zero else "sampled") for p in played
-               if p[0] in zero or kept_group(self.manifest, step, p[0])]
-        return out + [row(*p, "rescue") for p in rescued]
 
 
 def harness_labels(manifests: Iterable[Manifest]) -> list[str]:

@@ -25,22 +25,20 @@ from hscale.contracts import (
     TRANSCRIPTS,
     Manifest,
     RunState,
+    Setting,
     is_blackbox,
     read_status,
     result_problems,
-    train_frame,
-    write_eval,
     write_status,
 )
 from hscale.errors import HscaleError
-from hscale.files import write_parquet
 from hscale.harness import open_benchmark
 from hscale.journal import Journal, read_journal
 from hscale.train.lm import MAX_NEW_TOKENS, mix
-from hscale.train.planning import harness_of
+from hscale.train.planning import Recorder, harness_of
 from hscale.train.spec import NAME
 
-SETS = ("base", "in_space", "all", "out_of_space")
+SETS = (Setting.BASE, Setting.IN_SPACE, "all", Setting.OUT_OF_SPACE)  # --harnesses words
 MAX_TASKS, MAX_RUNS, MAX_EPISODES = 10_000, 64, 200_000  # bounds checked before any work
 PARTIAL = "episodes.partial.jsonl"  # finished episodes of an evaluation under way (a journal)
 _KEY = ["decoding", "run", "benchmark", "setting", "harness", "task_id"]
@@ -80,21 +78,21 @@ def _sets(text: str, harnesses: Any, held_out: int, out_of_space: list[str]
         if not part:
             raise HscaleError(f"--harnesses {text!r}: an empty set name",
                               f"join {', '.join(SETS)} with single + signs")
-        if part == "base":
-            sets["base"] = [base]
-        elif part == "in_space":
-            sets["in_space"] = eval_set(space, [structured(space), first_order(space)],
+        if part == Setting.BASE:
+            sets[Setting.BASE] = [base]
+        elif part == Setting.IN_SPACE:
+            sets[Setting.IN_SPACE] = eval_set(space, [structured(space), first_order(space)],
                                         runs=held_out).labels
         elif part == "all":
-            sets["in_space"] = [label for label in space.labels(space.all_configs())
+            sets[Setting.IN_SPACE] = [label for label in space.labels(space.all_configs())
                                 if label != base]
-        elif part == "out_of_space":
-            sets["out_of_space"] = list(out_of_space)
+        elif part == Setting.OUT_OF_SPACE:
+            sets[Setting.OUT_OF_SPACE] = list(out_of_space)
         else:
             raise HscaleError(f"--harnesses: unknown set {part!r}",
                               f"use {', '.join(SETS)} joined with +, a comma list of labels, "
                               "or a design CSV")
-    return sets
+    return {str(k): v for k, v in sets.items()}
 
 
 def _pool_sets(path: str, space: Any) -> tuple[Any, dict[str, list[str]]]:
@@ -133,19 +131,19 @@ def _split(labels: list[str], base: str, space: Any, composed: dict[str, Any]
         registry = HARNESSES if is_blackbox(label) else PRESETS \
             if label.startswith("oos/") else None
         if label in composed:
-            setting = "out_of_space"
+            setting = Setting.OUT_OF_SPACE
         elif registry is not None:  # a black-box harness or a preset
             try:
                 registry.check(label)
             except HscaleError as exc:
                 raise HscaleError(f"--harnesses: unknown harness {label!r}", exc.hint) from None
-            setting = "out_of_space"
+            setting = Setting.OUT_OF_SPACE
         else:
             space.parse_labels([label])  # a one-line error for a bad label
-            setting = "base" if label == base else "in_space"
+            setting = Setting.BASE if label == base else Setting.IN_SPACE
         if label not in sets.setdefault(setting, []):
             sets[setting].append(label)
-    return sets
+    return {str(k): v for k, v in sets.items()}
 
 
 @dataclass(frozen=True)
@@ -245,29 +243,34 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     _own(run_dir, manifest, force)
     plan = RunPlan(manifest)
     jobs = plan.evaluation()
-    rows = _saved(run_dir)
-    finished = {tuple(r[k] for k in _KEY) for r in rows}
+    results = Recorder(run_dir, manifest)  # the one writer of the result files
+    results.drop_evaluation()  # what an earlier try finished is in the journal
+    saved = _saved(run_dir)
+    results.restore(saved)
+    finished = {tuple(r[k] for k in _KEY) for r in saved}
     todo = [j for j in jobs if j.key not in finished]
     write_status(run_dir, RunState.RUNNING, manifest.hash)
     if progress is not None:
         progress(len(jobs) - len(todo), len(jobs))
     if todo:
         journal = Journal(run_dir / PARTIAL)
+        played = len(saved)
 
         def done(row: dict[str, Any]) -> None:
-            rows.append(row)
+            nonlocal played
             journal.append(row)  # on disk before the next episode: kill -9 loses none
+            played += 1
             if progress is not None:
-                progress(len(jobs) - len(todo) + len(rows) - len(finished), len(jobs))
+                progress(len(jobs) - len(todo) + played - len(finished), len(jobs))
 
         try:
             with journal:
-                play(plan, model, 0, todo, request, done)
+                play(plan, model, 0, todo, request, done, results)
         except HscaleError as exc:
             write_status(run_dir, RunState.FAILED, manifest.hash, error=exc.message)
             raise
-    write_eval(run_dir, rows)
-    write_parquet(run_dir / TRAIN, train_frame([]))
+    results.replace_train([])
+    results.save()
     (run_dir / PARTIAL).unlink(missing_ok=True)
     write_status(run_dir, RunState.COMPLETED, manifest.hash)
     return run_dir
@@ -275,12 +278,14 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
 
 def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
          request: Request | None = None,
-         done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Play ``jobs`` (default: the plan's whole evaluation, hscale.train.planning._workload.RunPlan)
-    with a chat model: hscale's harnesses through the turn engine (hscale.train.lm._drive),
+         done: Callable[[dict[str, Any]], None] | None = None,
+         results: Recorder | None = None) -> list[dict[str, Any]]:
+    """Play ``jobs`` (default: the plan's whole evaluation, hscale.train.planning.RunPlan)
+    with a chat model: hscale's harnesses through the turn engine (hscale.train.lm.drive),
     black-box CLIs through the real programs; each episode samples from a seed of its own
-    (its identity mixed with the manifest's draws). Returns the rows at checkpoint ``step``
-    in the jobs' order; ``done(row)`` hears each as it ends."""
+    (its identity mixed with the manifest's draws). Each episode goes to ``results`` (default:
+    a recorder of the run's, never saved) as it ends, and ``done(row)`` hears its row;
+    returns the rows at checkpoint ``step`` in the jobs' order."""
     import hscale.train.lm as lm
     from hscale.harness import is_blackbox
     from hscale.train.blackbox import play_clis
@@ -290,11 +295,12 @@ def play(plan: Any, model: Any, step: int = 0, jobs: list | None = None,
     request = request or Request(model="")
     manifest = plan.manifest
     jobs = plan.evaluation() if jobs is None else jobs
+    results = results or Recorder(Path("."), manifest, read=False)
     rows: dict[int, dict[str, Any]] = {}
 
     def done_of(part: list[int]) -> Callable[[int, Any], None]:
         def finished(index: int, episode: Any) -> None:
-            rows[part[index]] = plan.row(jobs[part[index]], episode, step)
+            rows[part[index]] = results.evaluated(jobs[part[index]], episode, step)
             if done is not None:
                 done(rows[part[index]])
         return finished

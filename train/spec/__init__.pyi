@@ -24,6 +24,9 @@ from ._experiment import (
 from ._experiment import (
     ExperimentSpec as ExperimentSpec,
 )
+from ._hypotheses import (
+    Hypothesis as Hypothesis,
+)
 from ._load import (
     load_spec as load_spec,
 )
@@ -69,6 +72,7 @@ __all__ = [
     "BUILTIN_TASKS",
     "Benchmark",
     "ExperimentSpec",
+    "Hypothesis",
     "NAME",
     "PRESETS",
     "VerlSettings",

@@ -16,8 +16,10 @@ pytest.importorskip("torch")
 pytest.importorskip("verl")
 
 from hscale.contracts import Manifest  # noqa: E402
+
+# internal: drives the embedded Trainer directly
 from hscale.train.embedded._trainer import Trainer  # noqa: E402
-from hscale.train.planning._plan import plan  # noqa: E402
+from hscale.train.planning import plan  # noqa: E402
 
 BASE = {
     "name": "tiny", "model": "hscale-test",
@@ -134,7 +136,7 @@ def test_a_replanned_run_starts_over_instead_of_resuming_another_manifest(tmp_pa
     changed = manifest.model_copy(update={
         "hash": "0" * 64, "budget": manifest.budget.model_copy(update={"steps": 1})})
     trainer = Trainer(run_dir, changed)
-    assert trainer.step == 0 and len(trainer.train_rows) == 0
+    assert trainer.step == 0 and len(trainer.results.train) == 0
     trainer.run()
     assert pd.read_parquet(run_dir / "train.parquet").step.tolist() == [0]
 
@@ -192,6 +194,8 @@ def test_kept_rollouts_are_the_stated_share_and_every_rescue_and_change_no_resul
 
     # hscale view shows each zero-signal group with the rollouts that rescued it
     from hscale.analysis import Study
+
+    # internal: tests the viewer's page builders
     from hscale.analysis._view_app import episode_page
 
     study = Study(run_dir)

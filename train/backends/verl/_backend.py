@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from hscale.contracts import TRAIN, Manifest, result_problems, train_frame, write_eval
-from hscale.files import write_parquet
+from hscale.contracts import Manifest, result_problems
 from hscale.train.backends._base import Backend, Progress, RayJob, StepProgress
 from hscale.train.backends._clean import drop_checkpoints
 from hscale.train.backends._environment import Requirement, require
@@ -33,7 +32,7 @@ from hscale.train.backends.verl._launch import (
 from hscale.train.backends.verl._overrides import VERL_DIR, build_overrides, settings
 from hscale.train.backends.verl.rescue import check_rescue
 from hscale.train.blackbox import fine_tuned, sft_rows
-from hscale.train.planning import is_blackbox_sft
+from hscale.train.planning import Recorder, is_blackbox_sft
 
 
 class VerlBackend(Backend):
@@ -102,14 +101,15 @@ class VerlBackend(Backend):
         """veRL's validation dumps and metrics as eval.parquet and train.parquet; a black-box
         SFT run's one validation is of its fine-tuned model (its final step), its train rows
         the fine-tune's."""
-        evals = import_validation(run_dir, manifest)
+        results = Recorder(run_dir, manifest, read=False)  # the one writer of the results
         if is_blackbox_sft(manifest):
-            write_eval(run_dir, evals.assign(step=manifest.budget.steps))
-            write_parquet(run_dir / TRAIN, train_frame(sft_rows(_fine_tune(run_dir, manifest))))
+            import_validation(run_dir, manifest, results, step=manifest.budget.steps)
+            results.replace_train(sft_rows(_fine_tune(run_dir, manifest)))
         else:
-            write_eval(run_dir, evals)
-            write_parquet(run_dir / TRAIN, import_metrics(run_dir))
+            import_validation(run_dir, manifest, results)
+            results.replace_train(import_metrics(run_dir))
             import_profiles(run_dir)
+        results.save()
         if settings(manifest).checkpoints == "drop":  # results are in; resume is not needed
             drop_checkpoints(run_dir)
 

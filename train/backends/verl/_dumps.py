@@ -10,25 +10,29 @@ import pandas as pd
 
 from hscale.contracts import (
     EXTRA_INFO,
+    Decoding,
     DumpedEpisode,
     Manifest,
     RowInfo,
-    eval_frame,
-    eval_row,
     train_frame,
 )
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.train.backends.verl._overrides import VERL_DIR
+from hscale.train.planning import Recorder
 
 
-def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
-    """veRL's validation dumps (``verl/validation/<step>.jsonl``) as eval.parquet rows.
+def import_validation(run_dir: str | Path, manifest: Manifest,
+                      results: Recorder | None = None, step: int | None = None
+                      ) -> pd.DataFrame:
+    """veRL's validation dumps (``verl/validation/<step>.jsonl``) handed to the run's
+    recorder (default: one that only holds them), every row at ``step`` when given (a
+    black-box SFT run's one validation is of its fine-tuned model); the eval rows.
 
     veRL 0.9.1 writes one JSON line per validation episode (verl/trainer/ppo/ray_trainer.py,
     ``_write_generations``; same in ppo/v1/trainer_base.py): ``input``, ``output``, ``gts``
     (the row's ``reward_model.ground_truth``), ``score`` (the episode's reward), ``step``,
-    then every per-episode reward extra (hscale.contracts.reward_extras); the v1 trainer adds
+    then every per-episode reward extra (hscale.contracts.Outcome.extras); the v1 trainer adds
     ``uid`` = ``<uid>_<session>_<segment>``, one line per trained segment. Each line is read
     as a :class:`hscale.contracts.DumpedEpisode` (its val row from ``gts``); run, setting,
     harness and task_id come from that row's extra_info (hscale.contracts.RowInfo). A row
@@ -44,7 +48,7 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
                           "Ray cluster, the runs folder must be shared at the same path)")
     info = [RowInfo.read(e) for e in pd.read_parquet(out / "val.parquet")[EXTRA_INFO]]
     planned = manifest.evaluation.runs
-    rows: list[dict[str, Any]] = []
+    results = results or Recorder(run_dir, manifest, read=False)
     for path in files:
         seen: dict[int, int] = {}  # val row -> its episodes at this step so far
         for rec, where in _episodes(path):
@@ -54,25 +58,15 @@ def import_validation(run_dir: str | Path, manifest: Manifest) -> pd.DataFrame:
             run = int(row.run or 0)
             if not row.greedy:  # greedy is deterministic: one pass
                 run += seen[episode.row] * planned
-            rows.append(_eval_row(manifest, row, run, episode))
-    return eval_frame(rows)
-
-
-def _eval_row(manifest: Manifest, row: RowInfo, run: int, episode: DumpedEpisode
-              ) -> dict[str, Any]:
-    """One eval.parquet row from a dumped episode and its val row."""
-    harness = row.harness
-    if row.route is not None and episode.routed_to is not None:
-        harness = manifest.assignment.pool[episode.routed_to]  # the sibling routed to
-    return eval_row(
-        manifest, step=episode.step, run=run,
-        benchmark=row.benchmark or manifest.benchmark.column, setting=row.setting,
-        harness=harness, task_id=row.task_id, reward=episode.reward,
-        success=episode.success, turns=episode.turns, decoding=row.decoding or "sampled",
-        category=row.category or "unknown",
-        error="checker: failed (see the rollout worker's log)" if episode.checker_failed
-        else "", behaviour=episode.behaviour, cost=episode.cost,
-        transcript=episode.transcript, seconds=episode.seconds)
+            harness = row.harness
+            if row.route is not None and episode.routed_to is not None:
+                harness = manifest.assignment.pool[episode.routed_to]  # the sibling routed to
+            results.record(episode.outcome, step=episode.step if step is None else step,
+                           run=run, benchmark=row.benchmark or manifest.benchmark.column,
+                           setting=row.setting, harness=harness, task_id=row.task_id,
+                           decoding=row.decoding or Decoding.SAMPLED,
+                           category=row.category or "unknown")
+    return results.eval_rows
 
 
 def _episodes(path: Path):
