@@ -157,10 +157,16 @@ from ._render import (
     to_markdown as to_markdown,
 )
 from ._report import (
+    build_report as build_report,
+)
+from ._report import (
     ordering_statements as ordering_statements,
 )
 from ._report import (
     write_report as write_report,
+)
+from ._report_data import (
+    Report as Report,
 )
 from ._stats import (
     arm_intervals as arm_intervals,
@@ -241,6 +247,7 @@ __all__ = [
     "NoData",
     "Options",
     "Question",
+    "Report",
     "Results",
     "Study",
     "StudySize",
@@ -250,6 +257,7 @@ __all__ = [
     "arm_intervals",
     "base_harness_table",
     "bootstrap_ci",
+    "build_report",
     "build_view_app",
     "check",
     "cluster_bootstrap",

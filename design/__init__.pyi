@@ -1,5 +1,14 @@
 """The public API of hscale.design (read lazily by __init__.py)."""
 
+from ._arrays import (
+    foldover as foldover,
+)
+from ._arrays import (
+    full_factorial as full_factorial,
+)
+from ._arrays import (
+    replicate as replicate,
+)
 from ._bounds import (
     bose_bush_bound as bose_bush_bound,
 )
@@ -44,6 +53,9 @@ from ._criteria import (
 )
 from ._criteria import (
     gwlp as gwlp,
+)
+from ._criteria import (
+    min_distance as min_distance,
 )
 from ._design import (
     Design as Design,
@@ -197,13 +209,16 @@ __all__ = [
     "eval_set",
     "feasibility",
     "first_order",
+    "foldover",
     "format_levels",
     "full",
+    "full_factorial",
     "gwlp",
     "hamming_graph",
     "is_orthogonal",
     "k_nearest",
     "max_factors",
+    "min_distance",
     "neighbours",
     "normalize_to_contain",
     "orthogonal_array",
@@ -214,6 +229,7 @@ __all__ = [
     "rao_bound",
     "read_array",
     "recipe",
+    "replicate",
     "resolve_weights",
     "shown",
     "single",

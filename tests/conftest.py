@@ -20,6 +20,7 @@ def _model_cache(tmp_path_factory):
     cache = root / "hscale-cache"
     cache.mkdir(exist_ok=True)
     # the black-box harnesses a user (or CI) installed stay where they are: 1.5 GB of npm
+    # internal: finds the black-box harness files
     from hscale.harness._blackbox import harness_root
 
     os.environ.setdefault("HSCALE_HARNESSES", str(harness_root()))

@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from hscale.design._io import read_array, write_array
-from hscale.design._verify import is_orthogonal
+from hscale.design import is_orthogonal, read_array, write_array
 from tests.cli import assert_user_error, hscale
 
 

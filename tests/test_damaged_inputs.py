@@ -247,7 +247,9 @@ def test_evolve_names_a_folder_editor_and_never_offers_force_for_a_device(tmp_pa
                                           ("stop", ["a"] * 5), ("temperature", 3),
                                           ("frequency_penalty", 9), ("top_k", -1)])
 def test_serve_refuses_sampling_fields_the_real_api_refuses(field, value):
-    from hscale.train.serving._chat import BadRequest
+    from hscale.train.serving import BadRequest
+
+    # internal: tests the OpenAI-chat request parser
     from hscale.train.serving._openai_chat import parse
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], field: value}

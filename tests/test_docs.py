@@ -36,8 +36,9 @@ def _models(annotation: typing.Any) -> set[type[BaseModel]]:
 
 
 def test_the_spec_reference_covers_every_key_the_spec_models_accept():
-    from hscale.train.spec import ExperimentSpec
-    from hscale.train.spec._experiment import Arm
+    from hscale.train.spec import Arm, ExperimentSpec
+
+    # internal: checks the generated spec reference
     from hscale.train.spec._reference import _sections, spec_keys, spec_reference
 
     reachable = _models(ExperimentSpec) | _models(Arm)  # arms are validated as Arm
@@ -57,6 +58,8 @@ def test_the_spec_reference_covers_every_key_the_spec_models_accept():
 
 def test_the_command_reference_has_every_command_and_option():
     from hscale.cli import COMMANDS, load_command
+
+    # internal: checks the generated CLI reference
     from hscale.cli._reference import cli_commands, cli_reference
 
     page = cli_reference()
@@ -74,6 +77,8 @@ def test_the_command_reference_has_every_command_and_option():
 
 def test_the_contracts_reference_has_every_column():
     import hscale.contracts as c
+
+    # internal: checks the generated contracts reference
     from hscale.contracts._reference import contracts_reference
 
     page = contracts_reference()

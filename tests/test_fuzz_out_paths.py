@@ -98,6 +98,7 @@ def runs(tmp_path_factory) -> Path:
 @given(command=commands, kind=kinds, files=folders)
 def test_every_out_leaves_what_the_user_had(runs, command, kind, files):
     if command == "model import":
+        # internal: tests the packaged-weights importer
         from hscale.train.lm._importer import find_gguf
 
         try:

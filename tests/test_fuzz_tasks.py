@@ -17,10 +17,7 @@ import pytest
 
 from hscale.cli import main
 from hscale.cli.tasks_check import check_tasks
-from hscale.harness._env import Env, Limits
-from hscale.harness._harness import harness_named
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import Oracle
+from hscale.harness import Env, Limits, Oracle, harness_named, run_episode
 from hscale.harness.tasks import MAX_INPUT_FILE_BYTES, load_task_folder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,6 +9,7 @@ import time
 
 from rich.console import Console
 
+# internal: tests the CLI's progress reporter
 from hscale.cli._progress import QUIET_S, progress
 
 

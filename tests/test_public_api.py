@@ -66,6 +66,48 @@ def test_no_package_imports_another_packages_private_modules():
     assert _private_imports() == []
 
 
+def _unexplained_private_imports(path: Path) -> list[str]:
+    """``file:line`` of each import of a private hscale module (``hscale.pkg._x``, or
+    ``from hscale.pkg import _x``) in ``path`` whose line above is not ``# internal: why``."""
+    lines = path.read_text().splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            targets = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        private = [t for t in targets if t.split(".")[0] == "hscale" and any(
+            p.startswith("_") and not p.startswith("__") for p in t.split("."))]
+        above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+        if private and not above.startswith("# internal:"):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {private[0]}")
+    return found
+
+
+def test_tests_import_private_modules_only_where_they_say_why():
+    """Tests reach behaviour through the public API, so moving code between private modules
+    breaks no test; a test about an internal on purpose says so on the line above its import
+    (``# internal: why``)."""
+    assert [f for path in sorted((ROOT / "tests").rglob("*.py"))
+            for f in _unexplained_private_imports(path)] == []
+
+
+def test_the_private_import_check_sees_an_unexplained_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    planted = tmp_path / "test_planted.py"
+    planted.write_text("from hscale.design import full\n"
+                       "# internal: tests the search itself\n"
+                       "from hscale.design._search import search_oa\n"
+                       "import hscale.train.planning._workload\n"
+                       "def f():\n"
+                       "    from hscale.analysis import _plots, load_results\n")
+    assert _unexplained_private_imports(planted) == [
+        "test_planted.py:4 imports hscale.train.planning._workload",
+        "test_planted.py:6 imports hscale.analysis._plots"]
+
+
 def _examples() -> list[tuple[str, str, str]]:
     """(where, module, name) of every ``from hscale... import`` in README's code blocks and
     the notebooks' code cells, and every dotted ``hscale.pkg.name`` README names."""

@@ -24,6 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hscale.analysis import Study, build_view_app, export_html
+
+# internal: tests the viewer's page builders
 from hscale.analysis._view_app import compare_page, episode_page, table_page
 from hscale.contracts import EVAL_KEY, ROLLOUT_COLUMNS
 from hscale.text import printable, visible

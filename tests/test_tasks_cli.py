@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# internal: tests the runner's limits and hashing
 from hscale.harness._task_sources import content_hash
 from hscale.harness.tasks import load_tasks, write_tasks
 from tests.cli import Result

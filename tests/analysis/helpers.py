@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hscale.analysis._synthetic import write_runs
+from hscale.analysis import write_runs
 
 H1, H2 = "S0-T0-O1-C0-W0", "S1-T2-O0-C1-W2"
 

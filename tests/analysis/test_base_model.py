@@ -6,13 +6,20 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hscale.analysis._load import load_results
-from hscale.analysis._naming import BASE_MODEL, default_reference
+from hscale.analysis import (
+    BASE_MODEL,
+    all_tables,
+    build_report,
+    compare_arms,
+    default_reference,
+    load_results,
+    rl_gains,
+    synthetic_episodes,
+    write_runs,
+)
+
+# internal: tests the figure registry and rendering
 from hscale.analysis._plots import curve_data
-from hscale.analysis._report import build_report
-from hscale.analysis._stats import compare_arms, rl_gains
-from hscale.analysis._synthetic import synthetic_episodes, write_runs
-from hscale.analysis._tables import all_tables
 
 TRUE = {"base-model": 0.3, "single-harness": 0.45, "structured-18": 0.6}
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hscale.analysis import load_results, synthetic_episodes, write_runs
+
+# internal: tests the behaviour tables' building blocks
 from hscale.analysis._behaviour import behaviour_frame, behaviour_table
-from hscale.analysis._load import load_results
-from hscale.analysis._synthetic import synthetic_episodes, write_runs
 
 
 @pytest.fixture(scope="module")

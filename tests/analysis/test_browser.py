@@ -16,8 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from hscale.analysis._report import write_report
-from hscale.analysis._synthetic import demo_like
+from hscale.analysis import demo_like, write_report
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
          "headless_shell")
@@ -96,6 +95,7 @@ def test_the_first_screen_holds_the_summary_and_the_forest_plot_and_no_table(pag
     and the headline forest plot are on the first screen, whole, and no table is; no
     measured table has a column that is empty for every row."""
     probe = page.with_name("probe.html")
+    # internal: tests the report page's content policy
     from hscale.analysis._report_html import POLICY
 
     text = page.read_text()

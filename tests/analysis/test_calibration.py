@@ -9,16 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from hscale.analysis._calibration import planted
-from hscale.analysis._components import StudySize
-from hscale.analysis._planted import (
-    Arm,
-    Study,
-    binomial_interval,
-    check,
-    effect_for_power,
-    run_variance,
-)
+from hscale.analysis import StudySize, check, planted
+
+# internal: tests the planted-effect simulator's pieces
+from hscale.analysis._planted import Arm, Study, binomial_interval, effect_for_power, run_variance
 
 CALM = {"seed": 0.0, "task": 0.0, "harness": 0.0, "seed_task": 0.0, "run": 0.001,
         "residual": 0.36}

@@ -6,16 +6,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis._component_tests import aliasing, component_effects
-from hscale.analysis._effects import (
+from hscale.analysis import (
+    component_effects,
     distance_to_training,
     main_effects,
-    parse_harnesses,
     success_by_distance,
-    with_levels,
+    synthetic_episodes,
 )
-from hscale.analysis._synthetic import default_eval_sets, synthetic_episodes
-from hscale.harness._space import factor_space
+
+# internal: tests the aliasing check behind component tests
+from hscale.analysis._component_tests import aliasing
+
+# internal: tests the effects code's parsing helpers
+from hscale.analysis._effects import parse_harnesses, with_levels
+
+# internal: uses the synthetic runs' default eval sets
+from hscale.analysis._synthetic import default_eval_sets
+from hscale.harness import factor_space
 
 SPACE = factor_space()
 ALL = SPACE.labels(SPACE.all_configs())

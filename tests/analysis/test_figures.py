@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.analysis import FIGURES, NoData, Options, load_results
-from hscale.analysis._synthetic import demo_like
+from hscale.analysis import FIGURES, NoData, Options, demo_like, load_results
 
 
 def clipped(fig) -> list[str]:

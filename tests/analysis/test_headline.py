@@ -12,11 +12,15 @@ from datetime import datetime, timedelta
 import pandas as pd
 import pytest
 
-from hscale.analysis._calibration import planted
-from hscale.analysis._components import StudySize
+from hscale.analysis import StudySize, planted, write_runs
+
+# internal: tests the headline page's pieces
 from hscale.analysis._headline import answer, forest_frame, summary_page, wall_seconds
+
+# internal: tests the report's figure and warning steps
 from hscale.analysis._report import warning_notes
-from hscale.analysis._synthetic import write_runs
+
+# internal: tests the verdict rules one by one
 from hscale.analysis._verdicts import Verdict
 from hscale.cli import main
 
@@ -88,7 +92,9 @@ def test_the_answer_is_made_from_the_numbers():
 
 
 def test_the_papers_numbers_of_another_setup_are_not_compared():
-    from hscale.analysis._external import read_reported
+    from hscale.analysis import read_reported
+
+    # internal: tests the verdict rules one by one
     from hscale.analysis._verdicts import comparable
 
     reported = read_reported(True)
@@ -114,6 +120,7 @@ def test_the_plot_draws_the_verdicts_intervals_and_names_the_adjustment():
     assert frame[["lo", "hi"]].to_numpy().tolist() == [[-4.0, 6.0], [2.0, 12.0]]
     assert frame["word"].tolist() == ["not resolved", "higher"]
     assert frame["paper_word"].tolist() == ["above", ""]
+    # internal: tests the headline page's pieces
     from hscale.analysis._headline import plot_forest
 
     title = plot_forest(frame)._suptitle.get_text()
@@ -122,6 +129,7 @@ def test_the_plot_draws_the_verdicts_intervals_and_names_the_adjustment():
 
 def test_the_summary_page_holds_every_comparison():
     found = [_verdict(f"arm{i}") for i in range(25)]
+    # internal: tests the headline page's pieces
     from hscale.analysis._headline import RunSummary
 
     summary = RunSummary(["a"], [0, 1, 2], 10, 18, ["m"], ["local"], 600.0, 100)
@@ -141,6 +149,7 @@ def test_wall_time_is_the_union_of_the_runs_spans():
     # 0-12 min overlapping, then 5 min after a two-hour pause (a resumed run)
     assert wall_seconds(runs) == pytest.approx(17 * 60)
     assert math.isnan(wall_seconds(pd.DataFrame({"seconds": [1.0]})))
+    # internal: tests the headline page's pieces
     from hscale.analysis._headline import RunSummary
 
     summary = RunSummary(["a"], [0], 1, 1, ["m"], ["local"], 1320.0, 10, wall=17 * 60)

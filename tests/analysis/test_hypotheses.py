@@ -10,8 +10,10 @@ import math
 import pytest
 import yaml
 
-from hscale.analysis._hypotheses import judge_hypotheses, open_arms, spending_levels
-from hscale.analysis._planted import Arm, Study, plant
+from hscale.analysis import judge_hypotheses, open_arms, plant, spending_levels
+
+# internal: tests the planted-effect simulator's pieces
+from hscale.analysis._planted import Arm, Study
 from hscale.contracts import HypothesisRecord, StudyRecord
 from tests.cli import assert_user_error, hscale
 

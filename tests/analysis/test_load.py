@@ -7,8 +7,11 @@ import json
 import pandas as pd
 import pytest
 
-from hscale.analysis._external import read_reported, reported_csv
-from hscale.analysis._load import EVAL_COLUMNS, find_run_dirs, load_results
+from hscale.analysis import find_run_dirs, load_results, read_reported
+
+# internal: tests the reported-results reader's helpers
+from hscale.analysis._external import reported_csv
+from hscale.contracts import EVAL_COLUMNS
 from hscale.errors import HscaleError
 
 from .helpers import hand_episodes, write_hand_runs

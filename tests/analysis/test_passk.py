@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis._load import load_results
-from hscale.analysis._passk import final_step, pass1, pass_at_k, passk
-from hscale.analysis._synthetic import synthetic_episodes
+from hscale.analysis import load_results, pass1, pass_at_k, passk, synthetic_episodes
+
+# internal: tests pass@k's step choice
+from hscale.analysis._passk import final_step
 
 from .helpers import write_hand_runs
 

@@ -13,9 +13,13 @@ import math
 import numpy as np
 import pytest
 
+from hscale.analysis import check, compare_arms, plant
+
+# internal: tests each multiplicity procedure alone
 from hscale.analysis._families import fixed_sequence, holm_rejects, max_t
-from hscale.analysis._planted import Arm, Study, binomial_interval, check, plant, scenarios
-from hscale.analysis._stats import compare_arms
+
+# internal: tests the planted-effect simulator's pieces
+from hscale.analysis._planted import Arm, Study, binomial_interval, scenarios
 
 
 def test_every_run_counts_whatever_the_seed_labels():
@@ -70,6 +74,8 @@ def test_component_tests_keep_their_level_when_each_run_learns_its_own_harness_e
     60 studies of 3 arms x 3 seeds on the 18 held-out harnesses (benchmarks/calibration.py:
     5.4% of 3,000 at 200 studies)."""
     from hscale.analysis import component_effects
+
+    # internal: uses the synthetic runs' default eval sets
     from hscale.analysis._synthetic import default_eval_sets
 
     labels = tuple(default_eval_sets()["in_space"])

@@ -12,17 +12,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis._calibration import base_rate
-from hscale.analysis._power import (
+from hscale.analysis import (
     COMPONENTS,
     StudySize,
-    estimate,
+    compare_arms,
     mde,
-    variance,
+    paired_differences,
+    synthetic_episodes,
+    write_report,
+    write_runs,
 )
-from hscale.analysis._report import write_report
-from hscale.analysis._stats import compare_arms, paired_differences
-from hscale.analysis._synthetic import default_eval_sets, synthetic_episodes, write_runs
+
+# internal: tests calibration's base-rate helper
+from hscale.analysis._calibration import base_rate
+
+# internal: tests the power estimator's pieces
+from hscale.analysis._power import estimate, variance
+
+# internal: uses the synthetic runs' default eval sets
+from hscale.analysis._synthetic import default_eval_sets
+
+# internal: tests the comparisons table builder
 from hscale.analysis._tables import comparisons_table
 from hscale.cli import main
 

@@ -11,14 +11,37 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from hscale.analysis import (
+    FIGURES,
+    NoData,
+    Options,
+    Report,
+    Results,
+    compute_cells,
+    demo_like,
+    load_results,
+    measured_ordering,
+    synthetic_episodes,
+    write_report,
+)
+
+# internal: tests the figure registry and rendering
 from hscale.analysis import _plots as plots
+
+# internal: tests the report's figure and warning steps
 from hscale.analysis import _report as report
+
+# internal: tests the reported-results reader's helpers
 from hscale.analysis._external import empty_summary
-from hscale.analysis._load import Results, load_results, tidy
-from hscale.analysis._plots import FIGURES, FigureSpec, NoData, Options, png_bytes
-from hscale.analysis._report import Report, draw_figures, write_report
-from hscale.analysis._synthetic import demo_like, synthetic_episodes
-from hscale.analysis._tables import compute_cells, measured_ordering
+
+# internal: tests the loader's tidy step
+from hscale.analysis._load import tidy
+
+# internal: tests the figure registry and rendering
+from hscale.analysis._plots import FigureSpec, png_bytes
+
+# internal: tests the report's figure and warning steps
+from hscale.analysis._report import draw_figures
 from hscale.cli.report import report_cmd
 from hscale.errors import HscaleError
 from hscale.registry import Registry
@@ -126,6 +149,7 @@ def test_one_failing_figure_does_not_stop_the_others(demo_runs, tmp_path, monkey
 
 def test_a_failing_headline_is_named_and_the_rest_is_written(demo_runs, tmp_path,
                                                             monkeypatch):
+    # internal: tests the report's figure and warning steps
     import hscale.analysis._report as module
 
     def broken(frame, fig=None):

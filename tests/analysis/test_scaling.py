@@ -11,11 +11,20 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.analysis._load import load_results
-from hscale.analysis._plots import FIGURES, NoData, png_bytes
-from hscale.analysis._report import write_report
+from hscale.analysis import (
+    FIGURES,
+    NoData,
+    load_results,
+    synthetic_episodes,
+    write_report,
+    write_runs,
+)
+
+# internal: tests the figure registry and rendering
+from hscale.analysis._plots import png_bytes
+
+# internal: tests the scaling fit's internals
 from hscale.analysis._scaling import OA, OTHER, _wls, scaling, scaling_data, scaling_table
-from hscale.analysis._synthetic import synthetic_episodes, write_runs
 from tests.cli import Result
 from tests.cli import hscale as run_cli
 
@@ -32,8 +41,8 @@ def p_of(n: int) -> float:
 def sized(tmp_path_factory):
     """Runs of arms over N (random training sets of N configurations), Pass@1 linear in
     log2 N with a known slope; every other difference left out."""
-    from hscale.design._recipes import random_n
-    from hscale.harness._space import factor_space
+    from hscale.design import random_n
+    from hscale.harness import factor_space
 
     space = factor_space()
     arms = [f"random-n{n}" for n in SIZES]
@@ -82,8 +91,8 @@ def test_weighted_least_squares_matches_numpy():
 
 
 def test_structured_and_random_sets_are_separate_lines(tmp_path):
-    from hscale.design._oa import orthogonal_array
-    from hscale.harness._space import factor_space
+    from hscale.design import orthogonal_array
+    from hscale.harness import factor_space
 
     space = factor_space()
     arms = {"oa-18": 18, "oa-27": 27, "rand-18": 18, "rand-27": 27}

@@ -9,16 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hscale.analysis import bootstrap_ci, cluster_bootstrap
-from hscale.analysis._calibration import planted
-from hscale.analysis._components import StudySize
-from hscale.analysis._stats import (
+from hscale.analysis import (
+    StudySize,
     arm_intervals,
+    bootstrap_ci,
+    cluster_bootstrap,
     compare_arms,
     holm,
     paired_differences,
+    planted,
+    synthetic_episodes,
 )
-from hscale.analysis._synthetic import synthetic_episodes
 
 
 def test_holm_against_a_worked_example():

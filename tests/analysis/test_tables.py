@@ -5,18 +5,24 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hscale.analysis._load import load_results
-from hscale.analysis._render import Table, tex_escape, to_html, to_latex, to_markdown
-from hscale.analysis._synthetic import demo_like
-from hscale.analysis._tables import (
+from hscale.analysis import (
+    Table,
     all_tables,
     base_harness_table,
     compute_cells,
+    demo_like,
     harness_s_table,
+    load_results,
     measured_ordering,
     out_of_space_table,
     settings_table,
+    to_html,
+    to_latex,
+    to_markdown,
 )
+
+# internal: tests the renderers' formatting helpers
+from hscale.analysis._render import tex_escape
 
 from .helpers import write_hand_runs
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.analysis._load import load_results
-from hscale.analysis._synthetic import synthetic_episodes, write_runs
-from hscale.analysis._tables import all_tables
+from hscale.analysis import all_tables, load_results, synthetic_episodes, write_runs
+
+# internal: tests the verdict rules one by one
 from hscale.analysis._verdicts import ALPHA, paper_word, verdicts, word_for
 
 PLANTED = {"structured-18": 0.5, "single-harness": 0.15, "random-18": 0.5,
@@ -106,7 +106,10 @@ def test_comparisons_of_another_source_are_not_said():
 def test_cells_that_do_not_vary_are_said_without_a_nan():
     """Every paired cell the same (one seed, one harness, equal outcomes): no interval can
     be drawn, and no sentence, table cell or paper check shows a NaN or a broken clause."""
+    # internal: tests the renderers' formatting helpers
     from hscale.analysis._render import fmt_interval
+
+    # internal: tests the verdict rules one by one
     from hscale.analysis._verdicts import Verdict
 
     flat = Verdict("single-harness", "structured-18", "out_of_space", 0.0, math.nan, math.nan,

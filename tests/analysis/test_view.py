@@ -19,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hscale.analysis import Study, build_view_app, export_html
+
+# internal: tests the viewer's data helpers
 from hscale.analysis._view_data import BEHAVIOURS, marked_lines
 from hscale.contracts import EVAL_KEY, TRANSCRIPTS
 from hscale.errors import HscaleError
@@ -168,6 +170,7 @@ def test_the_table_states_pass1_as_the_report_does(study):
 def test_a_run_of_greedy_rows_alone_is_its_pass1_as_in_the_report():
     """``hscale evaluate --decoding greedy`` writes greedy rows alone: the report measures that
     run by them (split_decoding), and so does the viewer's line."""
+    # internal: tests the viewer's page builders
     from hscale.analysis._view_app import _pass1
 
     rows = pd.DataFrame({"experiment": "e", "arm": "m", "seed": 0, "decoding": "greedy",
@@ -242,6 +245,7 @@ def test_a_report_rows_link_opens_exactly_the_episodes_the_row_averages(study):
     row, the in-space episodes under that level."""
     from urllib.parse import parse_qsl, urlsplit
 
+    # internal: tests the viewer's page builders
     from hscale.analysis._view_app import view_link
 
     evals = study.frame[study.frame.source == "eval"]

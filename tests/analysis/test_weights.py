@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.analysis._report import Report, write_report
-from hscale.analysis._synthetic import synthetic_episodes
-from hscale.analysis._weight_estimates import FLOOR, add_weights, estimate_weights, weights_yaml
-from hscale.design._weights import parse_weights
-from hscale.harness._space import factor_space
-from hscale.train.spec._weights import spec_weights
+from hscale.analysis import Report, estimate_weights, synthetic_episodes, write_report
+
+# internal: tests the weight estimator's steps
+from hscale.analysis._weight_estimates import FLOOR, add_weights, weights_yaml
+from hscale.design import parse_weights
+from hscale.harness import factor_space
+from hscale.train.spec import spec_weights
 from tests.analysis.helpers import write_hand_runs
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.design._bounds import (
+from hscale.design import (
     bose_bush_bound,
     bush_bound,
     divisor,

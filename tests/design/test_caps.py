@@ -8,13 +8,19 @@ from itertools import combinations
 import numpy as np
 import pytest
 
+from hscale.design import check_strength, full_factorial, orthogonal_array
+
+# internal: tests each algebraic construction alone
 from hscale.design._algebraic import linear_oa, projective_points
-from hscale.design._arrays import full_factorial
+
+# internal: tests the cap constructions alone
 from hscale.design._caps import anisotropic_constant, ovoid
+
+# internal: tests Galois-field arithmetic directly
 from hscale.design._gf import GF, field
-from hscale.design._oa import orthogonal_array
+
+# internal: tests the construction planner's table
 from hscale.design._planning import constructions
-from hscale.design._verify import check_strength
 
 QS = [3, 4, 5, 7, 8, 9]
 

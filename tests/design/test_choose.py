@@ -3,13 +3,24 @@ from itertools import combinations, product
 import numpy as np
 import pytest
 
-from hscale.design._choose import candidates, contains, normalize_to_contain, place
-from hscale.design._criteria import gwlp, min_distance, rank_key
-from hscale.design._enumeration import enumerate_oas
-from hscale.design._isomorphism import are_isomorphic
-from hscale.design._verify import is_orthogonal
+from hscale.design import (
+    are_isomorphic,
+    candidates,
+    enumerate_oas,
+    gwlp,
+    is_orthogonal,
+    min_distance,
+    normalize_to_contain,
+    place,
+)
+
+# internal: tests the chooser's internals
+from hscale.design._choose import contains
+
+# internal: tests the ranking criteria's internals
+from hscale.design._criteria import rank_key
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 
 H0 = [0, 0, 0, 0, 0]
 
@@ -23,6 +34,7 @@ def listed():
 def parent():
     """An OA(18; 3^7) whose 5-column projections include the best OA(18; 3^5)."""
     try:
+        # internal: tests each algebraic construction alone
         from hscale.design._algebraic import addelman_kempthorne
     except ImportError:  # the construction lives in a sibling module; enumeration also works
         addelman_kempthorne = None
@@ -154,9 +166,10 @@ def test_place_reports_what_cannot_be_satisfied(parent):
 
 def test_shipped_class_catalogue_matches_a_fresh_enumeration():
     """The catalogue that spares users the enumeration holds exactly the real classes."""
+    from hscale.design import are_isomorphic, enumerate_oas
+
+    # internal: tests the chooser's internals
     from hscale.design._choose import _shipped_classes
-    from hscale.design._enumeration import enumerate_oas
-    from hscale.design._isomorphism import are_isomorphic
 
     for levels in [(3,) * 3, (3,) * 4, (3,) * 5]:
         shipped = _shipped_classes(levels, 18, 2)

@@ -6,6 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hscale.design import (
+    InfeasibleError,
+    check_strength,
+    difference_scheme,
+    foldover,
+    full_factorial,
+    parse_levels,
+    replicate,
+)
+
+# internal: tests each algebraic construction alone
 from hscale.design._algebraic import (
     _paley2_matrix,
     addelman_kempthorne,
@@ -16,20 +27,18 @@ from hscale.design._algebraic import (
     projective_points,
     rao_hamming,
 )
-from hscale.design._arrays import (
-    collapse,
-    expand,
-    foldover,
-    foldover_join,
-    full_factorial,
-    replicate,
-)
-from hscale.design._errors import InfeasibleError
+
+# internal: tests the array operations recipes compose
+from hscale.design._arrays import collapse, expand, foldover_join
+
+# internal: tests Galois-field arithmetic directly
 from hscale.design._gf import GF
+
+# internal: tests the construction planner's table
 from hscale.design._planning import constructions
-from hscale.design._search import difference_scheme, search_oa
-from hscale.design._space import parse_levels
-from hscale.design._verify import check_strength
+
+# internal: tests the OA search itself
+from hscale.design._search import search_oa
 from hscale.errors import HscaleError
 
 PRIME_POWERS = [2, 3, 4, 5, 7, 8, 9]
@@ -287,7 +296,7 @@ def test_candidates_build_linear_arrays_of_strength_3_and_more(levels, runs, met
 
 
 def test_orthogonal_array_5_7_strength_3():
-    from hscale.design._oa import orthogonal_array
+    from hscale.design import orthogonal_array
 
     design = orthogonal_array("5^7", 3)
     assert design.method.startswith("ovoid(") and check_strength(design.array, 3).ok

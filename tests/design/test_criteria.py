@@ -6,19 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._criteria import (
-    CRITERIA,
+from hscale.design import (
+    FactorSpace,
     covering_radius,
     distance_distribution,
     distance_range,
     gwlp,
     min_distance,
-    rank_key,
-    summary,
 )
-from hscale.design._space import FactorSpace
+
+# internal: tests the ranking criteria's internals
+from hscale.design._criteria import CRITERIA, rank_key, summary
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 from tests.design.strategies import level_arrays
 
 

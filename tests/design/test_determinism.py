@@ -17,8 +17,10 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from hscale.design._oa import orthogonal_array
-from hscale.design._search import _searched_scheme, difference_scheme, search_oa
+from hscale.design import difference_scheme, orthogonal_array
+
+# internal: tests the OA search itself
+from hscale.design._search import _searched_scheme, search_oa
 
 _SPIN = """
 import sys, threading

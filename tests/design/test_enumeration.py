@@ -6,12 +6,19 @@ Tests that need OApackage skip, saying so, where it is not installed."""
 import numpy as np
 import pytest
 
-from hscale.design._choose import candidates
-from hscale.design._criteria import gwlp
-from hscale.design._enumeration import enumerate_oas, enumeration_refusal
-from hscale.design._isomorphism import are_isomorphic, canonical_form, canonical_key, classify
-from hscale.design._space import parse_levels
-from hscale.design._verify import is_orthogonal
+from hscale.design import (
+    are_isomorphic,
+    candidates,
+    classify,
+    enumerate_oas,
+    enumeration_refusal,
+    gwlp,
+    is_orthogonal,
+    parse_levels,
+)
+
+# internal: tests the canonical-form machinery
+from hscale.design._isomorphism import canonical_form, canonical_key
 from hscale.errors import HscaleError
 
 
@@ -98,6 +105,7 @@ def test_own_engine_counts_match_oapackage(runs, levels, strength):
 
 
 def test_without_oapackage_hscales_engine_runs(monkeypatch):
+    # internal: tests the enumerator's internals
     import hscale.design._enumeration as iso
 
     monkeypatch.setattr(iso, "oapackage_available", lambda: False)
@@ -119,6 +127,7 @@ def test_strength_one_runs_on_hscales_engine():
 
 def test_oapackage_output_is_checked(monkeypatch):
     """hscale verifies what the C++ engine returns: a non-array or a repeat is a bug, loudly."""
+    # internal: tests the enumerator's internals
     import hscale.design._enumeration as iso
 
     _oapackage()
@@ -209,7 +218,10 @@ def test_progress_reports_every_column():
 def test_candidates_are_the_same_whichever_engine_enumerates(monkeypatch, levels, runs):
     """Ids, arrays and criteria do not depend on the engine: hscale's canonical forms and
     ranking rules apply to either engine's classes."""
+    # internal: tests the chooser's internals
     import hscale.design._choose as choose
+
+    # internal: tests the enumerator's internals
     import hscale.design._enumeration as enumeration
 
     _oapackage()

@@ -1,7 +1,10 @@
 import numpy as np
 import pytest
 
+# internal: tests Galois-field arithmetic directly
 from hscale.design._gf import GF, field, primitive_polynomial
+
+# internal: tests the number-theory helpers
 from hscale.design._numbers import prime_power
 from hscale.errors import HscaleError
 

@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._hamming import distance_matrix, hamming_graph, k_nearest, neighbours
-from hscale.design._space import FactorSpace
+from hscale.design import FactorSpace, distance_matrix, hamming_graph, k_nearest, neighbours
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 
 
 def test_distance_matrix():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from hscale.design._io import read_array, write_array
+from hscale.design import read_array, write_array
 from hscale.errors import HscaleError
 from tests.design.strategies import array_files, level_strings
 
@@ -95,6 +95,7 @@ def test_padding_leading_zeros_bom_and_crlf_are_fine(tmp_path):
 
 
 def test_a_huge_file_is_refused_before_reading(tmp_path, monkeypatch):
+    # internal: tests the array reader's internals
     import hscale.design._io as io_module
 
     path = tmp_path / "big.csv"
@@ -136,7 +137,10 @@ def test_random_malformed_array_files_end_in_a_user_error(tmp_path_factory, data
 @settings(max_examples=300, deadline=None)
 @given(text=level_strings)
 def test_random_level_strings_end_in_a_user_error(text):
-    from hscale.design._space import MAX_TOTAL_LEVELS, FactorSpace, parse_levels
+    from hscale.design import FactorSpace, parse_levels
+
+    # internal: tests the space module's limits
+    from hscale.design._space import MAX_TOTAL_LEVELS
 
     levels = _ends_well(parse_levels, text)
     if levels is not None:

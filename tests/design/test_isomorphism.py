@@ -5,16 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._criteria import gwlp, min_distance
-from hscale.design._enumeration import enumerate_oas
-from hscale.design._isomorphism import (
-    are_isomorphic,
-    canonical_form,
-    classify,
-    invariant,
-    to_graph,
-)
-from hscale.design._verify import is_orthogonal
+from hscale.design import are_isomorphic, classify, enumerate_oas, gwlp, is_orthogonal, min_distance
+
+# internal: tests the canonical-form machinery
+from hscale.design._isomorphism import canonical_form, invariant, to_graph
 from hscale.errors import HscaleError
 from tests.design.strategies import level_arrays
 

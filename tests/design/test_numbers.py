@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# internal: tests the number-theory helpers
 from hscale.design._numbers import factorize, prime_parts, prime_power
 
 PRIMES = [2, 3, 5, 7, 11, 13]

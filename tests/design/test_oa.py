@@ -8,12 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._bounds import feasibility, max_factors, rao_bound, smallest_runs
-from hscale.design._errors import InfeasibleError
-from hscale.design._oa import orthogonal_array
-from hscale.design._space import parse_levels
+from hscale.design import (
+    InfeasibleError,
+    feasibility,
+    max_factors,
+    orthogonal_array,
+    parse_levels,
+    rao_bound,
+    smallest_runs,
+)
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 
 
 def brute_strength_ok(arr, t, levels):

@@ -3,22 +3,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._criteria import distance_range
-from hscale.design._hamming import distance_matrix
-from hscale.design._recipes import (
+from hscale.design import (
     RECIPES,
+    FactorSpace,
+    distance_matrix,
+    distance_range,
     eval_set,
     first_order,
     full,
+    is_orthogonal,
     random_n,
     recipe,
     single,
     structured,
 )
-from hscale.design._space import FactorSpace
-from hscale.design._verify import is_orthogonal
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 
 SPACE = factor_space()
 
@@ -69,8 +69,7 @@ def test_structured_is_the_gwlp_best_oa_with_h0():
     assert 0 in idx(train)
     assert distance_range(train.array) == (3, 5)  # the best class has minimum distance 3
     assert train.notes["min_distance"] == 3
-    from hscale.design._choose import candidates
-    from hscale.design._isomorphism import are_isomorphic
+    from hscale.design import are_isomorphic, candidates
 
     assert are_isomorphic(train.array, candidates(SPACE.levels, 18)[0].array)
 
@@ -115,8 +114,7 @@ def test_eval_set_from_a_given_base_and_errors():
 
 def test_structured_follows_its_criterion():
     space = FactorSpace.from_levels("3^4")
-    from hscale.design._choose import candidates
-    from hscale.design._criteria import covering_radius
+    from hscale.design import candidates, covering_radius
 
     best_radius = min(c.summary["covering_radius"] for c in candidates(space.levels, 18))
     design = structured(space, runs=18, criterion="covering_radius")

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._space import Factor, FactorSpace, format_levels, parse_levels
+from hscale.design import Factor, FactorSpace, format_levels, parse_levels
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 
 level_lists = st.lists(st.integers(2, 6), min_size=1, max_size=7)
 
@@ -124,6 +124,7 @@ def test_a_space_built_from_factors_has_the_same_limits():
 
 
 def test_materialising_configurations_is_bounded(monkeypatch):
+    # internal: tests the space module's limits
     import hscale.design._space as space_module
 
     space = FactorSpace.from_levels("2^1000")

@@ -6,14 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hscale.design import balance_table, check_strength, is_orthogonal, strength
+
+# internal: tests each algebraic construction alone
 from hscale.design._algebraic import rao_hamming
-from hscale.design._verify import (
-    LISTED_FAILURES,
-    balance_table,
-    check_strength,
-    is_orthogonal,
-    strength,
-)
+
+# internal: tests the verifier's module and its listed failures
+from hscale.design._verify import LISTED_FAILURES
 from hscale.errors import HscaleError
 
 
@@ -168,6 +167,7 @@ def test_a_large_non_array_is_counted_and_only_the_first_tuples_listed():
     assert "34220 of 34220" in text and "and 34215 more" in text and "worst" in text
     oa = rao_hamming(3, 5)[:, :60]  # 243 runs, 60 columns: strength 2, not 3
     assert check_strength(oa, 2).ok and check_strength(oa[:, :40], 2).failed == 0
+    # internal: tests each algebraic construction alone
     from hscale.design._algebraic import bush
     assert check_strength(bush(7, 3), 3).ok  # 343 runs, 8 columns: strength 3
 
@@ -175,6 +175,7 @@ def test_a_large_non_array_is_counted_and_only_the_first_tuples_listed():
 @pytest.mark.parametrize("cells", [1, 7, 64, 10**9])
 def test_counts_do_not_depend_on_the_block_size(monkeypatch, cells):
     """The count, the first tuples and the worst one are the same in one block or many."""
+    # internal: tests the verifier's module and its listed failures
     import hscale.design._verify as verify
 
     rng = np.random.default_rng(3)
@@ -195,6 +196,7 @@ def test_strength_answers_when_the_next_check_fails_early_and_refuses_when_it_wo
         monkeypatch):
     """A full strength-3 check of 1024 x 300 two-level columns is over the work limit, but
     the check fails on its first triple, so strength() says 2 instead of refusing."""
+    # internal: tests the verifier's module and its listed failures
     import hscale.design._verify as verify
 
     wide = rao_hamming(2, 10)[:, :300]

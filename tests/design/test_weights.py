@@ -8,18 +8,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hscale.design._hamming import distance_matrix, k_nearest, neighbours, tie_key
-from hscale.design._space import FactorSpace
-from hscale.design._weights import (
+from hscale.design import (
+    FactorSpace,
     WeightError,
     by_name,
-    check_weights,
-    normalised,
+    distance_matrix,
+    k_nearest,
+    neighbours,
     parse_weights,
     resolve_weights,
+    tie_key,
 )
+
+# internal: tests the weight validation steps
+from hscale.design._weights import check_weights, normalised
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
 from tests.design.strategies import level_arrays
 
 positive = st.floats(0.05, 20, allow_nan=False, allow_infinity=False)

@@ -9,8 +9,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from hscale.harness._engine import Episode
-from hscale.harness._harness import Harness
+from hscale.harness import Episode, Harness
+
+# internal: uses the built-in world's vocabulary
 from hscale.harness._vocab import tokenize, vocabulary
 
 

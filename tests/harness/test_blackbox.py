@@ -13,14 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness._blackbox import HARNESSES
-from hscale.harness._blackbox_run import Served, run_blackbox
-from hscale.harness._task_sources import open_benchmark
-from hscale.harness._world import generate
+from hscale.harness import HARNESSES, Served, generate, open_benchmark, run_blackbox
 from hscale.train.blackbox import play_clis
-from hscale.train.lm._record import read_record
-from hscale.train.serving import serve
-from hscale.train.serving._scripted import ScriptedChat, solution_commands
+from hscale.train.lm import read_record
+from hscale.train.serving import ScriptedChat, serve, solution_commands
 from tests.harness.helpers import local_http, send_json
 
 pytestmark = pytest.mark.slow
@@ -110,7 +106,10 @@ def test_the_cli_and_its_commands_reach_nothing_but_the_endpoint(name):
     """Another port of this machine's loopback and an outside host are both unreachable
     from the commands the CLI runs, while the endpoint answers every turn (the namespace
     holds the CLI's whole process tree, whatever the CLI)."""
-    from hscale.harness._netns import fence, isolation
+    from hscale.harness import isolation
+
+    # internal: tests the network fence itself
+    from hscale.harness._netns import fence
     from hscale.harness.tasks import no_network_prefix
 
     _installed(name)

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness import BuiltinWorld, Served, cli_failed, run_blackbox
-from hscale.harness._blackbox import HARNESSES
+from hscale.harness import HARNESSES, BuiltinWorld, Served, cli_failed, run_blackbox
 from tests.cli import hscale
 
 # What each fake does, as the body of a shell script run as the CLI. "asks" fakes reach the

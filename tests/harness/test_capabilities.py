@@ -11,12 +11,18 @@ from http.server import BaseHTTPRequestHandler
 import pandas as pd
 import pytest
 
-from hscale.harness._behaviour import behaviour
+from hscale.harness import (
+    BuiltinWorld,
+    DoNothing,
+    Harness,
+    NoisyOracle,
+    Oracle,
+    behaviour,
+    run_episode,
+)
+
+# internal: tests the capabilities table parser
 from hscale.harness._capabilities import COLUMNS, parse
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import DoNothing, NoisyOracle, Oracle
-from hscale.harness._task_sources import BuiltinWorld
 from hscale.harness.verl_agent_loop import wire_behaviour
 from tests.harness.helpers import judge_server, send_json
 
@@ -108,8 +114,10 @@ def test_the_report_gives_the_judged_capabilities_per_arm_with_intervals(judge, 
     (frame,) = [pd.read_parquet(p) for p in (tmp_path / "runs").rglob("eval.parquet")]
     assert frame[list(COLUMNS)].notna().all().all()
     assert len(judge.asked) == len(frame)
+    from hscale.analysis import load_results
+
+    # internal: tests the behaviour tables' building blocks
     from hscale.analysis._behaviour import behaviour_frame
-    from hscale.analysis._load import load_results
 
     data = behaviour_frame(load_results(tmp_path / "runs"))
     judged = data[data.measure.str.contains("judged")]
@@ -135,8 +143,10 @@ def test_the_embedded_trainers_evaluation_judges_its_episodes_in_parallel(judge,
     import yaml
 
     from hscale.contracts import Manifest
+
+    # internal: drives the embedded Trainer directly
     from hscale.train.embedded._trainer import Trainer
-    from hscale.train.planning._plan import plan
+    from hscale.train.planning import plan
 
     spec = tmp_path / "judged.yaml"
     spec.write_text(yaml.safe_dump({

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness._env import Env, Limits
+from hscale.harness import Env, Limits
 from hscale.harness.tasks import Task
+
+# internal: tests the jail's escape probe
 from hscale.harness.tasks._jail import probe
 
 from ..cli import hscale

@@ -12,21 +12,23 @@ from pathlib import Path
 
 import pytest
 
+# internal: tests the sandbox's cgroup plumbing
 import hscale.harness.tasks._sandbox as sandbox
-from hscale.harness._engine import Generation, TurnEngine
-from hscale.harness._env import Env, Limits
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._types import Message
-from hscale.harness.tasks import CheckerError, ScriptLimits, Task, run_checker
-from hscale.harness.tasks._checkers import ANSWER_ENV_MAX_BYTES
-from hscale.harness.tasks._jail import containment
-from hscale.harness.tasks._sandbox import (
-    _cgroup_parents,
-    cgroup_available,
+from hscale.harness import Env, Generation, Harness, Limits, Message, TurnEngine, run_episode
+from hscale.harness.tasks import (
+    CheckerError,
+    ScriptLimits,
+    Task,
+    containment,
     no_network_prefix,
-    processes_limited,
+    run_checker,
 )
+
+# internal: tests the checker sandbox's size limit
+from hscale.harness.tasks._checkers import ANSWER_ENV_MAX_BYTES
+
+# internal: tests the sandbox's cgroup plumbing
+from hscale.harness.tasks._sandbox import _cgroup_parents, cgroup_available, processes_limited
 
 SECRET = "hunter2-do-not-leak"
 ALLOWED_ENV = {"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "WORKSPACE", "FINAL_ANSWER_FILE",

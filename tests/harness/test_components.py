@@ -11,20 +11,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.errors import HscaleError
+from hscale.harness import Message, ParseError, ToolCall, ToolResult
 from hscale.harness import components as registry
-from hscale.harness._types import (
-    BUILTIN_TOOLS,
-    CANONICAL_TOOLS,
-    OPTIONAL_ARGS,
-    Message,
-    ParseError,
-    ToolCall,
-    ToolResult,
-)
+
+# internal: tests against the canonical tool tables
+from hscale.harness._types import BUILTIN_TOOLS, CANONICAL_TOOLS, OPTIONAL_ARGS
+from hscale.harness.components import Kind, Observation
+
+# internal: concrete context components (registered by name)
 from hscale.harness.components._context import Compact, Full, Window, summarize
-from hscale.harness.components._observation import Observation
+
+# internal: concrete tool parsers (registered by name)
 from hscale.harness.components._tool_interface import JsonCall, PythonCall, XmlCall
-from hscale.harness.components._workflow import ActVerify, Kind, PlanAct, React
+
+# internal: concrete workflows (registered by name)
+from hscale.harness.components._workflow import ActVerify, PlanAct, React
 from tests.harness.helpers import out_of_vocabulary
 
 IN_SPACE_T = ("tool_interface/json_call", "tool_interface/xml_call", "tool_interface/python_call")

@@ -24,17 +24,19 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noq
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from hscale.harness._engine import (  # noqa: E402
+from hscale.harness import (  # noqa: E402
     EPISODE_TURNS,
     Episode,
     Generation,
+    Message,
     Termination,
+    generate,
+    harness_named,
+    run_episode,
 )
-from hscale.harness._harness import harness_named  # noqa: E402
-from hscale.harness._loop import run_episode  # noqa: E402
-from hscale.harness._tokenizer import tokenizer as word_tokenizer  # noqa: E402
-from hscale.harness._types import Message  # noqa: E402
-from hscale.harness._world import generate  # noqa: E402
+from hscale.harness import tokenizer as word_tokenizer  # noqa: E402
+
+# internal: tests the embedded sampler
 from hscale.train.embedded._sampler import Sampler  # noqa: E402
 from hscale.train.policy import base_model  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
@@ -167,7 +169,10 @@ def test_a_real_format_task_with_the_shell_is_the_same_under_both_drivers(label,
                                                                           tmp_path):
     """A task whose benchmark gives ``run``: its prompt, the shell call, the transcript its
     checker reads and the reward are the same through run_episode and veRL's agent loop."""
-    from hscale.harness._types import CANONICAL_TOOLS, ToolCall
+    from hscale.harness import ToolCall
+
+    # internal: tests against the canonical tool tables
+    from hscale.harness._types import CANONICAL_TOOLS
     from hscale.harness.tasks import Task
 
     (tmp_path / "reward.py").write_text(TRANSCRIPT_CHECK)
@@ -198,9 +203,9 @@ def test_a_space_from_a_spec_is_the_same_under_both_drivers(label, tokenizer):
     into the same messages and reward as run_episode."""
     from pathlib import Path
 
+    from hscale.harness import Oracle
     from hscale.harness import verl_agent_loop as vl
-    from hscale.harness._policies import Oracle
-    from hscale.train.planning._manifest import space_of
+    from hscale.train.planning import space_of
     from hscale.train.spec import load_spec
 
     spec = Path(__file__).resolve().parents[2] / "experiments" / "sixth-factor.yaml"

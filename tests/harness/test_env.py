@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._env import TRUNCATION_MARKER, Env, Limits
-from hscale.harness._types import ToolCall
+from hscale.harness import Env, Limits, ToolCall
+
+# internal: tests the env's truncation marker
+from hscale.harness._env import TRUNCATION_MARKER
 from hscale.harness.tasks import Task
 from tests.harness.helpers import out_of_vocabulary
 
@@ -250,6 +252,7 @@ def test_a_symlink_loop_is_a_bad_path(env):
 
 
 def test_workspaces_go_where_hscale_workspaces_says_else_to_memory(tmp_path, monkeypatch):
+    # internal: tests the workspace module's internals
     import hscale.harness._workspaces as env_module
 
     monkeypatch.setenv("HSCALE_WORKSPACES", str(tmp_path / "mine"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import random
 
-from hscale.harness._env import Env, Limits
-from hscale.harness._types import ToolCall
+from hscale.harness import Env, Limits, ToolCall
 from hscale.harness.tasks import Task
 
 

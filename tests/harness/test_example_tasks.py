@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import DoNothing, Oracle
+from hscale.harness import DoNothing, Harness, Oracle, run_episode
+
+# internal: tests against the canonical tool tables
 from hscale.harness._types import CANONICAL_TOOLS
 from hscale.harness.tasks import load_tasks
 from tests.harness.helpers import out_of_vocabulary

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness import Finisher, Generation, ToolCall, TurnEngine, submit_all
-from hscale.harness._harness import harness_named
+from hscale.harness import Finisher, Generation, ToolCall, TurnEngine, harness_named, submit_all
 from hscale.harness.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +148,7 @@ def _call(harness, name: str, **args: str) -> Generation:
 
 
 def test_a_waves_shell_commands_run_side_by_side_in_their_own_sandboxes():
-    from hscale.harness.tasks._jail import containment
+    from hscale.harness.tasks import containment
 
     if not containment().strong:
         pytest.skip("run needs a contained shell (bubblewrap or user namespaces)")
@@ -172,7 +171,7 @@ def test_a_waves_shell_commands_run_side_by_side_in_their_own_sandboxes():
 def test_an_evaluations_waves_run_their_shell_commands_side_by_side():
     """hscale.train.lm.drive, as ``hscale evaluate`` drives a real model: three episodes
     each run a one-second command, then answer."""
-    from hscale.harness.tasks._jail import containment
+    from hscale.harness.tasks import containment
     from hscale.train.lm import drive
 
     if not containment().strong:

@@ -12,14 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from hscale.design._space import Factor, FactorSpace
+from hscale.design import Factor, FactorSpace
 from hscale.errors import HscaleError
-from hscale.harness._harness import Harness
-from hscale.harness._space import OUT_OF_SPACE, factor_space
-from hscale.harness._types import Message, ParseError, ToolCall, ToolResult
+from hscale.harness import (
+    OUT_OF_SPACE,
+    Harness,
+    Message,
+    ParseError,
+    ToolCall,
+    ToolResult,
+    factor_space,
+)
+
+# internal: uses the built-in world's vocabulary
 from hscale.harness._vocab import tokenize
+from hscale.harness.components import Kind
+
+# internal: concrete context components (registered by name)
 from hscale.harness.components._context import Window
-from hscale.harness.components._workflow import Kind
 from tests.harness.helpers import out_of_vocabulary
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -9,10 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness import Harness, Oracle, run_episode
-from hscale.harness._http_policy import OpenAIChatPolicy
-from hscale.harness._types import Message
-from hscale.harness._world import generate
+from hscale.harness import Harness, Message, OpenAIChatPolicy, Oracle, generate, run_episode
 from tests.harness.helpers import send_json
 
 

@@ -14,9 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._env import Env
-from hscale.harness.tasks import load_jobbench, run_checker
-from hscale.harness.tasks._specs import uses_judge
+from hscale.harness import Env
+from hscale.harness.tasks import load_jobbench, run_checker, uses_judge
 from tests.harness.test_pinchbench_grading import scripted_judge  # noqa: F401 (a fixture)
 
 BINARY = bytes(range(256)) + b"\xff\xfe\x00PK\x03\x04"

@@ -17,11 +17,22 @@ from pathlib import Path
 import pytest
 
 import hscale.harness.tasks as tasks_package
+
+# internal: tests the task-list module's internals
 import hscale.harness.tasks._task_lists as task_lists
 from hscale.errors import HscaleError
-from hscale.harness.tasks import load_task_folder, load_tasks, run_checker, task_from_row
-from hscale.harness.tasks._checkers import CheckerError
+from hscale.harness.tasks import (
+    CheckerError,
+    load_task_folder,
+    load_tasks,
+    run_checker,
+    task_from_row,
+)
+
+# internal: tests the ClawGym loader's size limit
 from hscale.harness.tasks._clawgym import MAX_ENTRY_BYTES
+
+# internal: tests the row loader's solution parser
 from hscale.harness.tasks._rows import parse_solution
 from tests.cli import hscale
 
@@ -316,7 +327,7 @@ def test_a_checker_raising_without_a_message_has_no_dangling_colon(tmp_path):
 # ------------------------------------------------------------------ the render command
 def test_render_prints_task_and_model_text_literally(monkeypatch, capsys):
     from hscale.cli import harness as cli_harness
-    from hscale.harness._task_sources import BuiltinWorld
+    from hscale.harness import BuiltinWorld
 
     text = "[cut : output too long] [/x] [bold]b[/bold] :smile: [red]"
     original = BuiltinWorld.tasks

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.harness._engine import Episode, Generation
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import DoNothing, NoisyOracle, Oracle
-from hscale.harness._space import OUT_OF_SPACE, factor_space
-from hscale.harness._types import Message
-from hscale.harness._world import CATEGORIES, generate
+from hscale.harness import (
+    OUT_OF_SPACE,
+    DoNothing,
+    Episode,
+    Generation,
+    Harness,
+    Message,
+    NoisyOracle,
+    Oracle,
+    factor_space,
+    generate,
+    run_episode,
+)
+
+# internal: tests the built-in world's generator
+from hscale.harness._world import CATEGORIES
 from tests.harness.helpers import out_of_vocabulary
 
 SPACE = factor_space()
@@ -90,6 +99,7 @@ def test_policy_errors_and_turn_limits_end_the_episode_cleanly():
 
 def test_whole_episodes_stay_near_the_256_token_budget():
     """A small model must see whole episodes: oracle episodes stay around 256 tokens."""
+    # internal: uses the built-in world's vocabulary
     from hscale.harness._vocab import tokenize
 
     lengths = []

@@ -11,7 +11,10 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from hscale.harness._netns import RELAY, fence, isolated, isolation
+from hscale.harness import isolation
+
+# internal: tests the network fence itself
+from hscale.harness._netns import RELAY, fence, isolated
 from hscale.harness.tasks import no_network_prefix
 from tests.harness.helpers import local_http, send_json
 

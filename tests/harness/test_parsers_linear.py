@@ -12,12 +12,17 @@ from collections.abc import Callable
 
 import pytest
 
+# internal: concrete tool parsers (registered by name)
 import hscale.harness.components._tool_interface as tool_interface
 from hscale.errors import HscaleError
-from hscale.harness._types import Message, ParseError, ToolCall
+from hscale.harness import Message, ParseError, ToolCall
+from hscale.harness.components import MSG_LONG, available, get
+
+# internal: concrete context components (registered by name)
 from hscale.harness.components._context import Compact, summarize
-from hscale.harness.components._registry import available, get
-from hscale.harness.components._tool_interface import MAX_PARSE_CHARS, MSG_LONG
+
+# internal: concrete tool parsers (registered by name)
+from hscale.harness.components._tool_interface import MAX_PARSE_CHARS
 from tests.harness.helpers import hostile_turns, out_of_vocabulary
 
 N = 100_000  # characters of an adversarial turn

@@ -19,11 +19,22 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.harness._env import Env
-from hscale.harness.tasks import CheckerError, Task, check_spec, load_pinchbench, run_checker
-from hscale.harness.tasks._judge import GRADED_PROMPT, parse_scores
+from hscale.harness import Env
+from hscale.harness.tasks import (
+    CheckerError,
+    Task,
+    check_spec,
+    load_pinchbench,
+    parse_scores,
+    run_checker,
+    uses_judge,
+)
+
+# internal: tests the judge's prompt and parser
+from hscale.harness.tasks._judge import GRADED_PROMPT
+
+# internal: tests PinchBench's grading helpers
 from hscale.harness.tasks._pinchbench import MAX_ASSET_BYTES, judge_summary, openclaw_transcript
-from hscale.harness.tasks._specs import uses_judge
 from tests.harness.helpers import judge_server
 
 REAL = Path("/work/shared/realtasks/pinchbench")

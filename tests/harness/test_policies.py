@@ -5,23 +5,30 @@ from __future__ import annotations
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._engine import Episode
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
+from hscale.harness import (
+    OUT_OF_SPACE,
+    Episode,
+    Harness,
+    Oracle,
+    ParseError,
+    ToolCall,
+    demonstrations,
+    generate,
+    run_episode,
+)
+
+# internal: tests the scripted habit policies
 from hscale.harness._policies import (
     HABITS,
     IDK,
     Demonstrator,
     EarlyStop,
     Misread,
-    Oracle,
     Slips,
     WrongSyntax,
-    demonstrations,
 )
-from hscale.harness._space import OUT_OF_SPACE
-from hscale.harness._types import ParseError, ToolCall
-from hscale.harness._world import generate
+
+# internal: concrete tool parsers (registered by name)
 from hscale.harness.components._tool_interface import JsonCall
 from tests.harness.helpers import out_of_vocabulary, success_by_realization
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._env import Env
+from hscale.harness import Env
 from hscale.harness.tasks import (
     CheckerError,
     Task,
@@ -19,6 +19,8 @@ from hscale.harness.tasks import (
     load_pinchbench,
     run_checker,
 )
+
+# internal: tests the judge's prompt and parser
 from hscale.harness.tasks._judge import parse_verdict
 from tests.harness.helpers import judge_server
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from hscale.harness._env import Env
-from hscale.harness._task_sources import open_benchmark
-from hscale.harness._types import ToolCall
+from hscale.harness import Env, ToolCall, open_benchmark
 from hscale.harness.tasks import load_tasks
+
+# internal: tests the jail's escape probe
 from hscale.harness.tasks._jail import probe
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "clawgym"

@@ -12,16 +12,26 @@ from pathlib import Path
 
 import pytest
 
+# internal: tests the sandbox's cgroup plumbing
 import hscale.harness.tasks._sandbox as sandbox
 from hscale.errors import HscaleError
-from hscale.harness._engine import Generation, TurnEngine
-from hscale.harness._env import Env
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._task_sources import RUNNER_LIMITS, RUNNER_TOOLS, Settings, open_benchmark
-from hscale.harness._types import BUILTIN_TOOLS, CANONICAL_TOOLS, ToolCall
-from hscale.harness.tasks import Task
-from hscale.harness.tasks._jail import containment
+from hscale.harness import (
+    Env,
+    Generation,
+    Harness,
+    Settings,
+    ToolCall,
+    TurnEngine,
+    open_benchmark,
+    run_episode,
+)
+
+# internal: tests the runner's limits and hashing
+from hscale.harness._task_sources import RUNNER_LIMITS, RUNNER_TOOLS
+
+# internal: tests against the canonical tool tables
+from hscale.harness._types import BUILTIN_TOOLS, CANONICAL_TOOLS
+from hscale.harness.tasks import Task, containment
 
 SECRET = "hscale-shell-secret-7f3a"
 EVERY = tuple(CANONICAL_TOOLS)
@@ -118,7 +128,7 @@ def test_odd_digits_in_a_read_window_are_a_parse_error(text):
 
 
 def test_a_call_the_workflow_does_not_run_is_not_in_the_transcript(tmp_path):
-    from hscale.harness._harness import harness_named
+    from hscale.harness import harness_named
 
     engine = TurnEngine(harness_named("S0-T0-O0-C0-W1"), _task(), max_turns=6,
                         workspace_root=tmp_path)
@@ -129,7 +139,7 @@ def test_a_call_the_workflow_does_not_run_is_not_in_the_transcript(tmp_path):
 
 
 def test_a_template_writes_any_tool_and_a_set_without_read_is_described(tmp_path):
-    from hscale.harness._harness import harness_named
+    from hscale.harness import harness_named
 
     template = harness_named("S0-T0-O0-C0-W0")
     run = ToolCall("run", {"command": "ls"})

@@ -14,15 +14,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hscale.errors import HscaleError
+from hscale.harness import (
+    Harness,
+    HarnessSpace,
+    Level,
+    Oracle,
+    SpaceFactor,
+    from_record,
+    generate,
+    papers_space,
+    run_episode,
+)
+
+# internal: tests the built-in spaces' module
 from hscale.harness import _spaces as spaces
 from hscale.harness import components as registry
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import Oracle
-from hscale.harness._spaces import HarnessSpace, Level, SpaceFactor, from_record, papers_space
-from hscale.harness._world import generate
-from hscale.harness.components._extra import Extra, component_kind
-from hscale.harness.components._system_prompt import PromptParts, Text
+from hscale.harness.components import Extra, PromptParts, component_kind
+
+# internal: a concrete system prompt (registered by name)
+from hscale.harness.components._system_prompt import Text
 
 PLUGIN = Path(__file__).resolve().parents[2] / "experiments" / "new_space_plugin.py"
 CHOICES = {  # hscale's own realizations of each component

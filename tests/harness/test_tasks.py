@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._env import Env
-from hscale.harness._types import ToolCall
-from hscale.harness._world import CATEGORIES, generate
+from hscale.harness import Env, ToolCall, generate
+
+# internal: tests the built-in world's generator
+from hscale.harness._world import CATEGORIES
 from hscale.harness.tasks import (
     Task,
     load_task_folder,

@@ -6,14 +6,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
+from hscale.harness import (
+    Harness,
+    Message,
+    WordTokenizer,
+    factor_space,
+    generate,
+    run_episode,
+    tokenizer,
+)
+
+# internal: tests the scripted habit policies
 from hscale.harness._policies import Demonstrator
-from hscale.harness._space import factor_space
-from hscale.harness._tokenizer import WordTokenizer, tokenizer
-from hscale.harness._types import Message
+
+# internal: uses the built-in world's vocabulary
 from hscale.harness._vocab import vocabulary
-from hscale.harness._world import generate
 
 LABELS = [factor_space().label(c) for c in factor_space().all_configs()]
 

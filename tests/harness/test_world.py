@@ -5,15 +5,18 @@ from __future__ import annotations
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._env import Env
+from hscale.harness import Env, generate
+
+# internal: uses the built-in world's vocabulary
 from hscale.harness._vocab import tokenize
+
+# internal: tests the built-in world's generator
 from hscale.harness._world import (
     CATEGORIES,
     MAX_FILE_TOKENS,
     MAX_FILES,
     MAX_QUERY_TOKENS,
     WORDS,
-    generate,
     split_of,
 )
 from hscale.harness.tasks import task_to_row
@@ -107,7 +110,10 @@ def test_bad_arguments_are_refused():
 
 
 def test_task_ids_match_generated_ids():
-    from hscale.harness._world import generate, task_ids
+    from hscale.harness import generate
+
+    # internal: tests the built-in world's generator
+    from hscale.harness._world import task_ids
 
     assert task_ids(12, seed=3) == [t.task_id for t in generate(12, seed=3)]
     assert task_ids(5, seed=1, split="eval") == [t.task_id for t in generate(5, 1, "eval")]

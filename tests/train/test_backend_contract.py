@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from hscale.train.running._testing import BackendContract, ExportContract
+from hscale.train.running import BackendContract, ExportContract
 
 
 class TestScripted(BackendContract):
     cli_args = ("--backend", "scripted")
 
     def make_backend(self):
-        from hscale.train.backends._scripted import ScriptedBackend
+        from hscale.train.backends import ScriptedBackend
 
         return ScriptedBackend()
 
@@ -24,7 +24,7 @@ class TestLocal(BackendContract):
     def make_backend(self):
         pytest.importorskip("torch")
         pytest.importorskip("verl")
-        from hscale.train.backends._local import LocalBackend
+        from hscale.train.backends import LocalBackend
 
         return LocalBackend()
 
@@ -43,8 +43,8 @@ class TestVerlExport(ExportContract):
 
 def test_a_backend_without_an_export_says_so(tmp_path):
     from hscale.errors import HscaleError
-    from hscale.train.backends._scripted import ScriptedBackend
-    from hscale.train.running._runner import export_experiment
+    from hscale.train.backends import ScriptedBackend
+    from hscale.train.running import export_experiment
 
     spec = TestScripted.write_spec(tmp_path)
     with pytest.raises(HscaleError, match="scripted backend has nothing to export"):

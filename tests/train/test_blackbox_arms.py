@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from hscale.train.planning._plan import plan_runs
+from hscale.train.planning import plan_runs
 from tests.cli import hscale
 
 ARMS = {"structured-18": {"train": {"recipe": "structured", "runs": 18}},
@@ -97,7 +97,7 @@ def test_three_arms_through_real_clis_give_table_2_rows_beside_structured(tmp_pa
     Claude Code out of space (the papers' Table 2 protocol), on the scripted backend: the
     teacher's and the rollouts' episodes are real CLI episodes, scored by the checkers; the
     report's Table 2 holds a measured row for each arm beside the reported ones."""
-    from hscale.harness._blackbox import HARNESSES
+    from hscale.harness import HARNESSES
 
     for name in ("bb/codex", "bb/claude-code"):
         if not HARNESSES.get(name).installed():

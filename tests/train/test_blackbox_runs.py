@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from hscale.contracts import EVAL, Manifest, read_eval, result_problems
-from hscale.harness._blackbox import HARNESSES
-from hscale.train.backends._scripted import ScriptedBackend
-from hscale.train.running._runner import run_experiment
+from hscale.harness import HARNESSES
+from hscale.train.backends import ScriptedBackend
+from hscale.train.running import run_experiment
 from tests.cli import hscale
 
 BB = ["bb/claude-code", "bb/codex"]
@@ -130,11 +130,12 @@ def test_hscale_evaluate_runs_black_box_episodes_as_ray_tasks(tmp_path):
     import ray
     from ray.util.state import list_tasks
 
-    from hscale.harness._task_sources import BuiltinWorld
+    from hscale.harness import BuiltinWorld
+
+    # internal: uses the black-box Ray task's name
     from hscale.train.ray_cluster._blackbox import TASK_NAME
-    from hscale.train.running._evaluate import Request, evaluate
-    from hscale.train.serving import serve
-    from hscale.train.serving._scripted import ScriptedChat, solution_commands
+    from hscale.train.running import Request, evaluate
+    from hscale.train.serving import ScriptedChat, serve, solution_commands
     from tests.ray_head import local_ray_head
 
     tasks = BuiltinWorld().tasks(3, 0, "eval")

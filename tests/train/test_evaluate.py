@@ -14,7 +14,10 @@ import hscale.train.lm as lm
 from hscale.contracts import Manifest, check_eval, read_status, result_problems
 from hscale.errors import HscaleError
 from hscale.journal import read_journal
-from hscale.train.running._evaluate import PARTIAL, Request, evaluate, harness_sets
+from hscale.train.running import Request, evaluate
+
+# internal: tests the evaluator's internals
+from hscale.train.running._evaluate import PARTIAL, harness_sets
 from tests.cli import hscale
 
 pytest.importorskip("torch")
@@ -128,6 +131,7 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     """A real pretrained chat model, offline: imported from the package index's GGUF,
     evaluated under the base harness and two others; its own chat template frames the
     harness's messages."""
+    # internal: tests the packaged-weights importer
     from hscale.train.lm._importer import find_gguf
 
     try:
@@ -147,8 +151,7 @@ def test_smollm2_from_the_package_through_hscale_evaluate(tmp_path):
     assert sorted(set(evals.harness)) == sorted(labels.split(","))
     assert len(evals) == 3 and (evals.turns >= 1).all()
     # what the model was shown: the harness's view inside SmolLM2's ChatML template
-    from hscale.harness._harness import harness_named
-    from hscale.harness._task_sources import BuiltinWorld
+    from hscale.harness import BuiltinWorld, harness_named
 
     model = lm.open_chat_model("smollm2")
     task = BuiltinWorld().tasks(1, 0, "eval")[0]

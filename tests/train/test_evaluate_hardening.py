@@ -15,7 +15,10 @@ import pandas as pd
 import pytest
 
 from hscale.journal import read_journal
-from hscale.train.running._evaluate import PARTIAL, Request, evaluate
+from hscale.train.running import Request, evaluate
+
+# internal: tests the evaluator's internals
+from hscale.train.running._evaluate import PARTIAL
 
 from ..cli import assert_user_error, hscale
 

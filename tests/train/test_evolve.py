@@ -12,21 +12,23 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.harness._edits import Edit, EditError, apply, components_of, problem
-from hscale.harness._harness import Harness
-from hscale.harness._loop import run_episode
-from hscale.harness._policies import DoNothing, Oracle
-from hscale.harness._task_sources import BuiltinWorld
-from hscale.train.harness_s._evolve import (
-    Evolution,
-    ScriptedEditor,
-    cover_order,
-    directions,
-    parse_reply,
-    root_cause,
+from hscale.harness import (
+    BuiltinWorld,
+    DoNothing,
+    Edit,
+    EditError,
+    Harness,
+    Oracle,
+    apply,
+    components_of,
+    problem,
+    run_episode,
 )
-from hscale.train.harness_s._pool import read_pool, write_pool
-from hscale.train.planning._workload import factor_space, harness_of, harness_space
+from hscale.train.harness_s import Evolution, ScriptedEditor, read_pool, write_pool
+
+# internal: tests evolution's parsing and ordering steps
+from hscale.train.harness_s._evolve import cover_order, directions, parse_reply, root_cause
+from hscale.train.planning import factor_space, harness_of, harness_space
 from tests.cli import hscale
 
 BASE = "S0-T0-O0-C0-W0"
@@ -61,7 +63,7 @@ def test_root_causes_directions_and_coverage_order_on_known_answers():
     assert root_cause(run_episode(Oracle(task, harness), harness, task)) is None
     assert root_cause(run_episode(DoNothing(), harness, task)) == "answered without a tool call"
     missing = run_episode(Oracle(task, harness.fresh()), harness.fresh(), task)
-    from hscale.harness._types import ToolCall, ToolResult
+    from hscale.harness import ToolCall, ToolResult
 
     missing.reward = 0.0
     missing.tool_calls = [(ToolCall("read", {"path": "x"}),
@@ -193,8 +195,10 @@ def _spec(tmp_path: Path, pool: str, router: str, evaluation: dict | None = None
 def test_a_rescue_arm_trains_with_the_frozen_pool_on_the_embedded_trainer(tmp_path, router):
     pytest.importorskip("torch")
     from hscale.contracts import Manifest
+
+    # internal: drives the embedded Trainer directly
     from hscale.train.embedded._trainer import Trainer
-    from hscale.train.planning._plan import plan
+    from hscale.train.planning import plan
 
     pool = _frozen(tmp_path)
     (item,) = plan(_spec(tmp_path, "pool.json", router), tmp_path / "runs")
@@ -220,8 +224,8 @@ def test_a_rescue_arm_trains_with_the_frozen_pool_on_the_embedded_trainer(tmp_pa
 def test_veRLs_rescue_rows_carry_the_children_and_route_as_the_embedded_trainer(tmp_path):
     from hscale.contracts import Manifest, RescueInfo
     from hscale.train.backends.verl.rescue import rescue_info, router_for
-    from hscale.train.harness_s._routers import Router
-    from hscale.train.planning._plan import plan
+    from hscale.train.harness_s import Router
+    from hscale.train.planning import plan
 
     pool = _frozen(tmp_path)
     (item,) = plan(_spec(tmp_path, "pool.json", "nearest"), tmp_path / "runs")
@@ -276,12 +280,15 @@ def test_hscale_harness_evolve_writes_a_pool_a_spec_plans_with(tmp_path):
 @pytest.mark.slow  # 25 s: three checkpoints of the pool; the jobs are checked fast below
 def test_a_rescue_arm_evaluates_its_pool_at_every_checkpoint_into_the_reports_tables(tmp_path):
     pytest.importorskip("torch")
-    from hscale.analysis._load import load_results
-    from hscale.analysis._report import build_report
+    from hscale.analysis import build_report, load_results
     from hscale.contracts import Manifest
+
+    # internal: drives the embedded Trainer directly
     from hscale.train.embedded._trainer import Trainer
-    from hscale.train.planning._plan import plan
-    from hscale.train.planning._workload import ROUTER_TASKS, router_tasks
+    from hscale.train.planning import ROUTER_TASKS, plan
+
+    # internal: tests the workload's job builders
+    from hscale.train.planning._workload import router_tasks
 
     pool = _frozen(tmp_path)
     spec = _spec(tmp_path, "pool.json", "random", {"pool": True, "every": 1})
@@ -344,8 +351,10 @@ def test_a_pool_evaluated_alone_gives_its_locality_and_complementarity(tmp_path)
 def test_veRLs_validation_rows_hold_the_same_pool_jobs_as_the_embedded_evaluation(tmp_path):
     pytest.importorskip("verl")
     from hscale.contracts import Manifest
-    from hscale.train.backends.verl._inputs import prepare_verl_run
-    from hscale.train.planning._plan import plan, write_plan
+    from hscale.train.backends.verl import prepare_verl_run
+    from hscale.train.planning import plan, write_plan
+
+    # internal: tests the workload's job builders
     from hscale.train.planning._workload import eval_jobs
 
     pool = _frozen(tmp_path)

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 import yaml
 
+# internal: tests the evolve command's resume helper
 from hscale.cli.evolve import _saved
-from hscale.harness._harness import Harness
-from hscale.harness._task_sources import BuiltinWorld
-from hscale.train.harness_s._evolve import Evolution, ScriptedEditor
+from hscale.harness import BuiltinWorld, Harness
+from hscale.train.harness_s import Evolution, ScriptedEditor
 from tests.cli import assert_user_error, hscale
 from tests.train.test_evolve import BASE, REPLIES, _play
 

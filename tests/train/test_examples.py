@@ -14,7 +14,7 @@ import yaml
 
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.planning._plan import plan_runs
+from hscale.train.planning import plan_runs
 from tests.cli import hscale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_the_content_hash_is_the_same_anywhere_and_follows_every_file(tmp_path):
     c = manifests(tmp_path / "b" / "spec.yaml", tmp_path / "runs-c")["structured-18"]
     assert c.benchmark.content != b.benchmark.content and c.hash != b.hash
     # a run planned before the edit refuses the changed tasks
-    from hscale.train.planning._workload import train_tasks
+    from hscale.train.planning import train_tasks
 
     with pytest.raises(HscaleError, match="changed since the run was planned"):
         train_tasks(b)

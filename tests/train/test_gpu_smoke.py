@@ -23,6 +23,8 @@ SMOKE = ROOT / "experiments" / "gpu-smoke"
 
 def smollm2(folder: Path) -> Path:
     from hscale.errors import HscaleError
+
+    # internal: tests the packaged-weights importer
     from hscale.train.lm._importer import find_gguf, import_smollm2
 
     try:

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hscale.harness._types import Message  # noqa: E402
-from hscale.train.lm._hf import HFChat  # noqa: E402
+from hscale.harness import Message  # noqa: E402
+from hscale.train.lm import HFChat  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = 384  # the tiny model's context, small so that prompts can overflow it
@@ -79,6 +79,7 @@ def test_padding_does_not_change_a_short_prompt(chat):
 
 def test_sharing_the_common_prefix_changes_nothing(chat, monkeypatch):
     """The batch's common prefix is prefilled once; without that, the same replies."""
+    # internal: tests the HF chat module's internals
     import hscale.train.lm._hf as hf
 
     shared = chat.generate(CONVOS, max_new_tokens=8)
@@ -154,7 +155,10 @@ def test_smollm2_imports_once_and_chats(tmp_path, monkeypatch):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from hscale.train.lm._importer import content_hash, find_gguf, import_smollm2
+    from hscale.train.lm import content_hash
+
+    # internal: tests the packaged-weights importer
+    from hscale.train.lm._importer import find_gguf, import_smollm2
 
     monkeypatch.setenv("HSCALE_CACHE", str(tmp_path))
     folder = import_smollm2()
@@ -184,7 +188,7 @@ def test_smollm2_imports_once_and_chats(tmp_path, monkeypatch):
 
 
 def test_model_import_checks_a_folder_and_prints_its_hash(chat, tmp_path):
-    from hscale.train.lm._importer import content_hash
+    from hscale.train.lm import content_hash
     from tests.cli import hscale as run_cli
 
     def hscale(*args: str):
@@ -199,6 +203,8 @@ def test_model_import_checks_a_folder_and_prints_its_hash(chat, tmp_path):
 
 def test_a_missing_gguf_package_says_how_to_install_it(monkeypatch):
     from hscale.errors import HscaleError
+
+    # internal: tests the packaged-weights importer
     from hscale.train.lm import _importer as importer
 
     monkeypatch.setattr(importer.importlib.util, "find_spec", lambda name: None)

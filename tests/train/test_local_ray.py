@@ -22,7 +22,9 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.planning._workload import factor_space
+from hscale.train.planning import factor_space
+
+# internal: tests the Ray jobs/tasks modules
 from hscale.train.ray_cluster import _tasks as ray_tasks
 from tests.ray_head import RAY_ENV, local_ray_head
 from tests.train.test_runner import results, write_spec
@@ -90,10 +92,10 @@ def test_a_task_without_the_folder_trains_a_copy_whose_files_resume(tmp_path):
     what the driver's folder holds and ends with the rows of an uninterrupted run."""
     pytest.importorskip("torch")
     pytest.importorskip("verl")
-    from hscale.train.backends._local import LocalBackend
-    from hscale.train.planning._plan import plan
+    from hscale.train.backends import LocalBackend
+    from hscale.train.planning import plan
     from hscale.train.policy import available
-    from hscale.train.running._runner import run_experiment
+    from hscale.train.running import run_experiment
 
     # the shipped base model: nothing to build
     spec = write_spec(tmp_path, steps=2, arms={"structured-18": {}}, model="hscale-tiny")

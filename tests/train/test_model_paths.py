@@ -66,6 +66,7 @@ def _users_things_snap(tmp_path: Path) -> dict[str, Path]:
 
 def test_an_earlier_import_with_a_users_file_in_it_is_kept(tmp_path):
     """An import folder is replaced only when every file in it is one an import writes."""
+    # internal: tests the packaged-weights importer
     from hscale.train.lm._importer import RECORD, VERSION, _replace
 
     target, new = tmp_path / "model", tmp_path / ".model-new"
@@ -106,6 +107,7 @@ BROKEN_GGUF = {
 
 @pytest.fixture(scope="module")
 def real_gguf() -> Path:
+    # internal: tests the packaged-weights importer
     from hscale.train.lm._importer import find_gguf
 
     try:

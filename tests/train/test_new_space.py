@@ -15,7 +15,7 @@ import yaml
 
 from hscale.contracts import MANIFEST, Manifest
 from hscale.errors import HscaleError
-from hscale.train.planning._workload import factor_space, harness_of
+from hscale.train.planning import factor_space, harness_of
 from tests.cli import hscale
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -116,9 +116,7 @@ def test_a_sixth_factor_plans_a_strength_2_set_that_design_verify_accepts(tmp_pa
 def test_the_sixth_component_acts_in_every_episode(tmp_path):
     """The plugin's reminder (a component kind of its own) reaches the prompt and each
     observation, and a fresh copy keeps it (what concurrent episodes use)."""
-    from hscale.harness._loop import run_episode
-    from hscale.harness._policies import Oracle
-    from hscale.harness._world import generate
+    from hscale.harness import Oracle, generate, run_episode
 
     manifest = _plan(_copy(tmp_path, SIXTH), tmp_path / "runs")["structured-18"]
     task = generate(3, seed=1)[0]
@@ -274,6 +272,7 @@ def test_a_composed_harness_that_cannot_be_built_is_refused(tmp_path, entry, wor
 
 
 def test_evaluate_takes_a_specs_space_and_its_composed_harnesses(tmp_path):
+    # internal: tests the evaluator's internals
     from hscale.train.running._evaluate import harness_sets
 
     spec = str(_copy(tmp_path))

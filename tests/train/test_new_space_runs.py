@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from hscale.contracts import EVAL, Manifest
-from hscale.train.planning._workload import harness_of, harness_space
+from hscale.train.planning import harness_of, harness_space
 from tests.cli import hscale
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"

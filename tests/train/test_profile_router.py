@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 
 from hscale.errors import HscaleError
+from hscale.train.harness_s import PROFILES
+
+# internal: tests the profile router's voting pieces
 from hscale.train.harness_s._profiles import (
     PROFILE_SYSTEM,
-    PROFILES,
     Entry,
     Tally,
     borda,
@@ -146,11 +148,12 @@ def _profiles_spec(tmp_path, verl: bool = False):
 def test_profiles_are_re_anchored_at_every_checkpoint_and_rank_1_routes_evaluation(
         endpoint, tmp_path):
     pytest.importorskip("torch")
-    from hscale.analysis._load import load_results
-    from hscale.analysis._report import build_report
+    from hscale.analysis import build_report, load_results
     from hscale.contracts import Manifest
+
+    # internal: drives the embedded Trainer directly
     from hscale.train.embedded._trainer import Trainer
-    from hscale.train.planning._plan import plan
+    from hscale.train.planning import plan
 
     pool, spec = _profiles_spec(tmp_path)
     (item,) = plan(spec, tmp_path / "runs")
@@ -192,7 +195,7 @@ def test_a_profiles_arm_without_judges_stops_before_writing(tmp_path, monkeypatc
 def test_veRL_refuses_the_profiles_router_without_judges(tmp_path, monkeypatch):
     from hscale.contracts import Manifest
     from hscale.train.backends.verl.rescue import check_rescue
-    from hscale.train.planning._plan import plan
+    from hscale.train.planning import plan
 
     monkeypatch.delenv("HSCALE_JUDGE_URL", raising=False)
     _, spec = _profiles_spec(tmp_path)
@@ -205,9 +208,10 @@ def test_veRLs_routing_rows_are_the_embedded_ones_and_read_back_under_their_pick
         endpoint, tmp_path):
     pytest.importorskip("verl")
     from hscale.contracts import Manifest
-    from hscale.train.backends.verl._dumps import import_validation
-    from hscale.train.backends.verl._inputs import prepare_verl_run
-    from hscale.train.planning._plan import plan, write_plan
+    from hscale.train.backends.verl import import_validation, prepare_verl_run
+    from hscale.train.planning import plan, write_plan
+
+    # internal: tests the workload's job builders
     from hscale.train.planning._workload import routed_jobs
 
     pool, spec = _profiles_spec(tmp_path, verl=True)

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
+
+# internal: tests the Ray jobs/tasks modules
 from hscale.train.ray_cluster import _jobs as ray_jobs
 from tests.ray_head import local_ray_head
 
@@ -118,7 +120,7 @@ def test_job_state_of_an_unknown_job_is_none():
     ({"job_id": "j1", "address": "http://elsewhere:8265"}, "RUNNING", "new"),
 ])
 def test_which_job_a_rerun_follows(tmp_path, recorded, state, expect):
-    from hscale.train.backends._base import RayJob
+    from hscale.train.backends import RayJob
 
     manifest = SimpleNamespace(experiment="e", arm="a b", seed=0, hash="h")
     work = RayJob("true", tmp_path, tmp_path / "job.log", tmp_path / "ray_job.json")
@@ -191,7 +193,7 @@ def test_verl_run_as_a_ray_job_reattaches_after_an_interrupt(ray_head, tmp_path,
     job runs, re-run: the same job is followed to the end (no second submission), its
     validation dumps become eval.parquet, and a third run skips the completed run."""
     from hscale.contracts import Manifest
-    from hscale.train.planning._plan import plan
+    from hscale.train.planning import plan
     from tests.train.test_verl_launch import SPEC, check_eval, install_fake_main, run_cli
 
     spec, out = tmp_path / "exp.yaml", tmp_path / "runs"

@@ -18,7 +18,10 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.running._runner import run_experiment, runner_lock
+from hscale.train.running import run_experiment
+
+# internal: tests the runner's lock
+from hscale.train.running._runner import runner_lock
 from tests.cli import hscale
 
 SPEC = {

@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hscale.design._hamming import distance_matrix
-from hscale.design._recipes import first_order, structured
+from hscale.design import distance_matrix, first_order, structured
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
+
+# internal: tests the schedule builder's steps
 from hscale.train.planning._schedule import assign, build_schedule
 
 SPACE = factor_space()

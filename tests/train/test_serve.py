@@ -19,14 +19,16 @@ import pytest
 pytest.importorskip("torch")
 
 from hscale.errors import HscaleError  # noqa: E402
-from hscale.harness._engine import EPISODE_TURNS, Generation  # noqa: E402
-from hscale.harness._harness import harness_named  # noqa: E402
-from hscale.harness._http_policy import OpenAIChatPolicy  # noqa: E402
-from hscale.harness._loop import run_episode  # noqa: E402
-from hscale.harness._task_sources import BuiltinWorld  # noqa: E402
-from hscale.harness._types import Message  # noqa: E402
-from hscale.train.lm._embedded import EmbeddedChat  # noqa: E402
-from hscale.train.lm._record import read_record  # noqa: E402
+from hscale.harness import (  # noqa: E402
+    EPISODE_TURNS,
+    BuiltinWorld,
+    Generation,
+    Message,
+    OpenAIChatPolicy,
+    harness_named,
+    run_episode,
+)
+from hscale.train.lm import EmbeddedChat, read_record  # noqa: E402
 from hscale.train.serving import serve  # noqa: E402
 
 LABELS = ["S0-T0-O0-C0-W0", "S1-T1-O1-C1-W1", "oos/shell"]
@@ -169,7 +171,7 @@ def test_only_loopback_unless_asked(chat):
 
 def test_batched_generation_is_each_conversation_alone(chat):
     tasks = BuiltinWorld().tasks(3, 0, "eval")
-    from hscale.harness._engine import TurnEngine
+    from hscale.harness import TurnEngine
 
     views = [TurnEngine(harness_named(label), task, EPISODE_TURNS).view()
              for label in LABELS for task in tasks]

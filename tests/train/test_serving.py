@@ -14,10 +14,9 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from hscale.harness._engine import Generation
-from hscale.train.lm._record import read_record
-from hscale.train.serving._scripted import ScriptedChat
-from hscale.train.serving._server import serve
+from hscale.harness import Generation
+from hscale.train.lm import read_record
+from hscale.train.serving import ScriptedChat, serve
 from tests.harness.helpers import local_http, send_json
 
 openai = pytest.importorskip("openai")
@@ -315,6 +314,7 @@ def test_a_server_stopped_under_a_request_records_it_and_its_batcher_survives(
     generates a request whose client is gone."""
     import time
 
+    # internal: tests the server's completer factory
     import hscale.train.serving._server as server_module
 
     monkeypatch.setattr(server_module, "GRACE_S", 0.5)

@@ -14,13 +14,23 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hscale.train.lm._hf import HFChat  # noqa: E402
-from hscale.train.serving._chat import Request, Tool, Turn  # noqa: E402
+from hscale.train.lm import HFChat  # noqa: E402
+from hscale.train.serving import Request, Turn, parse_calls, serve  # noqa: E402
+
+# internal: tests the chat tool record
+from hscale.train.serving._chat import Tool  # noqa: E402
+
+# internal: tests the serving engine's parts
 from hscale.train.serving._engine import LocalCompleter  # noqa: E402
+
+# internal: tests the prefix cache
 from hscale.train.serving._prefix import PrefixCache, common  # noqa: E402
+
+# internal: tests the request scheduler
 from hscale.train.serving._scheduler import Scheduler  # noqa: E402
-from hscale.train.serving._server import serve  # noqa: E402
-from hscale.train.serving._tool_prompt import parse_calls, settled  # noqa: E402
+
+# internal: tests the tool-prompt templates
+from hscale.train.serving._tool_prompt import settled  # noqa: E402
 
 BASH = Tool("bash", "run a command", {"type": "object",
                                       "properties": {"command": {"type": "string"}}})
@@ -30,7 +40,7 @@ BASH = Tool("bash", "run a command", {"type": "object",
 def chat(tmp_path_factory) -> HFChat:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from hscale.train.lm._tiny import char_chat_tokenizer
+    from hscale.train.lm import char_chat_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny") / "tiny-llama"
     tok = char_chat_tokenizer()
@@ -60,6 +70,7 @@ def test_continuous_batching_writes_what_one_at_a_time_writes(chat, monkeypatch)
     """Rows of different lengths join mid-batch and leave as they end (the cache's tensors
     moved every few steps here); each greedy reply is the one generate gives it alone, each
     seeded one draws what it draws alone."""
+    # internal: tests the KV-cache slots
     from hscale.train.serving import _kv
 
     monkeypatch.setattr(_kv, "GROW", 3)
@@ -128,6 +139,7 @@ def test_the_prefix_cache_keeps_its_bound_and_drops_the_least_recently_used():
 def test_the_batch_cache_grows_with_its_rows_not_past_them():
     """Rows join longest last (each a re-layout) and leave; the tensors keep room for the
     rows there are (doubling), and every row's keys stay where its mask says."""
+    # internal: tests the KV-cache slots
     from hscale.train.serving._kv import Slots
 
     slots = Slots(1)
@@ -206,7 +218,7 @@ def test_a_streamed_tool_call_comes_back_as_a_call_in_every_api(chat, tmp_path):
     """A model that writes text then a call (forced here, a token a step) streams the text
     as it comes and no call text; the call comes back as each API's own; every row is
     recorded before its stream ends."""
-    from hscale.train.lm._record import read_record
+    from hscale.train.lm import read_record
 
     call = '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>'
     ids = chat.tok.encode("ok then " + call, add_special_tokens=False)

@@ -20,10 +20,18 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from hscale.train.lm import Recorder
+from hscale.train.serving import ScriptedChat
+
+# internal: tests the HTTP app and its limits
 from hscale.train.serving._app import Service, build_app
+
+# internal: tests the serving engine's parts
 from hscale.train.serving._engine import Batcher
-from hscale.train.serving._scripted import ScriptedChat
+
+# internal: tests the server's completer factory
 from hscale.train.serving._server import completer_of
+
+# internal: tests the wire-format path helper
 from hscale.train.serving._wire import path as field_path
 
 DEADLINE_S = 10  # a reply slower than this is a hang

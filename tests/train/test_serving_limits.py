@@ -12,11 +12,14 @@ import httpx
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.train.lm import is_endpoint
-from hscale.train.lm._record import read_record
+from hscale.train.lm import is_endpoint, read_record
+from hscale.train.serving import ScriptedChat, serve
+
+# internal: tests the HTTP app and its limits
 from hscale.train.serving._app import MAX_BODY, MAX_HEADERS
-from hscale.train.serving._scripted import ScriptedChat
-from hscale.train.serving._server import completer_of, serve
+
+# internal: tests the server's completer factory
+from hscale.train.serving._server import completer_of
 
 from ..cli import assert_user_error, hscale
 

@@ -9,10 +9,14 @@ import json
 
 import pytest
 
-from hscale.harness._engine import Generation
-from hscale.train.serving._chat import Call, Tool, Turn
-from hscale.train.serving._server import serve
-from hscale.train.serving._tool_prompt import parse_calls, to_template
+from hscale.harness import Generation
+from hscale.train.serving import Call, Turn, parse_calls, serve
+
+# internal: tests the chat tool record
+from hscale.train.serving._chat import Tool
+
+# internal: tests the tool-prompt templates
+from hscale.train.serving._tool_prompt import to_template
 
 openai = pytest.importorskip("openai")
 
@@ -108,7 +112,7 @@ def test_a_template_model_gets_tools_through_its_template_and_its_calls_come_bac
 
 def test_an_hf_model_with_a_tools_template_renders_them_itself(tmp_path):
     pytest.importorskip("transformers")
-    from hscale.train.lm._hf import HFChat
+    from hscale.train.lm import HFChat
     from tests.train.test_hf_chat import _make_model
 
     folder = _make_model(tmp_path / "tiny-qwen")
@@ -141,7 +145,9 @@ def test_an_hf_model_with_a_tools_template_renders_them_itself(tmp_path):
 
 
 def test_a_conversation_the_template_refuses_is_a_400_of_its_own():
-    from hscale.train.serving._chat import BadRequest, Request
+    from hscale.train.serving import BadRequest, Request
+
+    # internal: tests the serving engine's parts
     from hscale.train.serving._engine import LocalCompleter
 
     class Picky(TemplateModel):

@@ -16,8 +16,13 @@ pytest.importorskip("peft")
 
 import torch  # noqa: E402
 
-from hscale.harness._blackbox import HARNESSES  # noqa: E402
-from hscale.train.blackbox._sft import SFTSettings, examples, fine_tune  # noqa: E402
+from hscale.harness import HARNESSES  # noqa: E402
+from hscale.train.blackbox import fine_tune  # noqa: E402
+
+# internal: tests the SFT example builder
+from hscale.train.blackbox._sft import SFTSettings, examples  # noqa: E402
+
+# internal: tests the trajectory sample record
 from hscale.train.blackbox._trajectories import Sample  # noqa: E402
 
 BASH = {"type": "object", "properties": {"command": {"type": "string"}}}
@@ -77,7 +82,7 @@ def test_lora_steps_make_the_teachers_reply_likelier_and_save_a_model_folder(tin
     assert result["losses"][-1] < result["losses"][0]
     saved = json.loads((tmp_path / "sft" / "sft.json").read_text())
     assert saved["settings"]["lora_rank"] == 8 and (tmp_path / "sft" / "config.json").is_file()
-    from hscale.train.lm._hf import HFChat
+    from hscale.train.lm import HFChat
 
     assert HFChat(tmp_path / "sft", device="cpu").template_tools is False  # loads as a model
 
@@ -99,9 +104,8 @@ def test_black_box_sft_through_a_real_cli_then_an_unseen_one(tiny, tmp_path):
         if not HARNESSES.get(name).installed():
             pytest.skip(f"{name} is not installed here: hscale harness install {name}")
     from hscale.contracts import EVAL, Manifest, result_problems
-    from hscale.train.blackbox._collect import Collection, collect
-    from hscale.train.blackbox._trajectories import EpisodeLog, samples
-    from hscale.train.running._evaluate import Request, evaluate
+    from hscale.train.blackbox import Collection, EpisodeLog, collect, samples
+    from hscale.train.running import Request, evaluate
 
     record = collect(Collection("scripted", "bb/claude-code", tasks=2),
                      tmp_path / "collected")

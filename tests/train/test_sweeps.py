@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleWarning
-from hscale.train.planning._plan import plan_runs
-from hscale.train.spec import ExperimentSpec, load_spec
-from hscale.train.spec._quick import quick
+from hscale.train.planning import plan_runs
+from hscale.train.spec import ExperimentSpec, load_spec, quick
+
+# internal: tests the sweep size limit
 from hscale.train.spec._sweeps import MAX_SWEPT_ARMS
 from tests.cli import Result, hscale
 

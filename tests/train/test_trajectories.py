@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from hscale.errors import HscaleError
-from hscale.harness._blackbox import HARNESSES
-from hscale.harness._blackbox_run import Served, new_session, run_blackbox
-from hscale.harness._world import generate
-from hscale.train.blackbox._trajectories import EpisodeLog, samples
-from hscale.train.lm._record import RECORD_COLUMNS, read_record
-from hscale.train.serving import serve
-from hscale.train.serving._scripted import ScriptedChat, solution_commands
+from hscale.harness import HARNESSES, Served, generate, new_session, run_blackbox
+from hscale.train.blackbox import EpisodeLog, samples
+from hscale.train.lm import read_record
+
+# internal: tests the record file's columns
+from hscale.train.lm._record import RECORD_COLUMNS
+from hscale.train.serving import ScriptedChat, serve, solution_commands
 
 
 def _row(session, k, prompt="[1, 2]", ids="[3]", status=200, by="model",

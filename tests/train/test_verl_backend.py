@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError
-from hscale.train.planning._plan import plan
+from hscale.train.planning import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -60,6 +60,7 @@ def test_train_rows_follow_the_schedule(prepared):
 
 
 def test_val_rows_cover_every_eval_setting(prepared):
+    # internal: uses the spec's default eval tasks
     from hscale.train.spec._experiment import EVAL_TASKS
 
     _, manifest, result = prepared
@@ -172,7 +173,10 @@ def test_check_composes_runs_that_differ_only_in_their_names_once(prepared, monk
     """A dry run's runs differ mostly in their experiment name ({arm}-{seed}), which no check
     reads: one verdict for them; any other difference, or a name Hydra would not read as the
     plain text written, is checked on its own, and a wrong override still fails."""
+    # internal: tests the veRL backend module's internals
     from hscale.train.backends.verl import VerlBackend, _backend
+
+    # internal: tests the veRL check's stand-in and keys
     from hscale.train.backends.verl._check import verdict_key
 
     _, manifest, _ = prepared
@@ -212,6 +216,8 @@ def test_val_rows_are_the_embedded_evaluators_episodes(tmp_path):
     """One val row per episode the embedded evaluator samples: every run, setting, harness
     and task, with the run recorded (so runs rotate over tasks on both backends)."""
     from hscale.train.backends.verl import prepare_verl_run
+
+    # internal: tests the workload's job builders
     from hscale.train.planning._workload import eval_jobs, eval_tasks
 
     spec = tmp_path / "capped.yaml"

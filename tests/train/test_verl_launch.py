@@ -15,7 +15,7 @@ import yaml
 from hscale.cli import main
 from hscale.contracts import Manifest
 from hscale.errors import HscaleError
-from hscale.train.planning._plan import plan
+from hscale.train.planning import plan
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -68,6 +68,7 @@ def write_spec(folder: Path, **changes) -> Path:
 def install_fake_main(run_dir: Path, monkeypatch) -> None:
     """Put the stand-in beside launch.sh (the launch's working folder, and a Ray job's
     working_dir) and make launch.sh run it instead of veRL's main_ppo."""
+    # internal: tests the veRL input-building module
     from hscale.train.backends.verl import _inputs as inputs
 
     (run_dir / "verl").mkdir(parents=True, exist_ok=True)
@@ -127,6 +128,8 @@ def gpu_machine(monkeypatch):
     """Pretend this machine has 2 CUDA GPUs and vLLM, whatever it has: where the package's
     own checks read them and where the other packages do (its public names)."""
     import hscale.train.backends as backends
+
+    # internal: patches the environment probes at their source
     from hscale.train.backends import _environment as environment
 
     for module in (backends, environment):  # the package first: read through it lazily, the
@@ -164,7 +167,7 @@ def test_no_gpu_points_to_dry_run_and_ray(tmp_path, capsys, gpu_machine, monkeyp
 
 
 def test_no_gpu_on_this_machine_really(tmp_path, capsys):
-    from hscale.train.backends._environment import cuda_gpus
+    from hscale.train.backends import cuda_gpus
 
     if cuda_gpus():
         pytest.skip("this machine has a CUDA GPU")
@@ -485,7 +488,9 @@ def test_on_a_gpu_machine_the_launch_uses_every_gpu_or_asks_for_vllm(tmp_path):
     """With CUDA here the only prerequisite left is vLLM; the launch takes every GPU."""
     import torch
 
-    from hscale.train.backends._environment import has_module
+    from hscale.train.backends import has_module
+
+    # internal: tests the launch prerequisites check
     from hscale.train.backends.verl._launch import check_launch
 
     (planned,) = plan(write_spec(tmp_path), tmp_path / "runs")

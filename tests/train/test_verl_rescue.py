@@ -22,13 +22,16 @@ from verl.trainer.ppo.rollout_corr_helper import (  # noqa: E402
 )
 from verl.trainer.ppo.v1 import agent_loop_tq  # noqa: E402
 
-from hscale.harness import DoNothing, Harness, Oracle  # noqa: E402
-from hscale.harness._space import factor_space  # noqa: E402
+from hscale.harness import DoNothing, Harness, Oracle, factor_space  # noqa: E402
+
+# internal: tests the veRL dump importers
 from hscale.train.backends.verl._dumps import import_profiles  # noqa: E402
+
+# internal: tests the rescue module's class table
 from hscale.train.backends.verl.rescue import _classes  # noqa: E402
 
 RESCUE, ROUTE = "rescue", "route"  # the rows' extra_info keys (hscale.contracts.RowInfo)
-from hscale.train.harness_s._profiles import PROFILES, PROFILES_ENV  # noqa: E402
+from hscale.train.harness_s import PROFILES, PROFILES_ENV  # noqa: E402
 from tests.harness.test_verl_agent_loop import (  # noqa: E402
     FULL,
     PerRequestServer,
@@ -157,6 +160,7 @@ def _judges(asked: list):
     import re
     from http.server import BaseHTTPRequestHandler
 
+    # internal: tests the profile router's voting pieces
     from hscale.train.harness_s._profiles import PROFILE_SYSTEM
     from tests.harness.helpers import send_json
     from tests.train.test_profile_router import _ranking

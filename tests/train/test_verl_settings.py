@@ -13,8 +13,11 @@ import pytest
 import yaml
 
 from hscale.errors import HscaleError, HscaleWarning
-from hscale.train.planning._plan import plan
-from hscale.train.spec._models import ALIASES, resolve_model
+from hscale.train.planning import plan
+from hscale.train.spec import resolve_model
+
+# internal: uses the model alias table
+from hscale.train.spec._models import ALIASES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = sorted((ROOT / "experiments" / "paper").glob("*.yaml"))
@@ -39,6 +42,7 @@ def write(tmp_path: Path, **changes) -> Path:
 def hf_model() -> Path:
     """A tiny Hugging Face model folder on this machine (config, tokenizer, chat template)."""
     pytest.importorskip("transformers")
+    # internal: tests the veRL check's stand-in and keys
     from hscale.train.backends.verl._check import stand_in_model
 
     return stand_in_model()
@@ -80,6 +84,8 @@ def test_every_paper_spec_builds_verls_configs(spec, tmp_path):
     from verl.utils.config import omega_conf_to_dataclass
 
     from hscale.train.backends.verl import build_overrides, validate_overrides
+
+    # internal: tests the veRL check's stand-in and keys
     from hscale.train.backends.verl._check import _missing
 
     run = plan(spec, tmp_path / "runs")[0]
@@ -155,6 +161,7 @@ def test_verls_file_logger_becomes_train_parquet(tmp_path):
 
     from verl.utils.tracking import Tracking
 
+    # internal: tests the veRL dump importers
     from hscale.train.backends.verl._dumps import import_metrics
 
     folder = tmp_path / "verl" / "metrics"
@@ -187,6 +194,7 @@ def test_budgets_use_the_tokenizer_that_is_here_and_estimate_without_one(tmp_pat
     import subprocess
     import sys
 
+    # internal: tests the token-budget tokenizer cache
     from hscale.train.planning._token_budget import _has_tokenizer, _tokenizer
 
     assert _has_tokenizer(str(hf_model)) and _tokenizer(str(hf_model)) is not None

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.design._hamming import distance_matrix, tie_key
-from hscale.design._recipes import random_n, structured
-from hscale.design._weights import resolve_weights
+from hscale.design import distance_matrix, random_n, resolve_weights, structured, tie_key
 from hscale.errors import HscaleError
-from hscale.harness._space import factor_space
+from hscale.harness import factor_space
+
+# internal: tests the schedule builder's steps
 from hscale.train.planning._schedule import build_schedule
 from hscale.train.spec import adaptive_k
 

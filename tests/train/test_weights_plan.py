@@ -16,9 +16,7 @@ import yaml
 
 from hscale.cli import main
 from hscale.contracts import MANIFEST, SCHEDULE, Manifest
-from hscale.train.planning._plan import plan
-from hscale.train.planning._schedule import Schedule
-from hscale.train.planning._workload import factor_space
+from hscale.train.planning import Schedule, factor_space, plan
 
 # Regenerate only when a change to the manifests is intended: plan GOLDEN's spec and record
 # each run's sha256 of manifest.json and of its schedule rows as CSV.

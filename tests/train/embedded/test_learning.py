@@ -12,10 +12,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("verl")
 
-from hscale.harness._harness import Harness  # noqa: E402
-from hscale.harness._tokenizer import tokenizer  # noqa: E402
-from hscale.harness._world import generate  # noqa: E402
+from hscale.harness import Harness, generate, tokenizer  # noqa: E402
+
+# internal: tests the RL update step
 from hscale.train.embedded._rl import Hyper, update  # noqa: E402
+
+# internal: tests the embedded sampler
 from hscale.train.embedded._sampler import Sampler  # noqa: E402
 from hscale.train.policy import base_model  # noqa: E402
 

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hscale.harness._harness import Harness  # noqa: E402
-from hscale.harness._tokenizer import tokenizer  # noqa: E402
-from hscale.harness._world import generate  # noqa: E402
+from hscale.harness import Harness, generate, tokenizer  # noqa: E402
+
+# internal: tests the embedded sampler
 from hscale.train.embedded._sampler import Sampler, view_ids  # noqa: E402
 from hscale.train.policy import (  # noqa: E402
     base_model,  # noqa: E402
@@ -80,6 +80,7 @@ def test_the_first_prompt_is_the_harness_rendering(model):
 
 
 def test_the_tick_width_pads_least_for_the_rows_at_hand():
+    # internal: tests the embedded sampler
     from hscale.train.embedded._sampler import CHUNK, WIDTHS, tick_width
 
     assert tick_width([1] * 64, 100) == 1  # everyone samples: no forced chunk to wait for

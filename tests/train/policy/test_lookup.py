@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+# internal: tests the lookup policy module
 from hscale.train.policy import _lookup, load  # noqa: E402
 
 PRESET = "hscale-tiny"  # the one hscale ships

@@ -7,13 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hscale.harness._engine import Generation  # noqa: E402
-from hscale.harness._harness import Harness  # noqa: E402
-from hscale.harness._loop import run_episode  # noqa: E402
-from hscale.harness._policies import Oracle  # noqa: E402
-from hscale.harness._tokenizer import tokenizer  # noqa: E402
-from hscale.harness._world import generate  # noqa: E402
-from hscale.train.policy._sequences import episode_sequences, sequences  # noqa: E402
+from hscale.harness import Generation, Harness, Oracle, generate, run_episode, tokenizer  # noqa: E402
+from hscale.train.policy import sequences  # noqa: E402
+
+# internal: tests the episode sequence builder
+from hscale.train.policy._sequences import episode_sequences  # noqa: E402
 
 
 class Scripted:

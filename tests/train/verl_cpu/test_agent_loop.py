@@ -19,7 +19,7 @@ import verl  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 import hscale.harness.verl_agent_loop as vl  # noqa: E402
-from hscale.harness._task_sources import BuiltinWorld  # noqa: E402
+from hscale.harness import BuiltinWorld  # noqa: E402
 from hscale.train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -113,7 +113,7 @@ def test_a_black_box_row_runs_the_real_cli_against_the_rollout_servers(local_ray
     from verl.protocol import DataProto
     from verl.workers.rollout.llm_server import LLMServerManager
 
-    from hscale.harness._blackbox import HARNESSES
+    from hscale.harness import HARNESSES
     from hscale.train.backends.verl.blackbox_rollout import PLAYER
 
     if not HARNESSES.get("bb/claude-code").installed():

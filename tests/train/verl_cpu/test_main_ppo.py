@@ -93,7 +93,7 @@ def test_main_ppo_trains_is_killed_resumes_and_hscale_imports_it(tiny_model, tmp
     black-box SFT arm (the scripted teacher's episodes through Claude Code, LoRA steps,
     then veRL validates the fine-tuned model), else the base model's reference run; hscale
     imports both and reports them."""
-    from hscale.harness._blackbox import HARNESSES
+    from hscale.harness import HARNESSES
 
     sft = HARNESSES.get("bb/claude-code").installed()
     spec = write_spec(tmp_path, tiny_model, **(
@@ -203,7 +203,7 @@ def test_main_ppo_runs_as_a_job_on_a_local_ray_head(tiny_model, tmp_path, cpu_ra
     are Claude Code episodes against veRL's own rollout servers (each model call a trained
     sequence of the tokens it sampled), evaluated on Claude Code out of space too; else the
     structured arm."""
-    from hscale.harness._blackbox import HARNESSES
+    from hscale.harness import HARNESSES
 
     blackbox = "bb/claude-code" if HARNESSES.get("bb/claude-code").installed() else None
     spec = write_spec(tmp_path, tiny_model, **({} if blackbox is None else {

@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 
 from omegaconf import OmegaConf  # noqa: E402
 
+# internal: tests the CPU server's device picker
 from hscale.train.backends.verl.cpu.server import HFServer, _pick  # noqa: E402
 
 PROMPT = [256, 117, 115, 101, 114, 10, 104, 105, 257, 10, 256, 97, 10]

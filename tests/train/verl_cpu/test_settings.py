@@ -18,7 +18,7 @@ pytest.importorskip("hydra")
 
 from hscale.train.backends.verl.cpu import ENV, ROLLOUT  # noqa: E402
 from hscale.train.backends.verl.cpu.settings import overrides as cpu_overrides  # noqa: E402
-from hscale.train.planning._plan import plan  # noqa: E402
+from hscale.train.planning import plan  # noqa: E402
 from tests.train.verl_cpu.conftest import write_spec  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def test_the_cpu_overrides_come_after_hscales_and_before_the_specs(prepared):
 
 
 def test_a_gpu_spec_gets_none_of_them(tmp_path):
-    from hscale.train.backends.verl._overrides import build_overrides
+    from hscale.train.backends.verl import build_overrides
 
     spec = write_spec(tmp_path, "Qwen/Qwen3-4B-Instruct-2507",
                       verl={"gpus_per_node": 8, "rollout": "vllm"})
@@ -113,14 +113,14 @@ def test_a_launch_starts_its_own_ray_beside_a_head_started_on_the_machine(prepar
 
 
 def test_a_launch_on_the_cpu_needs_no_gpu_and_no_vllm():
-    from hscale.train.backends.verl._launch import launch_requirements
+    from hscale.train.backends.verl import launch_requirements
 
     assert [r.what for r in launch_requirements(None, cpu=True)] == ["veRL"]
     assert len(launch_requirements(None)) == 3  # veRL, GPUs, vLLM
 
 
 def test_verls_config_checks_pass_with_the_cpu_rollout(prepared):
-    from hscale.train.backends.verl._check import validate_overrides
+    from hscale.train.backends.verl import validate_overrides
 
     config = validate_overrides(prepared[1]["overrides"])
     assert config.actor_rollout_ref.rollout.name == ROLLOUT
