@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping
+from hscale.contracts import EXTRA_INFO, ROW_HINT, RowInfo, mapping, reward_extras
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_text
 from hscale.harness._behaviour import behaviour, unobserved
@@ -333,12 +333,13 @@ TRANSCRIPT = "hscale_transcript"  # keyword (and output field) of a measured tra
 
 def episode_fields(episode: Any, info: RowInfo, segments: int) -> dict[str, Any]:
     """The extra fields of a rollout's outputs: what veRL averages and dumps (its
-    ``reward_extra_info``: the episode's hscale.contracts.Outcome as extras, which hscale
-    reads back) and hscale's own (never dumped). A validation episode keeps its transcript."""
+    ``reward_extra_info``: hscale.contracts.reward_extras of the episode's Outcome, which
+    hscale reads back) and hscale's own (never dumped). A validation episode keeps its
+    transcript."""
     validation = info.split == "val"  # kept as eval rows: with their transcripts
     played = replace(outcome(episode, info.harness, keep=validation),
                      behaviour=wire_behaviour(episode, info.harness))
-    extras = played.extras(info.routed_to, info.routing)
+    extras = reward_extras(played, info.routed_to, info.routing)
     return {"turn_scores": [], "tool_rewards": [], "reward_extra_info": extras,
             "hscale_harness": info.harness, "hscale_task_id": episode.task_id,
             "hscale_termination": str(episode.termination), "hscale_segments": segments,

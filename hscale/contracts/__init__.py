@@ -22,10 +22,11 @@ Beside the arm folders, ``runs/<experiment>/study.json`` (:class:`StudyRecord`) 
 the experiment set out to answer: its confirmatory hypotheses, reference arm and seeds.
 
 The veRL backend adds the rows it hands veRL and what veRL hands back (:class:`RowInfo`,
-:class:`DumpedEpisode`). What one played episode produced, on every driver, is an
-:class:`Outcome`, which the run's recorder turns into rows. Other tools and notebooks read
-these files: extend them, never rename. They import nothing of hscale's but its shared core
-(pydantic, numpy and pandas besides), so every stage, analysis included, reads them cheaply.
+:func:`reward_extras`, :class:`DumpedEpisode`). What one played episode produced, on every
+driver, is an :class:`Outcome`, which the run's recorder turns into rows. Other tools and
+notebooks read these files: extend them, never rename. They import nothing of hscale's but
+its shared core (pydantic, numpy and pandas besides), so every stage, analysis included,
+reads them cheaply.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ from hscale.contracts._wire import (
     RescueInfo,
     RowInfo,
     mapping,
+    reward_extras,
     tag_truth,
     val_index,
 )
@@ -156,6 +158,6 @@ __all__ = [
     "blackbox_name", "canonical_hash", "check_columns", "check_eval", "check_rollouts",
     "check_schedule", "eval_frame",
     "eval_row", "inspect_status", "is_blackbox", "mapping", "read_status", "result_problems",
-    "rng_for", "schedule_frame", "tag_truth", "train_frame", "typed_frame",
+    "reward_extras", "rng_for", "schedule_frame", "tag_truth", "train_frame", "typed_frame",
     "unobserved", "val_index", "write_status",
 ]

@@ -3,7 +3,7 @@
 veRL reads datasets of rows; hscale writes ``train.parquet`` and ``val.parquet`` whose
 ``extra_info`` says what a rollout plays (:class:`RowInfo`), veRL's workers run hscale's agent
 loop on them (hscale.harness.verl_agent_loop), whose reward extras say how an episode went
-(:meth:`Outcome.extras`), and veRL dumps each validation episode with those extras, which
+(:func:`reward_extras`), and veRL dumps each validation episode with those extras, which
 hscale reads back (:class:`DumpedEpisode`). Writer and reader live on either side of a
 process boundary and a parquet round trip, so the keys are spelled here alone: a field is
 an attribute everywhere else.
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hscale.contracts._outcome import Outcome
-from hscale.contracts._vocabulary import is_blackbox
+from hscale.contracts._vocabulary import COST, ErrorKind, is_blackbox, unobserved
 from hscale.errors import HscaleError
 
 EXTRA_INFO = "extra_info"  # the row field veRL hands the agent loop
@@ -172,11 +173,33 @@ class RescueInfo:
                    space=info.get("space"))
 
 
+def reward_extras(outcome: Outcome, routed_to: int | None = None, routing: bool = False
+                  ) -> dict[str, Any]:
+    """An episode's reward extras (veRL averages and dumps them, so every row of a process
+    has the same keys, each a number): success (and ``acc``, veRL's main validation metric),
+    turns, whether the checker failed, the behaviour counts the outcome carries and the
+    :data:`COST` counts (NaN: not observed, written -1), and in a routing run the pick (-1:
+    none). An episode that keeps its transcript (a validation episode) also carries it and
+    its seconds: text veRL's validation metrics skip and its dump keeps."""
+    counts = {**outcome.behaviour, **{k: outcome.cost.get(k, math.nan) for k in COST}}
+    out: dict[str, Any] = {
+        "success": float(outcome.success), "acc": float(outcome.success),
+        "turns": float(outcome.turns), "checker_error": float(outcome.checker_failed),
+        **{k: (-1.0 if math.isnan(v) else float(v)) for k, v in counts.items()}}
+    if routing:
+        out["routed_to"] = float(routed_to if routed_to is not None else -1)
+    if outcome.transcript is not None:
+        out.update(transcript=outcome.transcript,
+                   seconds=-1.0 if math.isnan(outcome.seconds) else outcome.seconds)
+    return out
+
+
 @dataclass(frozen=True)
 class DumpedEpisode:
     """A validation episode as veRL dumps it (``verl/validation/<step>.jsonl``): the step,
     its val row (:data:`VAL_TAG` in the ground truth), the sibling a routing run picked, and
-    its :class:`hscale.contracts.Outcome` from the reward extras."""
+    the :class:`hscale.contracts.Outcome` its reward extras (:func:`reward_extras`) describe;
+    its error is the checker's failure, whose words stayed in the rollout worker's log."""
 
     step: int
     row: int
@@ -189,10 +212,32 @@ class DumpedEpisode:
         if not isinstance(reward, int | float) or "step" not in rec:
             raise HscaleError(f"{where}: no numeric score and step",
                               "not a veRL 0.9.1 validation dump; check veRL's version")
-        routed = rec.get("routed_to")
+        routed, success, turns = rec.get("routed_to"), rec.get("success"), rec.get("turns")
+        behaviour, cost = unobserved(), dict.fromkeys(COST, math.nan)
+        for counts in (behaviour, cost):
+            for key in counts:
+                value = rec.get(key)
+                if isinstance(value, int | float) and value >= 0:
+                    counts[key] = float(value)
+        outcome = Outcome(
+            reward=float(reward),
+            success=float(success) >= 0.5 if success is not None else reward >= 1.0,
+            turns=int(turns) if turns is not None else -1,
+            error=(ErrorKind.CHECKER.line("failed (see the rollout worker's log)")
+                   if rec.get("checker_error") else ""),
+            behaviour=behaviour, cost=cost, transcript=_text(rec.get("transcript")),
+            seconds=_seconds(rec.get("seconds")))
         return cls(step=int(rec["step"]), row=val_index(rec.get("gts"), where, rows),
                    routed_to=int(routed) if isinstance(routed, int | float) and routed >= 0
-                   else None, outcome=Outcome.from_extras(rec, float(reward)))
+                   else None, outcome=outcome)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and value >= 0 else math.nan
 
 
 def tag_truth(ground_truth: str, index: int) -> str:

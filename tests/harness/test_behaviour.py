@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hscale.contracts import BEHAVIOUR, DumpedEpisode, Outcome, tag_truth
+from hscale.contracts import BEHAVIOUR, DumpedEpisode, Outcome, reward_extras, tag_truth
 from hscale.harness import ToolCall, ToolResult, behaviour
 from hscale.harness.verl_agent_loop import wire_behaviour
 
@@ -40,8 +40,8 @@ def test_counts_and_their_trip_through_verls_dump(calls, want):
     assert set(found) == set(BEHAVIOUR)
     for key, value in want.items():
         assert found[key] == pytest.approx(value, nan_ok=True), key
-    wired = Outcome(1.0, True, 1, behaviour=wire_behaviour(_episode(*calls),
-                                                           "S0-T0-O0-C0-W0")).extras()
+    wired = reward_extras(Outcome(1.0, True, 1, behaviour=wire_behaviour(
+        _episode(*calls), "S0-T0-O0-C0-W0")))
     assert all(isinstance(v, float) and not math.isnan(v) for v in wired.values())
     back = _dumped(wired).outcome.behaviour  # the dump import: the same numbers, NaN where NaN
     assert back == pytest.approx(found, nan_ok=True)
@@ -54,8 +54,8 @@ def _dumped(extras: dict) -> DumpedEpisode:
 
 
 def test_a_black_box_clis_calls_are_not_counted():
-    wired = Outcome(1.0, True, 1, behaviour=wire_behaviour(_episode((ToolCall("list"), OK)),
-                                                           "bb/codex")).extras()
+    wired = reward_extras(Outcome(1.0, True, 1, behaviour=wire_behaviour(
+        _episode((ToolCall("list"), OK)), "bb/codex")))
     assert all(math.isnan(v) for v in _dumped(wired).outcome.behaviour.values())
     # an older loop's dump
     assert all(math.isnan(v) for v in _dumped({}).outcome.behaviour.values())

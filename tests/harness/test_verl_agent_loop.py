@@ -37,7 +37,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import hscale.harness.verl_agent_loop as vl  # noqa: E402
-from hscale.contracts import Outcome
+from hscale.contracts import Outcome, reward_extras
 from hscale.errors import HscaleError  # noqa: E402
 from hscale.harness import (  # noqa: E402
     PRESETS,
@@ -282,10 +282,10 @@ def test_oracle_segments_match_run_episode(tokenizer, tasks, label) -> None:
         assert out.extra_fields["hscale_termination"] == "answer"
         # the behaviour counts are the reference episode's: the drivers count alike; the
         # cost is what the server was asked and answered
-        assert out.extra_fields["reward_extra_info"] == Outcome(
+        assert out.extra_fields["reward_extra_info"] == reward_extras(Outcome(
             1.0, True, episode.turns, behaviour=vl.wire_behaviour(episode, label),
             cost={"model_calls": episode.turns, "prompt_tokens": server.prompt_tokens,
-                  "completion_tokens": server.completion_tokens}).extras()
+                  "completion_tokens": server.completion_tokens}))
         assert out.extra_fields["reward_extra_info"]["tool_calls"] == len(episode.tool_calls)
     # every model turn is trained exactly once over the segments
     trained_all = [t for out in outputs for t in

@@ -17,10 +17,13 @@ from hscale.contracts import (
     ROLLOUTS,
     TRAIN,
     TRANSCRIPTS,
+    DumpedEpisode,
     Manifest,
     Outcome,
     check_eval,
     read_eval,
+    reward_extras,
+    tag_truth,
 )
 from hscale.harness import EPISODE_TURNS, NoisyOracle, run_episode
 from hscale.train.planning import Recorder, RunPlan, harness_of, plan
@@ -154,6 +157,7 @@ def test_a_damaged_file_is_said_and_starting_over_removes_every_result(run):
 def test_a_checker_failure_is_a_typed_error_kind_on_every_route():
     failed = Outcome(0.0, False, 2, error="checker: timeout after 10 s")
     assert failed.checker_failed and not Outcome(0.0, False, 2, error="cli: died").checker_failed
-    back = Outcome.from_extras(failed.extras(), 0.0)  # veRL's dump and back
+    dumped = {"score": 0.0, "step": 0, "gts": tag_truth("{}", 0), **reward_extras(failed)}
+    back = DumpedEpisode.read(dumped, "dump:1", 1).outcome  # veRL's dump and back
     assert back.checker_failed and back.error.startswith("checker: ")
     assert math.isnan(back.seconds) and back.transcript is None
