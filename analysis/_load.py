@@ -31,6 +31,7 @@ from hscale.contracts import (
     STATUS,
     TRAIN,
     TRANSCRIPTS,
+    Decoding,
     Manifest,
     RunState,
     check_eval,
@@ -394,12 +395,13 @@ def _combine_episodes(runs: list[_Run], table: pd.DataFrame,
                        for p in parts])
     for col in OPTIONAL_EVAL:
         if col in out.columns:
-            filled = out[col].astype(object).where(out[col].notna(), _FILL[col])
+            filled = out[col].astype(object).where(out[col].notna(), _FILL.get(col, ""))
             out[col] = filled.astype(str).astype("category")
     return out
 
 
-_FILL = {"decoding": "sampled", "category": "unknown", "error": ""}
+# what an optional text column reads as where a run's rows lack it (any other: empty)
+_FILL = {"decoding": Decoding.SAMPLED, "category": "unknown"}
 
 
 def _combine_train(runs: list[_Run], table: pd.DataFrame) -> pd.DataFrame:
