@@ -17,7 +17,8 @@ def outcome(episode: Any, label: str | None = None, *, keep: bool = True) -> Out
     observed; its transcript and seconds only when ``keep``."""
     label = episode.harness if label is None else label
     return Outcome(reward=float(episode.reward), success=bool(episode.success),
-                   turns=int(episode.turns), error=str(episode.error or ""),
+                   turns=int(episode.turns), termination=str(episode.termination or ""),
+                   error=str(episode.error or ""),
                    behaviour=unobserved() if is_blackbox(label) else behaviour(episode),
                    cost=cost(episode), transcript=transcript(episode) if keep else None,
                    seconds=float(episode.seconds))

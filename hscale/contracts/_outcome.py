@@ -25,14 +25,16 @@ def _no_cost() -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One episode's result: reward and success, turns, its errors (``"kind: text"`` lines
-    joined by ``"; "``, :class:`ErrorKind`), the behaviour counts and cost (NaN where not
-    observed), and the transcript and wall-clock seconds of an episode that keeps them
-    (transcripts.parquet)."""
+    """One episode's result: reward and success, turns, why it ended (``termination``, a
+    :class:`hscale.contracts.Termination` value; empty where a driver did not see it), its
+    errors (``"kind: text"`` lines joined by ``"; "``, :class:`ErrorKind`), the behaviour
+    counts and cost (NaN where not observed), and the transcript and wall-clock seconds of
+    an episode that keeps them (transcripts.parquet)."""
 
     reward: float
     success: bool
     turns: int
+    termination: str = ""
     error: str = ""
     behaviour: Mapping[str, float] = field(default_factory=unobserved)
     cost: Mapping[str, float] = field(default_factory=_no_cost)
@@ -48,5 +50,6 @@ class Outcome:
         """Its eval.parquet columns (hscale.contracts.EVAL_COLUMNS and EVAL_OPTIONAL)."""
         return {"reward": float(self.reward), "success": bool(self.success),
                 "turns": int(self.turns), "error": str(self.error or ""),
+                "termination": str(self.termination or ""),
                 **{k: float(self.behaviour.get(k, math.nan)) for k in unobserved()},
                 **{k: float(self.cost.get(k, math.nan)) for k in COST}}

@@ -31,7 +31,9 @@ EVAL_COLUMNS: dict[str, str] = {
 # 10 s" (a broken reward script scores 0 and is counted here, never a dead run)
 # the behaviour counts of its trajectory (hscale.harness._behaviour; NaN where not observed)
 # and what it cost (model calls, prompt and completion tokens; NaN where not counted)
+# ``termination``: how the episode ended (hscale.contracts.Termination; empty where unseen)
 EVAL_OPTIONAL: dict[str, str] = {"decoding": "str", "category": "str", "error": "str",
+                                 "termination": "str",
                                  **dict.fromkeys(BEHAVIOUR, "float64"),
                                  **dict.fromkeys(COST, "float64")}
 TRANSCRIPTS = "transcripts.parquet"

@@ -179,8 +179,8 @@ def reward_extras(outcome: Outcome, routed_to: int | None = None, routing: bool 
     has the same keys, each a number): success (and ``acc``, veRL's main validation metric),
     turns, whether the checker failed, the behaviour counts the outcome carries and the
     :data:`COST` counts (NaN: not observed, written -1), and in a routing run the pick (-1:
-    none). An episode that keeps its transcript (a validation episode) also carries it and
-    its seconds: text veRL's validation metrics skip and its dump keeps."""
+    none). An episode that keeps its transcript (a validation episode) also carries it, its
+    termination and seconds: text veRL's validation metrics skip and its dump keeps."""
     counts = {**outcome.behaviour, **{k: outcome.cost.get(k, math.nan) for k in COST}}
     out: dict[str, Any] = {
         "success": float(outcome.success), "acc": float(outcome.success),
@@ -189,7 +189,7 @@ def reward_extras(outcome: Outcome, routed_to: int | None = None, routing: bool 
     if routing:
         out["routed_to"] = float(routed_to if routed_to is not None else -1)
     if outcome.transcript is not None:
-        out.update(transcript=outcome.transcript,
+        out.update(transcript=outcome.transcript, termination=str(outcome.termination or ""),
                    seconds=-1.0 if math.isnan(outcome.seconds) else outcome.seconds)
     return out
 
@@ -223,6 +223,7 @@ class DumpedEpisode:
             reward=float(reward),
             success=float(success) >= 0.5 if success is not None else reward >= 1.0,
             turns=int(turns) if turns is not None else -1,
+            termination=str(rec.get("termination") or ""),
             error=(ErrorKind.CHECKER.line("failed (see the rollout worker's log)")
                    if rec.get("checker_error") else ""),
             behaviour=behaviour, cost=cost, transcript=_text(rec.get("transcript")),

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hscale.contracts import BEHAVIOUR, COST, EVAL_KEY, TRANSCRIPTS, transcript_views
+from hscale.contracts import BEHAVIOUR, COST, EVAL_KEY, TRANSCRIPTS, Termination, transcript_views
 
 pytest.importorskip("torch")
 pytest.importorskip("verl")
@@ -67,8 +67,10 @@ def test_demo_quick_rows_are_the_recorded_ones(demo):
         evals = pd.read_parquet(run_dir / "eval.parquet")
         expected = pd.DataFrame(want["eval"])
         # columns added to the contract since the golden rows: present, and empty here
-        assert set(evals.columns) == set(expected.columns) | {"error", *BEHAVIOUR, *COST}, arm
+        assert set(evals.columns) == set(expected.columns) | {"error", "termination",
+                                                               *BEHAVIOUR, *COST}, arm
         assert (evals["error"] == "").all(), arm
+        assert evals["termination"].isin(list(Termination)).all(), arm  # every one seen
         assert evals["tool_calls"].notna().all(), arm  # every episode's trajectory counted
         evals = evals[list(expected.columns)]
         for column in expected.columns:

@@ -148,6 +148,17 @@ def test_every_driver_plays_the_same_plan_and_writes_the_same_rows(planned, fram
         assert got[list(COST)].equals(want[list(COST)]), name  # each counts its cost alike
 
 
+def test_a_new_outcome_column_reaches_every_driver_through_the_recorder(frames):
+    """``termination`` was added as a field of hscale.contracts.Outcome, the line of
+    hscale.harness.outcome that reads it and its type in eval.parquet's contract; no driver
+    knows of it, and every one (veRL's through its dump's extras) writes it alike."""
+    ended = {name: frame.sort_values(IDENTITY)["termination"].tolist()
+             for name, frame in frames.items()}
+    assert set(ended["embedded"]) == {"answer"}  # the oracle answers every task
+    for name, got in ended.items():
+        assert got == ended["embedded"], name
+
+
 def test_every_driver_of_hscales_harnesses_keeps_the_same_transcripts(frames):
     """The transcript (what the model saw, each reply, call and observation, the outcome) is
     one contract: the same episode gives the same JSON whichever driver played it."""

@@ -83,8 +83,8 @@ def check_eval(run_dir: Path, manifest: Manifest) -> pd.DataFrame:
     from hscale.contracts import BEHAVIOUR, COST, EVAL_COLUMNS
 
     frame = pd.read_parquet(run_dir / "eval.parquet")
-    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error", *BEHAVIOUR,
-                                   *COST]
+    assert list(frame.columns) == [*EVAL_COLUMNS, "decoding", "category", "error",
+                                   "termination", *BEHAVIOUR, *COST]
     assert frame[list(BEHAVIOUR)].isna().all().all()  # the stand-in's dump carries none
     val = pd.read_parquet(run_dir / "verl" / "val.parquet")
     info = list(val.extra_info)
