@@ -9,6 +9,7 @@ others are still written. Files are written atomically, so a report folder is ne
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from hscale.analysis._load import Results, load_results
 from hscale.analysis._naming import setting_label
 from hscale.analysis._plots import FIGURES, NoData, Options, pdf_bytes, png_bytes
 from hscale.analysis._pool_report import pool_tables, routing_table
+from hscale.analysis._provenance import study_provenance
 from hscale.analysis._render import fmt, fmt_interval, to_latex, to_markdown
 from hscale.analysis._report_data import Report
 from hscale.analysis._report_html import report_html, report_markdown
@@ -45,7 +47,7 @@ from hscale.analysis._stats import GROUP
 from hscale.analysis._tables import all_tables, measured_ordering
 from hscale.analysis._verdicts import ALPHA
 from hscale.analysis._weight_estimates import add_weights
-from hscale.contracts import checker_health_of
+from hscale.contracts import capture_provenance, checker_health_of
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text, refuse_foreign_folder
 
@@ -180,7 +182,7 @@ def build_report(results: Results, out: Path, reference: str | None = None,
             ranking.draw(ranking.data(results, Options(reference, n_boot, seed)))))
         if png is not None:
             report.figures["pool_ranking"] = png
-        return report
+        return with_provenance(results, report)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tables, cells, comparisons = all_tables(results, reference)
@@ -204,6 +206,16 @@ def build_report(results: Results, out: Path, reference: str | None = None,
     evaluated = pd.concat([results.episodes, results.greedy], ignore_index=True) \
         if len(results.greedy) else results.episodes  # every evaluated episode, as run says
     report.checker_warning = checker_health_of(evaluated, results.train).line()
+    return with_provenance(results, report)
+
+
+def with_provenance(results: Results, report: Report) -> Report:
+    """What produced the runs (a line; a warning naming the runs where they mix code
+    revisions or result-shaping packages; damaged provenance lines as problems), and this
+    report's own provenance."""
+    report.provenance = study_provenance(results.runs, results.root)
+    report.problems += report.provenance.problems
+    report.made_by = capture_provenance("report")
     return report
 
 
@@ -223,8 +235,18 @@ def save_report(results: Results, report: Report) -> None:
     if report.hypotheses:
         atomic_write_text(out / "hypotheses.csv",
                           outcomes_frame(report.hypotheses).to_csv(index=False))
+    atomic_write_text(out / "provenance.json", provenance_json(report))
     atomic_write_text(out / "report.md", report_markdown(results, report, REPORT_HEAD))
     atomic_write_text(out / "report.html", report_html(results, report))
+
+
+def provenance_json(report: Report) -> str:
+    """provenance.json: this report's provenance and every run's records it read."""
+    made = report.made_by.model_dump(mode="json") if report.made_by is not None else None
+    runs = {name: [r.model_dump(mode="json") for r in records]
+            for name, records in report.provenance.runs.items()}
+    return json.dumps({"report": made, "line": report.provenance.line,
+                       "warnings": report.provenance.warnings, "runs": runs}, indent=1) + "\n"
 
 
 def check_report_target(target: Path) -> None:

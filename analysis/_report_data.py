@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hscale.analysis._headline import RunSummary
+from hscale.analysis._provenance import StudyProvenance
 from hscale.analysis._render import Table
 from hscale.analysis._verdicts import Verdict
+from hscale.contracts import Provenance
 
 
 @dataclass
@@ -32,3 +34,6 @@ class Report:
     paper_note: str = ""  # why the papers' numbers are not compared (another setup), or ""
     hypotheses: list = field(default_factory=list)  # the study's confirmatory outcomes
     view_port: int = 8777  # where the episodes links point (hscale view --port)
+    # what produced the runs (a line, warnings where they mix code) and this report itself
+    provenance: StudyProvenance = field(default_factory=StudyProvenance)
+    made_by: Provenance | None = None

@@ -134,7 +134,7 @@ def report_html(results: Results, report: Report) -> str:
     if report.summary is not None:
         parts += [f"<li><b>{esc(k)}</b> {esc(v)}</li>" for k, v in report.summary.lines()]
     parts += [f"<li><b>written</b> {datetime.now(UTC).isoformat(timespec='seconds')}</li>",
-              "</ul>"]
+              "</ul>", *_provenance_html(report)]
     if report.answer:
         parts.append("<div class='answer' id='answer'>"
                      + "".join(f"<p>{esc(s)}</p>" for s in report.answer) + "</div>")
@@ -169,6 +169,23 @@ def report_html(results: Results, report: Report) -> str:
                   "hold is the answer at the top, read off the simultaneous intervals.</p>"]
         parts += [f"<p>{esc(s)}</p>" for s in report.ordering]
     return "\n".join(parts + ["</body></html>"])
+
+
+def provenance_lines(report: Report) -> tuple[list[str], list[str]]:
+    """(what produced the runs and this report, the warnings of runs made under other
+    code)."""
+    said = [report.provenance.line] if report.provenance.line else []
+    if report.made_by is not None:
+        said.append(f"This report: {report.made_by.line()}, "
+                    f"{report.made_by.time}.")
+    return said, list(report.provenance.warnings)
+
+
+def _provenance_html(report: Report) -> list[str]:
+    said, warned = provenance_lines(report)
+    out = [f"<p class='note' id='provenance'>{'<br>'.join(html.escape(s) for s in said)}</p>"
+           ] if said else []
+    return out + [f"<p class='problem provenance-warning'>{html.escape(w)}</p>" for w in warned]
 
 
 def error_note(episodes: pd.DataFrame) -> str:
@@ -220,6 +237,9 @@ def report_markdown(results: Results, report: Report, head: str) -> str:
     lines = [head, ""]
     if report.summary is not None:
         lines += [f"**{k}** {v}  " for k, v in report.summary.lines()] + [""]
+    said, warned = provenance_lines(report)
+    lines += [f"{s}  " for s in said] + [f"**Warning: {w}**  " for w in warned]
+    lines += [""] if said or warned else []
     lines += [" ".join(report.answer), ""] if report.answer else []
     if FIRST in report.figures:
         lines += [f"![{FIRST}]({FIRST}.png)", ""]

@@ -204,6 +204,7 @@ def episode_view(ep: dict[str, Any], other: dict[str, Any] | None = None) -> dic
         meta.append(("error", ep["error"]))
     view = {"id": ep["id"], "success": _truth(ep["success"]),
             "meta": [(k, _text(v)) for k, v in meta], "problem": ep.get("problem", ""),
+            "provenance": [(k, _text(v)) for k, v in ep.get("provenance", [])],
             "messages": [], "calls": []}
     if not record:
         return view

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from hscale.analysis._effects import parse_harnesses
+from hscale.analysis._provenance import run_records, run_rows
 from hscale.contracts import (
     COST,
     EVAL,
@@ -95,6 +96,7 @@ class Study:
         self.levels = parse_harnesses(frame["harness"].astype(str).unique())
         self.names = _level_names(self.folders)
         self._transcripts: OrderedDict[tuple[int, str], dict] = OrderedDict()
+        self._provenance: dict[int, list[tuple[str, str]]] = {}
 
     def _where(self, path: Path) -> str:
         try:
@@ -184,7 +186,7 @@ class Study:
         out = {c: _plain(row[c]) for c in COLUMNS}
         out.update(id=index, folder=str(self.folders[int(row["folder"])]),
                    seconds=seconds if _is_number(seconds) else np.nan, transcript=None,
-                   problem="")
+                   problem="", provenance=self.provenance(int(row["folder"])))
         try:
             if isinstance(kept.get(_DAMAGED), Damaged):
                 raise kept[_DAMAGED]
@@ -194,6 +196,16 @@ class Study:
                 raise
             out["problem"] = str(exc)
         return out
+
+    def provenance(self, folder: int) -> list[tuple[str, str]]:
+        """What made the run of ``folder`` (its provenance.jsonl), as rows for a page; read
+        once a run."""
+        if folder not in self._provenance:
+            path = self.folders[folder]
+            problems: list[str] = []
+            records = run_records(path, problems, self._where(path))
+            self._provenance[folder] = run_rows(records, problems)
+        return self._provenance[folder]
 
     def _kept(self, folder: int, source: str) -> dict:
         """A run's transcripts, eval ones by eval key and kept rollouts by row, each as

@@ -43,6 +43,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "clean": ("hscale.cli.experiments:clean_cmd",
               "Drop the checkpoints of completed runs; results, logs and runs that may resume "
               "stay."),
+    "rerun": ("hscale.cli.rerun:rerun_cmd",
+              "Run finished runs again from their manifests into a scratch folder and compare "
+              "the rows."),
     "report": ("hscale.cli.report:report_cmd",
                "Tables, figures and a self-contained report.html for a runs folder, the answer "
                "first."),

@@ -39,6 +39,7 @@ def report_cmd(
     under RUN_DIR."""
     from hscale.analysis import write_report
     from hscale.errors import HscaleError
+    from hscale.text import printable
 
     if n_boot < 100:
         raise HscaleError(f"--n-boot {n_boot} is too few resamples for a 95% interval",
@@ -54,6 +55,8 @@ def report_cmd(
         print(f"note: {note}", file=sys.stderr)
     if report.checker_warning:
         print(report.checker_warning, file=sys.stderr)
+    for warning in report.provenance.warnings:  # runs made under other code
+        print(printable(f"warning: {warning}"), file=sys.stderr)
     for line in report.answer:
         print(line)
     if report.verdicts:
@@ -61,5 +64,7 @@ def report_cmd(
         print(f"{len(report.verdicts)} headline comparisons: "
               + ", ".join(f"{n} {w}" for w, n in words.most_common()) + " (one sentence "
               "each at the top of report.html)")
+    if report.provenance.line:
+        print(printable(report.provenance.line))
     print(f"wrote {len(report.tables)} tables and {len(report.figures)} figures to "
           f"{report.out} (open {report.out / 'report.html'})")

@@ -17,6 +17,10 @@ A run folder ``runs/<experiment>/<arm>/<seed>/`` holds
   through :func:`write_rollouts` and :func:`read_rollouts`;
 - ``train.parquet``: one row per training step, ``step`` plus one column per metric;
 - ``status.json``: :class:`Status`, the run's :class:`RunState`, written by the runner alone.
+- ``provenance.jsonl``: :class:`Provenance`, one line each time the run starts or resumes
+  (:func:`capture_provenance`, :func:`append_provenance`): hscale's version and revision,
+  the packages that shape results, the backend, the hardware, the command line, the time;
+  read by :func:`read_provenance`, which skips and names a damaged line.
 
 Beside the arm folders, ``runs/<experiment>/study.json`` (:class:`StudyRecord`) says what
 the experiment set out to answer: its confirmatory hypotheses, reference arm and seeds.
@@ -46,6 +50,16 @@ from hscale.contracts._manifest import (
     rng_for,
 )
 from hscale.contracts._outcome import Outcome
+from hscale.contracts._provenance import (
+    PROVENANCE,
+    SHAPING,
+    Hardware,
+    Provenance,
+    Revision,
+    append_provenance,
+    capture_provenance,
+    read_provenance,
+)
 from hscale.contracts._records import (
     AlgorithmRecord,
     AssignmentRecord,
@@ -149,6 +163,8 @@ __all__ = [
     "write_eval", "ROLLOUTS", "ROLLOUT_COLUMNS", "ROLLOUT_ROLES", "kept_group", "rollout_row",
     "read_rollouts", "write_rollouts",
     "CheckerHealth", "checker_health", "checker_health_of",
+    "PROVENANCE", "SHAPING", "Hardware", "Provenance", "Revision", "append_provenance",
+    "capture_provenance", "read_provenance",
     "STUDY", "HypothesisRecord", "StudyRecord", "read_study", "write_study",
     "DECODINGS", "DumpedEpisode", "EVAL", "EVAL_COLUMNS", "EVAL_OPTIONAL", "EXTRA_INFO",
     "EvaluationRecord", "FactorRecord", "JUDGED", "LevelRecord", "MANIFEST", "Manifest",

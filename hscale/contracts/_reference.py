@@ -44,13 +44,22 @@ def contracts_reference() -> str:
             *_model_rows(c.Manifest), ""]
     out += [f"## `{c.STATUS}`", "", _first(c.Status.__doc__), "", *_model_rows(c.Status),
             "", "States: " + ", ".join(f"`{s.value}`" for s in c.RunState) + ".", ""]
+    out += [f"## `{c.PROVENANCE}`", "", _first(c.Provenance.__doc__) + " One JSON object a "
+            "line, appended as the run starts or resumes (the runner), as a Ray task starts on "
+            "its node, and as an export writes the run's inputs; a damaged line is skipped and "
+            "named by the reader. `hscale report` states a study's provenance and warns when its "
+            "runs mix code revisions or these result-shaping packages: "
+            + ", ".join(f"`{name}`" for name in c.SHAPING) + ".", "", *_model_rows(c.Provenance),
+            "", "`revision` (None where hscale runs from an installed wheel):", "",
+            *_model_rows(c.Revision), "", "`hardware`:", "", *_model_rows(c.Hardware), ""]
     return "\n".join(out)
 
 
 def _model_rows(model: type[BaseModel]) -> list[str]:
     rows = ["| key | type | default |", "|---|---|---|"]
     for name, field in model.model_fields.items():
-        value = getattr(field.default, "value", field.default)
+        made = field.default_factory() if field.default_factory is not None else field.default
+        value = getattr(made, "value", made)
         default = "required" if field.is_required() else f"`{value!r}`"
         rows.append(f"| `{name}` | {_type(field.annotation)} | {default} |")
     return rows
@@ -59,7 +68,7 @@ def _model_rows(model: type[BaseModel]) -> list[str]:
 def _type(annotation: typing.Any) -> str:
     text = getattr(annotation, "__name__", None) or str(annotation)
     return text.replace("typing.", "").replace("hscale.contracts._records.", "") \
-        .replace("|", "or")
+        .replace("hscale.contracts._provenance.", "").replace("|", "or")
 
 
 def _first(doc: str | None) -> str:

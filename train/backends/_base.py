@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from hscale.contracts import Manifest, result_problems
 from hscale.errors import HscaleError
@@ -109,6 +109,11 @@ class Backend(ABC):
         """Why a run marked COMPLETED is not (its files do not hold it; the runner redoes
         it). Default: the contracted eval.parquet and a train.parquet row a step."""
         return result_problems(run_dir, manifest)
+
+    def settings(self) -> dict[str, Any]:
+        """The backend's settings as configured (a run's provenance.jsonl records them).
+        Default: its public attributes (veRL's extra overrides, the scripted error rate)."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def announce(self, run_dir: Path) -> str | None:
         """A line for the user as a run starts here (where its log goes), or None.

@@ -32,14 +32,22 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-from hscale.contracts import EVAL, STATUS, TRAIN, Manifest
+from hscale.contracts import (
+    EVAL,
+    PROVENANCE,
+    STATUS,
+    TRAIN,
+    Manifest,
+    append_provenance,
+    capture_provenance,
+)
 from hscale.errors import HscaleError
 from hscale.files import atomic_write_bytes, atomic_write_text
 from hscale.train.backends import RayTask, StepProgress
 
 MARKER = ".hscale-ray"  # in a run folder while its task runs: the token the task must see
 CHECKPOINT = "checkpoint.pt"  # hscale.train.embedded._trainer's (not imported: it imports torch)
-RESULTS = (TRAIN, EVAL, "metrics.jsonl", CHECKPOINT)  # written back in this order, as saved
+RESULTS = (PROVENANCE, TRAIN, EVAL, "metrics.jsonl", CHECKPOINT)  # written back in this order
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265  # Ray's defaults
 HEAD_RESOURCE = "node:__internal_head__"  # the mailbox lives on the head: it outlives nodes
 POLL_SECONDS = 0.5  # between two looks at a task; also how soon a stop is heard
@@ -189,6 +197,10 @@ def _call(work: RayTask, folder: Path, manifest: Manifest, report: Report, copie
     module, _, attribute = work.function.partition(":")
     function = getattr(importlib.import_module(module), attribute)
     report({"folder": "copied" if copied else "shared"})
+    # the node's own line in provenance.jsonl: its packages and hardware, not the runner's
+    append_provenance(folder, capture_provenance("ray-task", manifest_hash=manifest.hash,
+                                                 settings={"folder": "copied" if copied
+                                                           else "shared"}))
 
     def progress(done: int, total: int) -> None:
         report({"step": done, "total": total, **({"files": result_files(folder)} if copied

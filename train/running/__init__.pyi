@@ -9,6 +9,18 @@ from ._evaluate import (
 from ._evaluate import (
     plan_evaluation as plan_evaluation,
 )
+from ._rerun import (
+    Rerun as Rerun,
+)
+from ._rerun import (
+    finished_runs as finished_runs,
+)
+from ._rerun import (
+    rerun as rerun,
+)
+from ._rerun import (
+    sample_runs as sample_runs,
+)
 from ._runner import (
     export_experiment as export_experiment,
 )
@@ -26,8 +38,12 @@ __all__ = [
     "BackendContract",
     "ExportContract",
     "Request",
+    "Rerun",
     "evaluate",
     "export_experiment",
+    "finished_runs",
     "plan_evaluation",
+    "rerun",
     "run_experiment",
+    "sample_runs",
 ]

@@ -27,7 +27,14 @@ from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from pathlib import Path
 
-from hscale.contracts import Manifest, RunState, read_status, write_status
+from hscale.contracts import (
+    Manifest,
+    RunState,
+    append_provenance,
+    capture_provenance,
+    read_status,
+    write_status,
+)
 from hscale.errors import HscaleError, HscaleWarning
 from hscale.harness import require_installed
 from hscale.train.backends import Backend, Progress, StepProgress, get_backend
@@ -62,9 +69,11 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
     writer of its status.json.
 
     Each progress report also refreshes status.json when the executor's ``status_fields``
-    changed (e.g. a Ray job id the moment the job exists)."""
+    changed (e.g. a Ray job id the moment the job exists). As the run starts or resumes, its
+    provenance.jsonl gains a line saying what runs it (:func:`note_provenance`)."""
     name = run_name(run_dir)
     fields: dict = {}
+    event = "resume" if _resumes(run_dir, manifest) else "start"
 
     def where() -> dict:
         return executor.status_fields(run_dir) if executor is not None else {}
@@ -84,6 +93,7 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
 
     record(RunState.RUNNING)
     try:
+        note_provenance(run_dir, manifest, backend, event, executor)
         _work(run_dir, manifest, backend, executor, report)
     except KeyboardInterrupt:
         record(RunState.INTERRUPTED)
@@ -91,6 +101,25 @@ def run_one(run_dir: Path, manifest: Manifest, backend: Backend,
     except Exception as exc:  # one failing run must not stop the others
         return record(RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
     return record(RunState.COMPLETED)
+
+
+def _resumes(run_dir: Path, manifest: Manifest) -> bool:
+    """Whether the run picks up where a killed or interrupted start of this manifest left."""
+    status = read_status(run_dir)
+    return status.manifest_hash == manifest.hash and status.state in (RunState.RUNNING,
+                                                                       RunState.INTERRUPTED)
+
+
+def note_provenance(run_dir: Path, manifest: Manifest, backend: Backend, event: str,
+                    executor: RayExecutor | None = None, **more: object) -> None:
+    """Append what this process is (hscale's revision, the packages, the backend and its
+    settings, ``more`` of them, the hardware, the command line) to the run's
+    provenance.jsonl; on a Ray cluster the task adds its node's line as it starts."""
+    settings = {**backend.settings(), **more}
+    if executor is not None:
+        settings["ray_address"] = executor.address
+    append_provenance(run_dir, capture_provenance(event, manifest_hash=manifest.hash,
+                                                  backend=backend.name, settings=settings))
 
 
 def _work(run_dir: Path, manifest: Manifest, backend: Backend, executor: RayExecutor | None,
@@ -185,6 +214,8 @@ def export_experiment(spec_path: str | Path, out: str | Path = "runs",
         write_plan(planned)
         for run in planned:
             written.append(backend.export(run.path, run.manifest))
+            note_provenance(run.path, run.manifest, backend, "export",
+                            inputs=os.path.relpath(written[-1], run.path))
             if on_export is not None:
                 on_export(written[-1])
     return written
@@ -198,7 +229,8 @@ def _run_parallel(todo: list[Planned], backend: Backend, progress: Progress | No
     updates = context.Queue()
     alive, runner = context.Pipe(duplex=False)  # the workers' watch on this process
     pool = context.Pool(min(workers, len(todo)), initializer=_worker_init,
-                        initargs=(alive, updates, dict(os.environ), os.getcwd(), sys.path))
+                        initargs=(alive, updates, dict(os.environ), os.getcwd(), sys.path,
+                                  sys.argv))
     states: dict[str, str] = {}
     try:
         pending = {str(run.path): pool.apply_async(_worker_run, (run.path, run.manifest, backend))
@@ -295,19 +327,21 @@ def _context(backend: Backend, start: bool = False):
     return context
 
 
-def _worker_init(runner, updates, environ: dict[str, str], cwd: str, path: list[str]
-                 ) -> None:
-    """The runner's environment, folder and import path as they are now (a fork server
-    keeps those of the moment it started); one torch thread per worker; Ctrl-C is the
-    runner's to handle; exit as soon as the runner process is gone: ``runner`` is the read
-    end of a pipe only the runner writes to, which the kernel closes when the runner dies
-    however it dies (a forked worker's parent is the fork server, not the runner)."""
+def _worker_init(runner, updates, environ: dict[str, str], cwd: str, path: list[str],
+                 argv: list[str]) -> None:
+    """The runner's environment, folder, import path and command line (its runs'
+    provenance) as they are now (a fork server keeps those of the moment it started); one
+    torch thread per worker; Ctrl-C is the runner's to handle; exit as soon as the runner
+    process is gone: ``runner`` is the read end of a pipe only the runner writes to, which
+    the kernel closes when the runner dies however it dies (a forked worker's parent is the
+    fork server, not the runner)."""
     global _updates
     _updates = updates
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)
     sys.path[:] = path
+    sys.argv[:] = argv
     os.environ["OMP_NUM_THREADS"] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
