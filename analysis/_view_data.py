@@ -29,8 +29,10 @@ from hscale.contracts import (
     MANIFEST,
     ROLLOUTS,
     TRANSCRIPTS,
+    ErrorKind,
     check_eval,
     check_rollouts,
+    errors_of,
 )
 from hscale.errors import HscaleError, reason
 
@@ -50,7 +52,8 @@ BEHAVIOURS = {
     "repeated": ("repeated a call", lambda f: f["repeats"] > 0),
     "no-tool": ("called no tool", lambda f: f["tool_calls"] == 0),
     "looked-first": ("looked before acting", lambda f: f["looked_first"] == 1),
-    "checker-error": ("its checker failed", lambda f: f["error"].str.startswith("checker:")),
+    "checker-error": ("its checker failed",
+                      lambda f: f["error"].map(lambda e: ErrorKind.CHECKER in errors_of(e))),
 }
 COLUMNS = ("experiment", "arm", "seed", "step", "run", "benchmark", "setting", "harness",
            "task_id", "decoding", "success", "reward", "turns", "tool_calls", "tool_errors",

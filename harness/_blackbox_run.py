@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hscale.contracts import ErrorKind, Termination, errors_of, join_errors
 from hscale.files import cache_dir
 from hscale.harness._blackbox import BlackBox, get, require_installed
 from hscale.harness._engine import Episode
@@ -36,7 +37,7 @@ from hscale.harness.tasks import Task, scoring
 from hscale.text import printable
 
 SESSION_HEADER = "x-hscale-session"
-CLI_ERROR = "cli: "  # an episode error that is the CLI's own failure (cli_failed)
+CLI_ERROR = ErrorKind.CLI.line("")  # the CLI's own failure (cli_failed)
 CLOSED_PROXY = "http://127.0.0.1:9"  # the discard port: nothing answers there
 SYSTEM = ("You are an agent working on a task in the current folder. Use the shell to "
           "read and change files there. When done, give the final answer as plain text.")
@@ -93,17 +94,17 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
         error = said if cli_failed(said) else ""
         if asked and cli_failed(error):  # it ran, talked to the model, then gave up: the
             error = error.removeprefix(CLI_ERROR)  # agent's failure (a reply too long, ...)
-        if asked == 0 and termination != "error":  # it never reached the model
-            what = "ended" if termination == "answer" else f"hung {timeout_s:.0f} s"
-            termination, error = "error", (f"{CLI_ERROR}{what} without asking the model"
+        if asked == 0 and termination != Termination.ERROR:  # it never reached the model
+            what = "ended" if termination == Termination.ANSWER else f"hung {timeout_s:.0f} s"
+            termination, error = Termination.ERROR, (f"{CLI_ERROR}{what} without asking the model"
                                            + (f": {said}" if said else ""))
         transcript = [{"role": "user", "content": task.user_query},
                       {"role": "assistant", "content": final}]
         reward = env.score(final, transcript)
         if env.checker_error:
             said = env.checker_error  # "checker: ..." marks it for the callers that count
-            said = said if said.startswith("checker:") else f"checker: {said}"
-            error = "; ".join(x for x in (error, said) if x)
+            said = said if ErrorKind.CHECKER in errors_of(said) else ErrorKind.CHECKER.line(said)
+            error = join_errors(error, said)
     finally:
         env.close()
         shutil.rmtree(home, ignore_errors=True)
@@ -113,7 +114,7 @@ def run_blackbox(name: str, task: Task, served: Served, *, timeout_s: float = 30
     return Episode(task.task_id, name, [Message("user", task.user_query),
                                         Message("assistant", final)],
                    [], [], [], final, reward, turns, termination, 0,
-                   error or ("" if termination == "answer" else
+                   error or ("" if termination == Termination.ANSWER else
                              f"{name}: {termination} after {seconds:.0f} s"),
                    seconds, served.calls(session) if served.calls is not None else [],
                    expected=expected, checked=checked)
@@ -135,18 +136,18 @@ def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str
     when it ends or runs out of time. Its output is bytes: what is not UTF-8 is replaced,
     never the episode's end; its error is printable (no escape sequence of the CLI's reaches
     a terminal through it)."""
-    termination = "answer"
+    termination = Termination.ANSWER
     proc = subprocess.Popen(run.argv, cwd=workspace, env=run.env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
         raw_out, raw_err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        termination = "timeout"
+        termination = Termination.TIMEOUT
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-    if termination == "timeout":
+    if termination == Termination.TIMEOUT:
         raw_out, raw_err = proc.communicate()
     out, err = (b.decode("utf-8", errors="replace") for b in (raw_out or b"", raw_err or b""))
     try:
@@ -154,8 +155,9 @@ def _execute(run: Run, workspace: Path, timeout_s: float) -> tuple[str, str, str
     except (ValueError, KeyError, TypeError, IndexError):
         final = ""
     last = printable(run.why(out)[:300] or _last_line(err) or _last_line(out))
-    if termination == "answer" and proc.returncode != 0:
-        return final, "error", f"{CLI_ERROR}exit {proc.returncode}: {last or '(no output)'}"
+    if termination == Termination.ANSWER and proc.returncode != 0:
+        return (final, Termination.ERROR,
+                f"{CLI_ERROR}exit {proc.returncode}: {last or '(no output)'}")
     return final, termination, last
 
 

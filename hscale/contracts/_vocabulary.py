@@ -72,6 +72,8 @@ class Termination(StrEnum):
     MAX_TURNS = "max_turns"  # the turn limit came first
     LENGTH = "length"  # the driver's token budget ran out
     POLICY_ERROR = "policy_error"  # the policy raised
+    TIMEOUT = "timeout"  # a black-box CLI ran past its time
+    ERROR = "error"  # a black-box CLI failed (an error exit, or it never asked the model)
 
 
 class ErrorKind(StrEnum):

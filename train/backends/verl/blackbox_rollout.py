@@ -132,8 +132,7 @@ def _output(agent: Any, completer: RolloutCompleter, episode: Any, info: RowInfo
     limit = int(config.response_length)
     reward = float(episode.reward)
     extra = {**completer.server_fields[max(call, 0)],
-             **episode_fields(episode, info, len(completer.calls) or 1,
-                              "checker:" in (episode.error or "")),
+             **episode_fields(episode, info, len(completer.calls) or 1),
              "hscale_segment": max(call, 0), "hscale_trained_turns": int(bool(completer.calls)),
              "hscale_model_calls": len(completer.calls),
              "hscale_error": (episode.error or "")[:500]}
