@@ -172,8 +172,9 @@ def test_every_driver_of_hscales_harnesses_keeps_the_same_transcripts(frames):
 
 
 def test_a_new_setting_reaches_every_driver_through_the_plan(planned, frames):
-    """``evaluation.neighbours`` was added in the spec, the manifest's eval sets, the settings'
-    vocabulary and the report's names; no driver knows of it, and every one plays it."""
+    """``evaluation.neighbours`` was added in the spec, a builder of the manifest's eval sets
+    and a member of hscale.contracts.Setting (its label and order); no driver knows of it,
+    and every one plays it."""
     _, manifest = planned
     space = factor_space(manifest)
     near = [space.label(space.from_index(int(i))) for i in neighbours(space, space.base)]
