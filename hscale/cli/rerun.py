@@ -26,6 +26,7 @@ def rerun_cmd(
     identical rows: any difference is shown by file, column and first differing row (the
     wall-clock columns left out). veRL does not (GPU kernels and batching), so its reruns
     are compared by Pass@1, and the output says so. Exit status 1 when a run differs."""
+    from hscale.cli._progress import progress
     from hscale.text import printable
     from hscale.train.running import finished_runs, rerun, sample_runs
 
@@ -34,7 +35,9 @@ def rerun_cmd(
         print(f"rerunning {len(chosen)} completed runs drawn at random (seed {seed})")
     differ = 0
     for run_dir in chosen:
-        result = rerun(run_dir, out)
+        # a bar on a terminal, a line every few seconds in a log: a run can take minutes
+        with progress(f"rerun {run_dir.parent.name}/{run_dir.name} steps") as step:
+            result = rerun(run_dir, out, lambda _what, done, total: step(done, total))
         for line in result.lines():
             print(printable(line))
         if not result.ok:

@@ -113,3 +113,29 @@ def test_every_evaluated_episode_has_its_transcript_and_cost(demo):
             # the first view is the harness's rendering: its system prompt, then the task
             first = transcript_views(record)[0]
             assert first[0][0] == "system" and first[1][0] == "user"
+
+
+@pytest.mark.slow
+def test_a_quick_demo_run_reruns_to_identical_rows(demo, tmp_path):
+    """``hscale rerun`` on one arm of the quick demo (CI's check that a run reproduces):
+    every row and the checkpoint come back identical, with the time it took; a run whose
+    checkpoint was changed on purpose is shown to differ, by entry and element."""
+    import shutil
+
+    import torch
+
+    run_dir = demo / "k1" / "0"
+    done = subprocess.run([sys.executable, "-m", "hscale.cli", "rerun", str(run_dir)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "k1/0: identical rows" in done.stdout and "1 of 1 runs reproduced" in done.stdout
+    changed = tmp_path / "demo-quick" / "k1" / "0"
+    shutil.copytree(run_dir, changed)
+    state = torch.load(changed / "checkpoint.pt", weights_only=True)
+    name = next(iter(state["model"]))
+    state["model"][name] = state["model"][name] + 1.0
+    torch.save(state, changed / "checkpoint.pt")
+    differs = subprocess.run([sys.executable, "-m", "hscale.cli", "rerun", str(changed)],
+                             capture_output=True, text=True, timeout=600)
+    assert differs.returncode == 1, differs.stdout + differs.stderr[-2000:]
+    assert f"checkpoint.pt: model.{name}, first at element 0" in differs.stdout
