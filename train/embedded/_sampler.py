@@ -41,7 +41,7 @@ from hscale.harness import (
 )
 from hscale.harness.tasks import Task
 from hscale.train.lm import mix, row_generator
-from hscale.train.policy import MIN_SLOTS, TinyGPT, banned, cache_slots
+from hscale.train.policy import MIN_QUERIES, MIN_SLOTS, TinyGPT, banned, cache_slots
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
@@ -260,7 +260,9 @@ class Sampler:
 
 
 # The cost of a tick in units of one row's position through the linear layers: a fixed part
-# (Python and operator dispatch), and attention over the cache's slots, which grows with them.
+# (Python and operator dispatch), and attention over the cache's slots, which grows with them;
+# attention takes at least MIN_QUERIES queries a row (hscale.train.policy), so a tick narrower
+# than that pays attention as if it were that wide.
 TICK_COST = 100.0
 SLOTS_PER_POSITION = 300.0
 WIDTHS = (1, 2, 4, 8, 16, CHUNK)
@@ -270,14 +272,15 @@ def tick_width(takes: list[int], slots: int) -> int:
     """How many tokens each row may feed this tick. Every row pays for the widest (shorter
     chunks are padded), so a wide tick wastes work on rows that sample one token while a few
     others read an observation; a narrow one makes those few wait. The width with the most
-    fed tokens per unit of work wins."""
+    fed tokens per unit of work wins. (Episodes do not depend on it: only speed does.)"""
     most = max(takes)
     best, best_rate = 1, -1.0
     for width in WIDTHS:
         if width > 1 and width // 2 >= most:
             break
         fed = sum(min(take, width) for take in takes)
-        work = TICK_COST + len(takes) * width * (1 + (slots + width) / SLOTS_PER_POSITION)
+        attention = max(width, MIN_QUERIES) * (slots + width) / SLOTS_PER_POSITION
+        work = TICK_COST + len(takes) * (width + attention)
         if fed / work > best_rate:
             best, best_rate = width, fed / work
     return best
