@@ -3,7 +3,9 @@ arm runs (2 worker processes) from the shipped base model, then the report is wr
 its rows are the recorded ones (golden/demo_quick.json): a refactor must not change what a
 run produces. Recorded before the seams were reshaped; recorded again when the sampler began
 choosing each tick's width (which regroups the random draws) and the base model's reference
-run was added."""
+run was added; and again, once, when each episode began drawing from its own stream through a
+batch-invariant forward (issue 56), so that batching no longer changes a row
+(benchmarks/golden_rows.py writes them from a --quick run's folder)."""
 
 from __future__ import annotations
 

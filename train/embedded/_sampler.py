@@ -4,11 +4,16 @@ All rows (episodes) advance together in *ticks*. In a tick each row feeds either
 chunk of *forced* tokens (up to the tick's width, at most CHUNK, of the harness's prompt,
 observation or role marker, as the view renders them; :func:`tick_width` picks the width that
 wastes least on padding) or the one token it sampled last; one forward call serves every row,
-and rows whose forced tokens are used up sample their next token. Every tick takes fresh
-cache slots; a per-row bitmap says which slots belong to the row's current sequence. When a
-harness's view stops extending what a row has seen (a context window slides, a compaction
-happens), the row clears its bitmap and starts again at position 0 (rotary positions make the
-cached keys position-correct). Finished rows leave the batch; the cache grows on demand.
+and rows whose forced tokens are used up sample their next token. A row's keys sit in the
+cache slots of their positions; when a harness's view stops extending what a row has seen (a
+context window slides, a compaction happens), the row starts again at position 0 and writes
+over its slots. Finished rows leave the batch; the cache grows on demand.
+
+A row's tokens do not depend on the rest of the batch: the forward call is batch-invariant
+(hscale.train.policy's ``TinyGPT.step``), and each sampled row draws from its own generator,
+seeded from one draw of the caller's generator and the job's index in the call (Gumbel-max:
+one draw of noise over the vocabulary a sampled token; greedy rows draw nothing). Batch size,
+tick width and scheduling can change for speed without changing an episode.
 
 The model sees exactly ``<role> content <eos>`` for each message of the harness's view, and its
 own turns as the ids it sampled: no parsed state, no shortcut.
@@ -35,7 +40,8 @@ from hscale.harness import (
     submit_all,
 )
 from hscale.harness.tasks import Task
-from hscale.train.policy import TinyGPT, banned
+from hscale.train.lm import mix, row_generator
+from hscale.train.policy import MIN_QUERIES, MIN_SLOTS, TinyGPT, banned, cache_slots
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
@@ -63,6 +69,8 @@ class _Row:
     next_token: int = -1
     greedy: bool = False
     prompt_tokens: int = 0  # of the turn being written (its cost)
+    draws: torch.Generator | None = None  # a sampled row's own generator
+    entropy: float = 0.0  # summed over the row's sampled tokens
 
 
 @dataclass
@@ -87,26 +95,36 @@ class Sampler:
         self.stats = Stats()
 
     def run(self, jobs: Sequence[tuple[Harness, Task]], greedy: bool | Sequence[bool] = False,
-            generator: torch.Generator | None = None) -> list[Episode]:
+            generator: torch.Generator | None = None, seeds: Sequence[int] | None = None
+            ) -> list[Episode]:
         """One episode per job, in order; ``greedy`` for all jobs or per job. ``generator``
-        makes sampling reproducible."""
+        makes sampling reproducible: one draw of it seeds the call, and job i's episode
+        draws from its own generator, seeded from that draw and i, whatever batch it plays
+        in. ``seeds`` (one a job) seed the jobs' generators instead (``generator`` unused)."""
         flags = [greedy] * len(jobs) if isinstance(greedy, bool) else list(greedy)
+        if seeds is None:
+            base = int(torch.randint(2**62, (1,), generator=generator))
+            seeds = [mix(base, i) for i in range(len(jobs))]
+        elif len(seeds) != len(jobs):
+            raise ValueError(f"{len(seeds)} seeds for {len(jobs)} jobs")
+        seeds = list(seeds)
         out: list[Episode] = []
         for i in range(0, len(jobs), self.max_batch):
             out.extend(self._batch(jobs[i:i + self.max_batch], flags[i:i + self.max_batch],
-                                   generator))
+                                   seeds[i:i + self.max_batch]))
         return out
 
     @torch.inference_mode()
     def _batch(self, jobs: Sequence[tuple[Harness, Task]], greedy: list[bool],
-               generator: torch.Generator | None) -> list[Episode]:
+               seeds: list[int]) -> list[Episode]:
         began = time.perf_counter()
         self.model.eval()
         rows: list[_Row] = []
         finisher = Finisher()
         try:
-            for (harness, task), argmax in zip(jobs, greedy, strict=True):
-                row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax)
+            for (harness, task), argmax, seed in zip(jobs, greedy, seeds, strict=True):
+                row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
+                           draws=None if argmax else row_generator(seed))
                 rows.append(row)
                 row.pending = self._turn_prompt(row.engine, {})
                 row.prompt_tokens = len(row.pending)
@@ -117,7 +135,7 @@ class Sampler:
                 if r.engine.done:
                     finisher.submit(i, r.engine)
             if index:
-                self._loop(rows, index, finisher, generator)
+                self._loop(rows, index, finisher)
         finally:
             try:  # also after an error: no workspace is still being scored below
                 done = finisher.wait()
@@ -126,68 +144,67 @@ class Sampler:
                     if not row.engine.env.closed:
                         row.engine.env.close()
         self.stats.seconds += time.perf_counter() - began
+        for row in rows:  # in job order: the same sum whatever the ticks were
+            self.stats.entropy += row.entropy
         return [done[i] for i in range(len(rows))]
 
     def _turn_prompt(self, engine: TurnEngine, own: dict[int, tuple[int, ...]]
                      ) -> list[int]:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
-    def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher,
-              generator: torch.Generator | None) -> None:
-        model, limit = self.model, self.model.cfg.max_positions
+    def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher) -> None:
+        model, limit, vocab = self.model, self.model.cfg.max_positions, self.model.cfg.vocab_size
         live = [rows[i] for i in index]
-        cache = model.new_cache(len(live), 256)
-        valid = torch.zeros(len(live), 256, dtype=torch.bool)  # which slots each row sees
-        t = 0
+        cache = model.new_cache(len(live), MIN_SLOTS)
         while live:
-            chunks, generating = [], 0
-            width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done], t)
+            # a row feeds its next forced tokens or the token it sampled; a finished one, a
+            # pad token until it leaves
+            width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done],
+                               max(r.pos for r in live))
+            chunks, forced = [], 0
             for r in live:
-                if r.engine.done:  # finished; waits to leave the batch with others
-                    take = []
+                if r.engine.done:
+                    take = [self.tok.pad]
                 elif r.pending:
                     take = r.pending[:width]
                     del r.pending[:width]
+                    forced += len(take)
                 else:
                     take = [r.next_token]
-                    generating += 1
-                r.fed.extend(take)
+                if not r.engine.done:
+                    r.fed.extend(take)
                 chunks.append(take)
             n = max(len(c) for c in chunks)
-            if t > 128 and 3 * int(valid[:, :t].sum(1).max()) < 2 * t:
-                cache, valid, t = _compact(cache, valid, t)
-            while t + n > valid.shape[1]:
-                cache, valid = _grow(cache, valid)
+            need = cache_slots(max(r.pos for r in live) + n)
+            if need > cache[0][0].shape[2]:
+                cache = _grow(cache, need)
             lengths = torch.tensor([len(c) for c in chunks])
             ids = torch.tensor([c + [self.tok.pad] * (n - len(c)) for c in chunks])
-            offsets = torch.arange(n)
-            pos = (torch.tensor([r.pos for r in live])[:, None] + offsets).clamp(max=limit - 1)
-            valid[:, t:t + n] = offsets[None, :] < lengths[:, None]
-            causal = torch.arange(t + n)[None, :] <= t + offsets[:, None]
-            seen = (valid[:, None, :t + n] & causal[None])[:, None]
-            # an additive float mask: the CPU attention kernel is faster with it than a bool one
-            mask = torch.where(seen, 0.0, float("-inf"))
-            hidden = model.step(ids, pos, cache, t, mask)
-            t += n
+            pos = torch.tensor([r.pos for r in live])
+            hidden = model.step(ids, pos, cache)
             self.stats.ticks += 1
-            self.stats.forced += int(lengths.sum()) - generating
+            self.stats.forced += forced
             for r, c in zip(live, chunks, strict=True):
-                r.pos += len(c)
+                if not r.engine.done:
+                    r.pos += len(c)
             sampling = [i for i, r in enumerate(live) if not r.pending and not r.engine.done]
             if sampling:
                 rows_at = torch.tensor(sampling)
                 last = hidden[rows_at, lengths[rows_at] - 1]
                 logp = torch.log_softmax(model.logits(last).float() + self.ban, dim=-1)
-                argmax = torch.tensor([live[i].greedy for i in sampling])
                 chosen = logp.argmax(dim=-1)
-                if not bool(argmax.all()):
-                    drawn = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
-                    chosen = torch.where(argmax, chosen, drawn)
+                drawing = [j for j, i in enumerate(sampling) if not live[i].greedy]
+                if drawing:  # Gumbel-max: one draw of the row's own generator a token
+                    noise = torch.stack([gumbel(live[sampling[j]].draws, vocab)
+                                         for j in drawing])
+                    chosen[drawing] = (logp[drawing] + noise).argmax(dim=-1)
                 picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
+                entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(-1)
                 self.stats.sampled += len(sampling)
-                self.stats.entropy -= float((logp.exp() * logp.nan_to_num(neginf=0.0)).sum())
                 turned = []  # (row, its ended turn, where the turn goes in its history)
-                for i, token, lp in zip(sampling, chosen.tolist(), picked, strict=True):
+                for i, token, lp, h in zip(sampling, chosen.tolist(), picked, entropy.tolist(),
+                                           strict=True):
+                    live[i].entropy += h
                     gen = self._extend(live[i], token, lp, limit)
                     if gen is not None:
                         turned.append((i, gen, len(live[i].engine.history)))
@@ -195,20 +212,18 @@ class Sampler:
                 # side), then each row takes its harness's reply
                 submit_all([live[i].engine for i, _, _ in turned], [g for _, g, _ in turned])
                 for i, gen, at in turned:
-                    if self._next_turn(live[i], gen, at, limit):
-                        valid[i, :t] = False  # the row starts a new sequence
+                    self._next_turn(live[i], gen, at, limit)
                     if live[i].engine.done:  # it ended: scored while the batch goes on
                         finisher.submit(index[i], live[i].engine)
-                        valid[i] = False
             keep = [i for i, r in enumerate(live) if not r.engine.done]
             # finished rows leave in groups: each leaving copies the cache of those staying
             if not keep or LEAVE * (len(live) - len(keep)) >= len(live):
                 index = [index[i] for i in keep]
                 live = [live[i] for i in keep]
                 if live:  # copy only the slots in use, with room for the next tick
-                    sel, room = torch.tensor(keep), t + CHUNK
+                    sel = torch.tensor(keep)
+                    room = cache_slots(max(r.pos for r in live) + CHUNK)
                     cache = [(k[sel, :, :room], v[sel, :, :room]) for k, v in cache]
-                    valid = valid[sel, :room]
 
     def _extend(self, r: _Row, token: int, logp: float, limit: int) -> Generation | None:
         """A sampled token: the turn goes on (None), or it ends: its Generation, for the
@@ -245,7 +260,9 @@ class Sampler:
 
 
 # The cost of a tick in units of one row's position through the linear layers: a fixed part
-# (Python and operator dispatch), and attention over the cache's slots, which grows with them.
+# (Python and operator dispatch), and attention over the cache's slots, which grows with them;
+# attention takes at least MIN_QUERIES queries a row (hscale.train.policy), so a tick narrower
+# than that pays attention as if it were that wide.
 TICK_COST = 100.0
 SLOTS_PER_POSITION = 300.0
 WIDTHS = (1, 2, 4, 8, 16, CHUNK)
@@ -255,42 +272,31 @@ def tick_width(takes: list[int], slots: int) -> int:
     """How many tokens each row may feed this tick. Every row pays for the widest (shorter
     chunks are padded), so a wide tick wastes work on rows that sample one token while a few
     others read an observation; a narrow one makes those few wait. The width with the most
-    fed tokens per unit of work wins."""
+    fed tokens per unit of work wins. (Episodes do not depend on it: only speed does.)"""
     most = max(takes)
     best, best_rate = 1, -1.0
     for width in WIDTHS:
         if width > 1 and width // 2 >= most:
             break
         fed = sum(min(take, width) for take in takes)
-        work = TICK_COST + len(takes) * width * (1 + (slots + width) / SLOTS_PER_POSITION)
+        attention = max(width, MIN_QUERIES) * (slots + width) / SLOTS_PER_POSITION
+        work = TICK_COST + len(takes) * (width + attention)
         if fed / work > best_rate:
             best, best_rate = width, fed / work
     return best
 
 
-def _compact(cache: list, valid: torch.Tensor, t: int) -> tuple[list, torch.Tensor, int]:
-    """Move every row's valid slots to the left, in order; drop slots no row still sees.
+def gumbel(generator: torch.Generator, size: int) -> torch.Tensor:
+    """One draw of Gumbel(0, 1) noise over ``size`` tokens from ``generator``: the argmax of
+    log-probs plus it is a draw from their softmax."""
+    return -(-torch.rand(size, generator=generator).log()).log()
 
-    Keys carry their rotary positions, so only which slots a row sees matters, not where."""
-    counts = valid[:, :t].sum(1)
-    used = int(counts.max())
-    order = torch.argsort((~valid[:, :t]).to(torch.int8), dim=1, stable=True)[:, :used]
+
+def _grow(cache: list, need: int) -> list:
+    """At least ``need`` slots, half as many again as now (the cache grows rarely)."""
+    slots = cache_slots(max(need, cache[0][0].shape[2] * 3 // 2))
     out = []
     for k, v in cache:
-        index = order[:, None, :, None].expand(k.shape[0], k.shape[1], used, k.shape[3])
-        k2, v2 = torch.zeros_like(k), torch.zeros_like(v)
-        k2[:, :, :used], v2[:, :, :used] = k.gather(2, index), v.gather(2, index)
-        out.append((k2, v2))
-    fresh = torch.zeros_like(valid)
-    fresh[:, :used] = torch.arange(used)[None, :] < counts[:, None]
-    return out, fresh, used
-
-
-def _grow(cache: list, valid: torch.Tensor) -> tuple[list, torch.Tensor]:
-    """Half as many slots again (the cache grows rarely; the batch keeps going)."""
-    extra = max(valid.shape[1] // 2, 64)
-    out = []
-    for k, v in cache:
-        pad = torch.zeros(*k.shape[:2], extra, k.shape[3])
+        pad = torch.zeros(*k.shape[:2], slots - k.shape[2], k.shape[3])
         out.append((torch.cat([k, pad], dim=2), torch.cat([v, pad], dim=2)))
-    return out, torch.cat([valid, torch.zeros(valid.shape[0], extra, dtype=torch.bool)], 1)
+    return out

@@ -21,7 +21,7 @@ import torch
 from hscale.errors import HscaleError
 from hscale.harness import Generation, Message, WordTokenizer, tokenizer
 from hscale.train.lm._base import MAX_NEW_TOKENS, flags, row_generator, row_seeds
-from hscale.train.policy import TinyGPT, banned, load
+from hscale.train.policy import TinyGPT, banned, cache_slots, load
 
 
 class EmbeddedChat:
@@ -122,13 +122,9 @@ class EmbeddedChat:
         b, n = len(prompts), max(len(p) for p in prompts)
         lengths = torch.tensor([len(p) for p in prompts])
         steps = min(max_new, limit - int(lengths.min()))
-        cache = model.new_cache(b, n + steps)
-        valid = torch.zeros(b, n + steps, dtype=torch.bool)
-        valid[:, :n] = torch.arange(n)[None, :] < lengths[:, None]
+        cache = model.new_cache(b, cache_slots(n + steps))
         ids = torch.tensor([p + [self.tok.pad] * (n - len(p)) for p in prompts])
-        causal = torch.arange(n)[None, :] <= torch.arange(n)[:, None]
-        hidden = model.step(ids, torch.arange(n).expand(b, n), cache, 0,
-                            _additive(valid[:, None, :n] & causal[None])[:, None])
+        hidden = model.step(ids, torch.zeros(b, dtype=torch.long), cache)
         last = hidden[torch.arange(b), lengths - 1]
         out: list[list[int]] = [[] for _ in prompts]
         logps: list[list[float]] = [[] for _ in prompts]
@@ -151,19 +147,12 @@ class EmbeddedChat:
                     live[i] = False  # cut: no end-of-turn log-prob
             if not bool(live.any()) or t + 1 == n + steps:
                 break
-            valid[:, t] = live
-            hidden = model.step(chosen[:, None], pos[:, None].clamp(max=limit - 1), cache, t,
-                                _additive(valid[:, None, None, :t + 1]))
+            hidden = model.step(chosen[:, None], pos, cache)  # a row's slots are its positions
             last = hidden[:, 0]
             pos += 1
         return [Generation(self.tok.decode(ids), tuple(ids), tuple(lp), tuple(prompt))
                 for ids, lp, prompt in zip(out, logps, prompts, strict=True)]
 
-
-
-def _additive(seen: torch.Tensor) -> torch.Tensor:
-    """A bool attention mask as an additive float one (faster on CPU, as in the sampler)."""
-    return torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))
 
 
 __all__ = ["EmbeddedChat"]

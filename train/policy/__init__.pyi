@@ -10,7 +10,16 @@ from ._lookup import (
     content_hash as content_hash,
 )
 from ._model import (
+    MIN_QUERIES as MIN_QUERIES,
+)
+from ._model import (
+    MIN_SLOTS as MIN_SLOTS,
+)
+from ._model import (
     TinyGPT as TinyGPT,
+)
+from ._model import (
+    cache_slots as cache_slots,
 )
 from ._model import (
     load as load,
@@ -35,6 +44,8 @@ from ._warmstart import (
 )
 
 __all__ = [
+    "MIN_QUERIES",
+    "MIN_SLOTS",
     "Sequences",
     "TinyGPT",
     "available",
@@ -42,6 +53,7 @@ __all__ = [
     "base_model",
     "base_model_path",
     "build",
+    "cache_slots",
     "content_hash",
     "load",
     "sequences",

@@ -8,6 +8,14 @@ at position 0 while the others go on), which the HF cache classes do not offer.
 Checkpoint format (``save``/``load``): one ``torch.save`` file holding ``config`` (the
 ModelConfig fields), ``tokenizer`` (the vocabulary fingerprint), ``state_dict`` and, for base
 models, ``content_hash`` (see hscale.train.policy._warmstart).
+
+Batch invariance of :meth:`TinyGPT.step`: a row's hidden states are the same numbers whatever
+other rows share the call, however its tokens are split into calls and however long the
+cache is. The CPU kernels round by shape, so every product keeps one shape regime: a matrix
+product of fewer than :data:`MIN_ROWS` rows takes another kernel (padded up to it), and so
+does attention of fewer than :data:`MIN_QUERIES` queries a row (padded); attention reads whole
+blocks of :data:`MIN_SLOTS` cache slots and sums the values block by block; and a row's keys
+sit in the slots of their positions, so which slots it sees never depends on the others.
 """
 
 from __future__ import annotations
@@ -25,6 +33,30 @@ from torch import nn
 
 from hscale.errors import HscaleError, reason
 from hscale.files import atomic_write_bytes
+
+MIN_ROWS = 4  # MKL's GEMM rounds otherwise below 4 rows
+MIN_QUERIES = 4  # attention of fewer queries a row rounds otherwise (padded)
+MIN_SLOTS = 64  # attention reads the cache in whole blocks of this many slots
+
+
+def cache_slots(positions: int) -> int:
+    """The cache slots that attention over ``positions`` reads: whole blocks of
+    :data:`MIN_SLOTS` (the kernel's rounding depends on a block's length)."""
+    return -(-positions // MIN_SLOTS) * MIN_SLOTS
+
+
+def linear(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)`` (a Linear, or a weight matrix without bias), with at least
+    :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others."""
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        return layer(x) if isinstance(layer, nn.Module) else x @ layer.T
+
+    rows = x.reshape(-1, x.shape[-1])
+    m = rows.shape[0]
+    if m >= MIN_ROWS:
+        return apply(x)
+    out = apply(torch.cat([rows, rows.new_zeros(MIN_ROWS - m, rows.shape[1])]))
+    return out[:m].reshape(*x.shape[:-1], out.shape[-1])
 
 
 @dataclass(frozen=True)
@@ -84,33 +116,51 @@ class Block(nn.Module):
         (elementwise, so the same numbers as two calls, in half the operators)."""
         b, t, d = x.shape
         h = self.n_heads
-        qkv = self.qkv(self.ln1(x)).view(b, t, 3 * h, d // h).transpose(1, 2)
+        qkv = linear(self.qkv, self.ln1(x)).view(b, t, 3 * h, d // h).transpose(1, 2)
         qk = rotary(qkv[:, :2 * h], rot)
         return qk[:, :h], qk[:, h:], qkv[:, 2 * h:]
 
     def _finish(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
         b, _, t, _ = att.shape
-        x = x + self.proj(att.transpose(1, 2).reshape(b, t, -1))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+        x = x + linear(self.proj, att.transpose(1, 2).reshape(b, t, -1))
+        return x + linear(self.out, F.gelu(linear(self.fc, self.ln2(x))))
 
     def forward(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         q, k, v = self._heads(x, rot)
         return self._finish(x, F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
     def step(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
-             cache: tuple[torch.Tensor, torch.Tensor], t0: int, mask: torch.Tensor
+             cache: tuple[torch.Tensor, torch.Tensor], slots: torch.Tensor, mask: torch.Tensor
              ) -> torch.Tensor:
-        """Feed ``x`` (B, n) at the positions of ``rot`` (B, n) into cache slots
-        t0..t0+n-1; ``mask`` (B, 1, n, t0+n) says which slots each new token may attend to.
-        Keys are cached already rotated, so a row's restart at position 0 needs nothing
-        else."""
+        """Feed ``x`` (B, n) into the cache slots ``slots`` (B, n: the keys' index along
+        dim 2); ``mask`` (B, 1, n, L) says which of the first L slots each new token may
+        attend to. Keys are cached already rotated, so a row's restart at position 0 needs
+        nothing else."""
         q, k, v = self._heads(x, rot)
-        n = x.shape[1]
-        cache[0][:, :, t0:t0 + n] = k
-        cache[1][:, :, t0:t0 + n] = v
-        att = F.scaled_dot_product_attention(q, cache[0][:, :, :t0 + n],
-                                             cache[1][:, :, :t0 + n], attn_mask=mask)
-        return self._finish(x, att)
+        b, h, n, dh = q.shape
+        index = slots[:, None, :, None].expand(b, h, n, dh)
+        cache[0].scatter_(2, index, k)
+        cache[1].scatter_(2, index, v)
+        return self._finish(x, attend(q, cache[0], cache[1], mask))
+
+
+def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
+           ) -> torch.Tensor:
+    """Attention of queries ``q`` (B, H, n, dh) over the first L slots of ``keys`` and
+    ``values`` (B, H, >= L, dh) under the additive ``mask`` (B, 1, n, L), computed so that a
+    query's result depends on nothing but its row's keys: at least :data:`MIN_QUERIES`
+    queries (padded), and the weighted sum of values block by block of :data:`MIN_SLOTS`
+    slots, in order (a product over the whole length rounds by the length)."""
+    n, length = q.shape[2], mask.shape[-1]
+    if n < MIN_QUERIES:
+        q = torch.cat([q, q.new_zeros(*q.shape[:2], MIN_QUERIES - n, q.shape[3])], dim=2)
+        mask = torch.cat([mask, mask[:, :, -1:].expand(-1, -1, MIN_QUERIES - n, -1)], dim=2)
+    scores = q @ keys[:, :, :length].transpose(-1, -2) * q.shape[-1] ** -0.5 + mask
+    weights = torch.softmax(scores, dim=-1)
+    out = weights[..., :MIN_SLOTS] @ values[:, :, :MIN_SLOTS]
+    for start in range(MIN_SLOTS, length, MIN_SLOTS):
+        out = out + weights[..., start:start + MIN_SLOTS] @ values[:, :, start:start + MIN_SLOTS]
+    return out[:, :, :n]
 
 
 class TinyGPT(nn.Module):
@@ -149,7 +199,7 @@ class TinyGPT(nn.Module):
         return self.ln_f(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden @ self.tok.weight.T
+        return linear(self.tok.weight, hidden)
 
     def values(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.value_head(hidden).squeeze(-1)
@@ -160,13 +210,24 @@ class TinyGPT(nn.Module):
         shape = (batch, h, slots, self.cfg.d_model // h)
         return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.blocks]
 
-    def step(self, ids: torch.Tensor, pos: torch.Tensor, cache: list, t0: int,
-             mask: torch.Tensor) -> torch.Tensor:
-        """Hidden states (B, n, d) for ``ids`` (B, n) at positions ``pos`` (B, n)."""
+    def step(self, ids: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+        """Hidden states (B, n, d) for ``ids`` (B, n), row b's tokens at positions
+        ``pos[b]``, ``pos[b] + 1``, ... of its sequence, cached in the slots of those
+        positions (each token sees its row's slots up to its position; padding a row's
+        chunk writes slots that its next tokens write over). The cache must hold
+        :func:`cache_slots` of ``max(pos) + n`` slots."""
+        n = ids.shape[1]
+        slots = pos[:, None] + torch.arange(n)
+        length = cache_slots(int(slots.max()) + 1)
+        if length > cache[0][0].shape[2]:
+            raise HscaleError(f"the cache holds {cache[0][0].shape[2]} slots; {length} needed")
+        seen = torch.arange(length)[None, None, :] <= slots[:, :, None]
+        mask = torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))[:, None]
         x = self.tok(ids)
-        rot = rotation(pos, self.cfg.d_model // self.cfg.n_heads)
+        rot = rotation(slots.clamp(max=self.cfg.max_positions - 1),
+                       self.cfg.d_model // self.cfg.n_heads)
         for block, layer_cache in zip(self.blocks, cache, strict=True):
-            x = block.step(x, rot, layer_cache, t0, mask)
+            x = block.step(x, rot, layer_cache, slots, mask)
         return self.ln_f(x)
 
 

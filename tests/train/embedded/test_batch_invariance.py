@@ -1,0 +1,94 @@
+"""The embedded sampler's episodes do not depend on batching (issue 56): the same episode (a
+(harness, task) job with its seed) played alone, inside a batch of 8 and inside a batch of
+64 of other jobs, split into smaller batches, or fed in ticks of another width, gives the
+same token ids and the same log-probs, bit for bit, sampled and greedy. So tick width, batch
+layout and scheduling may change for speed without changing a row of a run."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+# internal: tests the embedded sampler's batching
+import hscale.train.embedded._sampler as sampler_module  # noqa: E402
+from hscale.harness import (  # noqa: E402
+    Harness,
+    factor_space,  # noqa: E402
+    generate,
+    tokenizer,
+)
+from hscale.train.policy import base_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(1)
+    return base_model("hscale-tiny")
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    """64 jobs: every kind of harness (windowed and compacting ones restart their rows),
+    each task once, each job with a seed of its own."""
+    space = factor_space()
+    labels = [space.label(c) for c in space.all_configs()] + ["oos/shell", "oos/actions"]
+    tasks = generate(64, seed=5)
+    return [(Harness.from_name(labels[(i * 37) % len(labels)]), tasks[i]) for i in range(64)]
+
+
+def play(model, jobs, seeds, greedy, **kwargs):
+    sampler = sampler_module.Sampler(model, tokenizer(), **kwargs)
+    return sampler.run(jobs, greedy=greedy, seeds=seeds)
+
+
+def trace(episode):
+    return ([(g.token_ids, g.logprobs) for g in episode.generations],
+            [(m.role, m.content) for m in episode.messages], episode.reward)
+
+
+SEEDS = [1000 + 7 * i for i in range(64)]
+WATCHED = (0, 5, 21, 63)  # jobs whose episodes are compared
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_an_episode_is_the_same_alone_and_in_batches_of_8_and_64(model, jobs, greedy):
+    flags = [greedy if i % 2 else not greedy for i in range(64)]  # both kinds around it
+    whole = play(model, jobs, SEEDS, flags)
+    assert sum(len(e.generations) for e in whole) > 100  # the batch does play
+    for i in WATCHED:
+        alone = play(model, [jobs[i]], [SEEDS[i]], [flags[i]])[0]
+        first = min(max(0, i - 4), 56)
+        eight = list(range(first, first + 8))  # it sits among 7 others
+        among = play(model, [jobs[j] for j in eight], [SEEDS[j] for j in eight],
+                     [flags[j] for j in eight])[eight.index(i)]
+        assert trace(alone) == trace(among) == trace(whole[i]), i
+    # the same 64 in batches of 3 (rows leave and join in other company)
+    split = play(model, jobs, SEEDS, flags, max_batch=3)
+    assert [trace(e) for e in split] == [trace(e) for e in whole]
+
+
+@pytest.mark.parametrize("width", [1, 2, 8, sampler_module.CHUNK])
+def test_an_episode_is_the_same_under_another_tick_width(model, jobs, width, monkeypatch):
+    flags = [i % 3 == 0 for i in range(64)]
+    whole = play(model, jobs[:16], SEEDS[:16], flags[:16])
+    monkeypatch.setattr(sampler_module, "tick_width",
+                        lambda takes, slots: width)
+    fixed = play(model, jobs[:16], SEEDS[:16], flags[:16])
+    assert [trace(e) for e in fixed] == [trace(e) for e in whole]
+
+
+def test_a_call_seeds_its_jobs_by_their_index_not_their_batch(model, jobs):
+    """Without seeds, one draw of the caller's generator seeds the call: the same jobs give
+    the same episodes in batches of any size, and each call draws once."""
+    def run(max_batch):
+        generator = torch.Generator().manual_seed(3)
+        sampler = sampler_module.Sampler(model, tokenizer(), max_batch=max_batch)
+        episodes = sampler.run(jobs[:12], generator=generator)
+        return [trace(e) for e in episodes], generator.get_state()
+
+    (a, state_a), (b, state_b) = run(512), run(5)
+    assert a == b and torch.equal(state_a, state_b)
+    after_one = torch.Generator().manual_seed(3)
+    torch.randint(2**62, (1,), generator=after_one)
+    assert torch.equal(state_a, after_one.get_state())
