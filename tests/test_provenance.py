@@ -238,6 +238,7 @@ def _study(root: Path) -> Path:
     return root / "mixed"
 
 
+@pytest.mark.slow  # a whole report: about 5 s
 def test_a_uniform_study_is_one_line_and_the_report_says_its_own(tmp_path):
     study = _study(tmp_path / "runs")
     report = write_report(study, tmp_path / "report", n_boot=200)
@@ -251,6 +252,7 @@ def test_a_uniform_study_is_one_line_and_the_report_says_its_own(tmp_path):
     assert saved["report"]["event"] == "report" and len(saved["runs"]) == 4
 
 
+@pytest.mark.slow  # a whole report: about 8 s
 def test_a_study_made_under_two_revisions_is_warned_of_naming_its_runs(tmp_path):
     study = _study(tmp_path / "runs")
     for run in (study / "b" / "1", study / "a" / "1"):

@@ -165,6 +165,7 @@ def _demo_without_hypotheses(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow  # plans and fits a pilot study: about 19 s
 def test_cli_on_a_spec_with_stated_components(tmp_path, capsys):
     spec = _demo_without_hypotheses(tmp_path)
     with pytest.raises(SystemExit) as done:
