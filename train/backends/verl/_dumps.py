@@ -32,7 +32,7 @@ def import_validation(run_dir: str | Path, manifest: Manifest,
     veRL 0.9.1 writes one JSON line per validation episode (verl/trainer/ppo/ray_trainer.py,
     ``_write_generations``; same in ppo/v1/trainer_base.py): ``input``, ``output``, ``gts``
     (the row's ``reward_model.ground_truth``), ``score`` (the episode's reward), ``step``,
-    then every per-episode reward extra (hscale.contracts.Outcome.extras); the v1 trainer adds
+    then every per-episode reward extra (hscale.contracts.reward_extras); the v1 trainer adds
     ``uid`` = ``<uid>_<session>_<segment>``, one line per trained segment. Each line is read
     as a :class:`hscale.contracts.DumpedEpisode` (its val row from ``gts``); run, setting,
     harness and task_id come from that row's extra_info (hscale.contracts.RowInfo). A row
