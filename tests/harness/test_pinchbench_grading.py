@@ -1,7 +1,7 @@
 """PinchBench tasks score under hscale as PinchBench's own runner scores them.
 
-Over the real task files (``/work/shared/realtasks/pinchbench``, read in place, never copied):
-each task's checker, given hscale's canonical transcript, is compared with a restatement of
+Over the real task files (``shared/realtasks/pinchbench`` beside the checkout, read in place,
+never copied): each task's checker, given hscale's canonical transcript, is compared with a restatement of
 PinchBench's grading (``scripts/lib_grading.py`` and ``lib_tasks.py`` at commit 1f3d1df: the
 task's grade() on OpenClaw's session events, the mean of its dict, ``grading_weights`` 0.5/0.5
 by default, the judge's total) on the OpenClaw events such a run writes, built here by hand.
@@ -37,7 +37,7 @@ from hscale.harness.tasks._judge import GRADED_PROMPT
 from hscale.harness.tasks._pinchbench import MAX_ASSET_BYTES, judge_summary, openclaw_transcript
 from tests.harness.helpers import judge_server
 
-REAL = Path("/work/shared/realtasks/pinchbench")
+REAL = Path(__file__).resolve().parents[3] / "shared" / "realtasks" / "pinchbench"
 TRANSCRIPT_GRADERS = ("task_08", "task_10", "task_13", "task_18")  # grade() reads the transcript
 
 
