@@ -1,10 +1,11 @@
 """PinchBench tasks score under hscale as PinchBench's own runner scores them.
 
-Over the real task files (``shared/realtasks/pinchbench`` beside the checkout, read in place,
-never copied): each task's checker, given hscale's canonical transcript, is compared with a
-restatement of PinchBench's grading (``scripts/lib_grading.py`` and ``lib_tasks.py`` at commit 1f3d1df: the
-task's grade() on OpenClaw's session events, the mean of its dict, ``grading_weights`` 0.5/0.5
-by default, the judge's total) on the OpenClaw events such a run writes, built here by hand.
+Over the real task files (``shared/realtasks/pinchbench`` beside the checkout, read in
+place, never copied): each task's checker, given hscale's canonical transcript, is compared
+with a restatement of PinchBench's grading (``scripts/lib_grading.py`` and ``lib_tasks.py``
+at commit 1f3d1df: the task's grade() on OpenClaw's session events, the mean of its dict,
+``grading_weights`` 0.5/0.5 by default, the judge's total) on the OpenClaw events such a run
+writes, built here by hand.
 Judge parts go to a scripted OpenAI-compatible server on 127.0.0.1.
 """
 
