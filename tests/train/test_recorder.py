@@ -126,12 +126,18 @@ def test_a_resumed_run_drops_rows_past_its_checkpoint_and_sees_rows_missing_befo
     assert "no rows of the step 2 evaluation" in Recorder(run_dir, manifest).gap(2, 2)
 
 
-def test_a_save_rewrites_only_the_files_whose_rows_grew(run):
-    run_dir, manifest = run
+def _saved_step(run_dir: Path, manifest: Manifest) -> Recorder:
+    """A recorder that has saved the step-0 evaluation and one training step."""
     results = Recorder(run_dir, manifest)
     _evaluate(results, manifest, 0)
     _train(results, manifest, 0)
     results.save()
+    return results
+
+
+def test_a_save_rewrites_only_the_files_whose_rows_grew(run):
+    run_dir, manifest = run
+    results = _saved_step(run_dir, manifest)
     before = {name: (run_dir / name).stat().st_ino for name in (EVAL, TRANSCRIPTS, TRAIN)}
     results.trained(1, {"reward_mean": 0.1})
     results.save()
@@ -142,10 +148,7 @@ def test_a_save_rewrites_only_the_files_whose_rows_grew(run):
 
 def test_a_damaged_file_is_said_and_starting_over_removes_every_result(run):
     run_dir, manifest = run
-    results = Recorder(run_dir, manifest)
-    _evaluate(results, manifest, 0)
-    _train(results, manifest, 0)
-    results.save()
+    _saved_step(run_dir, manifest)
     (run_dir / EVAL).write_bytes((run_dir / EVAL).read_bytes()[:40])  # torn
     damaged = Recorder(run_dir, manifest)
     assert damaged.damaged and damaged.gap(1, 0) == "a result file is unreadable"

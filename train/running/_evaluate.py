@@ -243,8 +243,9 @@ def evaluate(request: Request, out: str | Path, force: bool = False,
     _own(run_dir, manifest, force)
     plan = RunPlan(manifest)
     jobs = plan.evaluation()
-    results = Recorder(run_dir, manifest)  # the one writer of the result files
-    results.drop_evaluation()  # what an earlier try finished is in the journal
+    # the one writer of the result files; nothing read from the folder: what an earlier try
+    # finished is in the journal, and the train rows are none
+    results = Recorder(run_dir, manifest, read=False)
     saved = _saved(run_dir)
     results.restore(saved)
     finished = {tuple(r[k] for k in _KEY) for r in saved}
