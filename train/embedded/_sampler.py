@@ -7,7 +7,14 @@ wastes least on padding) or the one token it sampled last; one forward call serv
 and rows whose forced tokens are used up sample their next token. A row's keys sit in the
 cache slots of their positions; when a harness's view stops extending what a row has seen (a
 context window slides, a compaction happens), the row starts again at position 0 and writes
-over its slots. Finished rows leave the batch; the cache grows on demand.
+over the slots after what the new view still shares with the old one. Finished rows leave
+the batch; the cache grows on demand.
+
+What rows share is read once: rows that start from the same prompt (a GRPO group's
+rollouts, an evaluation's decodings of one task) take a copy of the keys of one reading of
+it, and a row whose view stopped extending what it has seen keeps the keys of the tokens the
+new view starts with. A key depends only on the tokens up to its position, and the forward
+call does not depend on the batch, so these are the numbers the row would have computed.
 
 A row's tokens do not depend on the rest of the batch: the forward call is batch-invariant
 (hscale.train.policy's ``TinyGPT.step``), and each sampled row draws from its own generator,
@@ -41,7 +48,7 @@ from hscale.harness import (
 )
 from hscale.harness.tasks import Task
 from hscale.train.lm import mix, row_generator
-from hscale.train.policy import MIN_QUERIES, MIN_SLOTS, TinyGPT, banned, cache_slots
+from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
@@ -75,11 +82,13 @@ class _Row:
 
 @dataclass
 class Stats:
-    """What a batch of rollouts cost: sampled tokens, forced tokens, ticks, seconds."""
+    """What a batch of rollouts cost: sampled tokens, forced tokens (read by the model),
+    reused ones (forced tokens whose keys were copied or kept instead), ticks, seconds."""
 
     sampled: int = 0
     entropy: float = 0.0  # summed over sampled tokens (of the distribution sampled from)
     forced: int = 0
+    reused: int = 0
     ticks: int = 0
     seconds: float = 0.0
 
@@ -88,8 +97,11 @@ class Sampler:
     """Runs many (harness, task) episodes at once with one model."""
 
     def __init__(self, model: TinyGPT, tok: WordTokenizer, max_new_tokens: int = MAX_NEW_TOKENS,
-                 max_turns: int = EPISODE_TURNS, max_batch: int = 512) -> None:
-        self.model, self.tok = model, tok
+                 max_turns: int = EPISODE_TURNS, max_batch: int = 512, reuse: bool = True
+                 ) -> None:
+        """``reuse``: read what rows share once (the module's docstring); False reads every
+        token of every row, the same episodes more slowly."""
+        self.model, self.tok, self.reuse = model, tok, reuse
         self.max_new, self.max_turns, self.max_batch = max_new_tokens, max_turns, max_batch
         self.ban = banned(tok)
         self.stats = Stats()
@@ -155,7 +167,7 @@ class Sampler:
     def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher) -> None:
         model, limit, vocab = self.model, self.model.cfg.max_positions, self.model.cfg.vocab_size
         live = [rows[i] for i in index]
-        cache = model.new_cache(len(live), MIN_SLOTS)
+        cache = self._prefill(live)
         while live:
             # a row feeds its next forced tokens or the token it sampled; a finished one, a
             # pad token until it leaves
@@ -225,6 +237,37 @@ class Sampler:
                     room = cache_slots(max(r.pos for r in live) + CHUNK)
                     cache = [(k[sel, :, :room], v[sel, :, :room]) for k, v in cache]
 
+    def _prefill(self, live: list[_Row]) -> list:
+        """The cache of the rows about to start, each distinct first prompt read once but
+        for its last token (whose output samples the first token), by one row, and copied
+        to every row that starts with it; each row then feeds its last prompt token."""
+        model, pad = self.model, self.tok.pad
+        keys = [tuple(r.pending[:-1]) if self.reuse else i for i, r in enumerate(live)]
+        reader: dict[object, int] = {}  # a prompt's key -> its reading's row in the cache
+        owner = [reader.setdefault(key, len(reader)) for key in keys]
+        prompts = [live[keys.index(key)].pending[:-1] for key in reader]
+        self.stats.reused += sum(len(r.pending) - 1 for r in live) - sum(map(len, prompts))
+        at = [0] * len(prompts)
+        cache = model.new_cache(len(prompts),
+                                cache_slots(max(map(len, prompts)) + CHUNK))
+        while True:
+            takes = [len(p) - a for p, a in zip(prompts, at, strict=True) if a < len(p)]
+            if not takes:
+                break
+            width = tick_width(takes, max(at))
+            chunks = [list(p[a:a + width]) or [pad] for p, a in zip(prompts, at, strict=True)]
+            n = max(map(len, chunks))
+            model.step(torch.tensor([c + [pad] * (n - len(c)) for c in chunks]),
+                       torch.tensor(at), cache)
+            self.stats.ticks += 1
+            self.stats.forced += sum(min(t, width) for t in takes)
+            at = [a + min(len(p) - a, width) for p, a in zip(prompts, at, strict=True)]
+        for r in live:
+            shared = len(r.pending) - 1
+            r.fed, r.pos, r.pending = r.pending[:shared], shared, r.pending[shared:]
+        rows = torch.tensor(owner)
+        return [(k[rows], v[rows]) for k, v in cache]
+
     def _extend(self, r: _Row, token: int, logp: float, limit: int) -> Generation | None:
         """A sampled token: the turn goes on (None), or it ends: its Generation, for the
         harness."""
@@ -250,8 +293,10 @@ class Sampler:
         prompt = self._turn_prompt(r.engine, r.own)
         r.prompt_tokens = len(prompt)
         restart = prompt[:len(r.fed)] != r.fed
-        if restart:  # the view changed under the row: a new sequence from position 0
-            r.pending, r.fed, r.pos = prompt, [], 0
+        if restart:  # the view changed under the row: it keeps the keys of what it shares
+            keep = min(shared_prefix(prompt, r.fed), len(prompt) - 1) if self.reuse else 0
+            self.stats.reused += keep
+            r.pending, r.fed, r.pos = prompt[keep:], prompt[:keep], keep
         else:
             r.pending = prompt[len(r.fed):]
         if r.pos + len(r.pending) + self.max_new > limit:
@@ -284,6 +329,15 @@ def tick_width(takes: list[int], slots: int) -> int:
         if fed / work > best_rate:
             best, best_rate = width, fed / work
     return best
+
+
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` start with in common."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 def gumbel(generator: torch.Generator, size: int) -> torch.Tensor:

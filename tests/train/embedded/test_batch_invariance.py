@@ -92,3 +92,21 @@ def test_a_call_seeds_its_jobs_by_their_index_not_their_batch(model, jobs):
     after_one = torch.Generator().manual_seed(3)
     torch.randint(2**62, (1,), generator=after_one)
     assert torch.equal(state_a, after_one.get_state())
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_reading_shared_prompts_once_gives_the_episodes_of_reading_everything(model, jobs,
+                                                                               greedy):
+    """Rows that start alike (a GRPO group: one job four times) share one reading of the
+    prompt, and rows whose window slid or whose history was compacted keep the keys of what
+    the new view still starts with: the same episodes as reading every token anew."""
+    distinct = jobs[:24]  # nothing shared at the start: what is kept comes from restarts
+    group = [job for job in jobs[:12] for _ in range(4)]  # 12 groups of 4 rollouts
+    for played in (distinct, group):
+        seeds = [2000 + i for i in range(len(played))]
+        reused = sampler_module.Sampler(model, tokenizer())
+        anew = sampler_module.Sampler(model, tokenizer(), reuse=False)
+        assert ([trace(e) for e in reused.run(played, greedy=greedy, seeds=seeds)]
+                == [trace(e) for e in anew.run(played, greedy=greedy, seeds=seeds)])
+        assert reused.stats.reused > 0 and anew.stats.reused == 0  # the reuse happened
+        assert reused.stats.forced + reused.stats.reused == anew.stats.forced
