@@ -11,6 +11,7 @@ spec that rebuilds an instance.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import typing
 from collections.abc import Callable
@@ -112,11 +113,8 @@ _KINDS = {int: "a whole number", float: "a number", str: "text", bool: "true or 
 def _check_types(name: str, build: Callable[..., Any], params: dict[str, Any]) -> None:
     """Each given parameter of the type its field declares (an int, float, str or bool),
     so a wrong one is named as such, never as the realization's own TypeError."""
-    if not dataclasses.is_dataclass(build):
-        return
-    try:
-        hints = typing.get_type_hints(build)
-    except Exception:  # noqa: BLE001 -- a plugin's annotations that do not resolve
+    hints = _hints(build) if dataclasses.is_dataclass(build) else None
+    if hints is None:
         return
     for key, value in params.items():
         kind = hints.get(key)
@@ -128,6 +126,15 @@ def _check_types(name: str, build: Callable[..., Any], params: dict[str, Any]) -
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
             raise HscaleError(f"{name}: param {key} is {shown}, not {_KINDS[kind]}",
                               f"its params are: {', '.join(_param_names(build)) or 'none'}")
+
+
+@functools.cache
+def _hints(build: Callable[..., Any]) -> dict[str, Any] | None:
+    """A realization's field types, resolved once (every episode builds its harness's)."""
+    try:
+        return typing.get_type_hints(build)
+    except Exception:  # noqa: BLE001 -- a plugin's annotations that do not resolve
+        return None
 
 
 def _param_names(build: Callable[..., Any]) -> list[str]:

@@ -53,6 +53,7 @@ from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
 LEAVE = 8  # finished rows leave the batch once they are an eighth of it
+BLOCK = 16  # sampled tokens' noise drawn at once (Noise)
 
 
 def view_ids(tok: WordTokenizer, messages: Sequence[Message],
@@ -76,7 +77,7 @@ class _Row:
     next_token: int = -1
     greedy: bool = False
     prompt_tokens: int = 0  # of the turn being written (its cost)
-    draws: torch.Generator | None = None  # a sampled row's own generator
+    draws: Noise | None = None  # a sampled row's own stream of noise
     entropy: float = 0.0  # summed over the row's sampled tokens
 
 
@@ -135,8 +136,9 @@ class Sampler:
         finisher = Finisher()
         try:
             for (harness, task), argmax, seed in zip(jobs, greedy, seeds, strict=True):
+                draws = None if argmax else Noise(seed, self.model.cfg.vocab_size)
                 row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
-                           draws=None if argmax else row_generator(seed))
+                           draws=draws)
                 rows.append(row)
                 row.pending = self._turn_prompt(row.engine, {})
                 row.prompt_tokens = len(row.pending)
@@ -165,7 +167,7 @@ class Sampler:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
     def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher) -> None:
-        model, limit, vocab = self.model, self.model.cfg.max_positions, self.model.cfg.vocab_size
+        model, limit = self.model, self.model.cfg.max_positions
         live = [rows[i] for i in index]
         cache = self._prefill(live)
         while live:
@@ -207,8 +209,7 @@ class Sampler:
                 chosen = logp.argmax(dim=-1)
                 drawing = [j for j, i in enumerate(sampling) if not live[i].greedy]
                 if drawing:  # Gumbel-max: one draw of the row's own generator a token
-                    noise = torch.stack([gumbel(live[sampling[j]].draws, vocab)
-                                         for j in drawing])
+                    noise = torch.stack([live[sampling[j]].draws.next() for j in drawing])
                     chosen[drawing] = (logp[drawing] + noise).argmax(dim=-1)
                 picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
                 entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(-1)
@@ -340,10 +341,27 @@ def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def gumbel(generator: torch.Generator, size: int) -> torch.Tensor:
-    """One draw of Gumbel(0, 1) noise over ``size`` tokens from ``generator``: the argmax of
-    log-probs plus it is a draw from their softmax."""
+def gumbel(generator: torch.Generator, size: int | tuple[int, ...]) -> torch.Tensor:
+    """Gumbel(0, 1) noise of shape ``size`` from ``generator``: the argmax of log-probs plus
+    a row of it is a draw from their softmax."""
     return -(-torch.rand(size, generator=generator).log()).log()
+
+
+class Noise:
+    """A sampled row's Gumbel noise, one row over the vocabulary a sampled token, from the
+    row's own generator. Drawn :data:`BLOCK` tokens at a time: torch's CPU generator gives
+    the same numbers to one draw of k rows as to k draws of a row (a test holds it to
+    that), and the row's generator serves nothing else."""
+
+    def __init__(self, seed: int, vocab: int) -> None:
+        self.generator, self.vocab = row_generator(seed), vocab
+        self.block, self.used = torch.empty(0, vocab), 0
+
+    def next(self) -> torch.Tensor:
+        if self.used == len(self.block):
+            self.block, self.used = gumbel(self.generator, (BLOCK, self.vocab)), 0
+        self.used += 1
+        return self.block[self.used - 1]
 
 
 def _grow(cache: list, need: int) -> list:

@@ -110,3 +110,14 @@ def test_reading_shared_prompts_once_gives_the_episodes_of_reading_everything(mo
                 == [trace(e) for e in anew.run(played, greedy=greedy, seeds=seeds)])
         assert reused.stats.reused > 0 and anew.stats.reused == 0  # the reuse happened
         assert reused.stats.forced + reused.stats.reused == anew.stats.forced
+
+
+def test_a_rows_noise_drawn_a_block_at_a_time_is_that_of_a_draw_a_token():
+    """The sampler draws a row's Gumbel noise for several tokens at once; torch's generator
+    must give those tokens the numbers that one draw a token would."""
+    from hscale.train.lm import row_generator
+
+    stream = sampler_module.Noise(seed=77, vocab=740)
+    generator = row_generator(77)
+    for _ in range(3 * sampler_module.BLOCK + 5):
+        assert torch.equal(stream.next(), sampler_module.gumbel(generator, 740))
