@@ -1,10 +1,10 @@
-"""GRPO and PPO updates on rolled-out episodes, with veRL's own math.
+"""GRPO and PPO updates on rolled-out episodes, with veRL's math.
 
-Advantages (``compute_grpo_outcome_advantage``, ``compute_gae_advantage_return``), the clipped
-policy loss (``compute_policy_loss_vanilla``, clip 0.2 / 0.28, token-mean aggregation through
-``agg_loss``) and the value loss come from ``verl.trainer.ppo.core_algos``. Only tokens the
-model wrote are in the loss. Every segment of a rollout carries the rollout's advantage; GRPO
-groups are normalised over the original rollouts, not over segments.
+Advantages (GRPO's group normalisation, GAE), the clipped policy loss (clip 0.2 / 0.28,
+dual clip 3, token-mean) and the value loss are veRL's ``core_algos`` computed by
+hscale.train.embedded._objectives, bit for bit. Only tokens the model wrote are in the
+loss. Every segment of a rollout carries the rollout's advantage; GRPO groups are normalised
+over the original rollouts, not over segments.
 
 Groups whose rewards are all equal have zero advantage: their sequences skip the forward and
 backward passes but still count in the token-mean denominator (spread over the minibatches
@@ -16,33 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 import torch
 
 from hscale.harness import Episode, WordTokenizer
+from hscale.train.embedded._objectives import gae, grpo_advantages, policy_loss, value_loss
 from hscale.train.policy import Sequences, TinyGPT, sequences, token_logprobs
 
 CLIP_WEIGHT = 2.0  # Harness-S: w = clip(pi_old / q, 0, 2)
 KL_ROWS = 16  # sequences the KL-to-base metric is measured on
-
-
-@cache
-def _verl():
-    from verl.trainer.ppo import core_algos
-
-    return core_algos
-
-
-@cache
-def actor_config(clip_low: float, clip_high: float):
-    """The veRL ActorConfig its policy loss reads (clip ratios; dual-clip c = 3)."""
-    from verl.workers.config.actor import ActorConfig
-
-    return ActorConfig(strategy="fsdp", clip_ratio=clip_low, clip_ratio_low=clip_low,
-                       clip_ratio_high=clip_high, ppo_micro_batch_size_per_gpu=1,
-                       ppo_mini_batch_size=1, rollout_n=1, use_dynamic_bsz=False)
 
 
 @dataclass(frozen=True)
@@ -57,14 +40,6 @@ class Hyper:
     value_coef: float = 0.5
     value_clip: float = 0.5
     max_grad_norm: float = 1.0
-
-
-def grpo_advantages(rewards: Sequence[float], groups: Sequence[int]) -> torch.Tensor:
-    """One advantage per rollout: (r - mean) / (std + eps) within its group (veRL's GRPO)."""
-    r = torch.tensor(rewards, dtype=torch.float32)[:, None]
-    adv, _ = _verl().compute_grpo_outcome_advantage(
-        r, torch.ones_like(r), np.asarray(groups, dtype=object))
-    return adv[:, 0]
 
 
 def update(model: TinyGPT, ref: TinyGPT, opt: torch.optim.Optimizer, tok: WordTokenizer,
@@ -137,9 +112,7 @@ def _token_advantages(seqs: Sequences, values: torch.Tensor | None,
     token_rewards = torch.zeros_like(mask)
     last = (torch.arange(mask.shape[1])[None, :] * seqs.mask).argmax(1)
     token_rewards[torch.arange(len(seqs)), last] = torch.tensor([rewards[o] for o in owner])
-    adv, ret = _verl().compute_gae_advantage_return(token_rewards, values, mask,
-                                                    torch.tensor(hp.gamma),
-                                                    torch.tensor(hp.lam))
+    adv, ret = gae(token_rewards, values, mask, hp.gamma, hp.lam)
     return adv[seqs.mask], ret[seqs.mask]
 
 
@@ -147,25 +120,21 @@ def _loss(model: TinyGPT, sub: Sequences, old_logp: torch.Tensor, adv: torch.Ten
           rollout_logp: torch.Tensor, returns: torch.Tensor | None,
           old_values: torch.Tensor | None, hp: Hyper, share: int
           ) -> tuple[torch.Tensor, float]:
-    core = _verl()
     logp, _, values = token_logprobs(model, sub, with_values=returns is not None)
     # Harness-S correction for rollout/trainer mismatch, detached: w = clip(pi_old / q, 0, 2)
     weight = torch.exp(old_logp - torch.nan_to_num(rollout_logp, nan=0.0))
     weight = torch.where(torch.isnan(rollout_logp), torch.ones_like(weight),
                          weight.clamp(0, CLIP_WEIGHT)).detach()
-    cfg = actor_config(hp.clip_low, hp.clip_high)
     ones = torch.ones(1, len(logp))
-    pg, info = core.compute_policy_loss_vanilla(
-        old_logp[None], logp[None], adv[None], ones, "token-mean", cfg,
-        rollout_is_weights=weight[None])
-    # compute_policy_loss_vanilla means over this minibatch's tokens; rescale to the share
+    pg, clip_frac = policy_loss(old_logp[None], logp[None], adv[None], ones, hp.clip_low,
+                                hp.clip_high, weights=weight[None])
+    # the policy loss means over this minibatch's tokens; rescale to the share
     loss = pg * len(logp) / share
     if returns is not None:
-        vf = core.compute_value_loss(values[sub.mask][None], returns[None], old_values[None],
-                                     ones, hp.value_clip, "token-mean")
-        vf_loss = vf[0] if isinstance(vf, tuple) else vf
+        vf_loss = value_loss(values[sub.mask][None], returns[None], old_values[None], ones,
+                             hp.value_clip)
         loss = loss + hp.value_coef * vf_loss
-    return loss, float(info["actor/pg_clipfrac"])
+    return loss, clip_frac
 
 
 def _kl_to_reference(ref: TinyGPT, seqs: Sequences, old_logp: torch.Tensor,

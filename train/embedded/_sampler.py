@@ -171,8 +171,8 @@ class Sampler:
         live = [rows[i] for i in index]
         cache = self._prefill(live)
         while live:
-            # a row feeds its next forced tokens or the token it sampled; a finished one, a
-            # pad token until it leaves
+            # a row feeds its next forced tokens or the token it sampled; a finished one
+            # nothing (a pad the forward call skips) until it leaves
             width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done],
                                max(r.pos for r in live))
             chunks, forced = [], 0
@@ -192,10 +192,11 @@ class Sampler:
             need = cache_slots(max(r.pos for r in live) + n)
             if need > cache[0][0].shape[2]:
                 cache = _grow(cache, need)
-            lengths = torch.tensor([len(c) for c in chunks])
+            lengths = torch.tensor([0 if r.engine.done else len(c)
+                                    for r, c in zip(live, chunks, strict=True)])
             ids = torch.tensor([c + [self.tok.pad] * (n - len(c)) for c in chunks])
             pos = torch.tensor([r.pos for r in live])
-            hidden = model.step(ids, pos, cache)
+            hidden = model.step(ids, pos, cache, lengths)
             self.stats.ticks += 1
             self.stats.forced += forced
             for r, c in zip(live, chunks, strict=True):
@@ -256,10 +257,10 @@ class Sampler:
             if not takes:
                 break
             width = tick_width(takes, max(at))
-            chunks = [list(p[a:a + width]) or [pad] for p, a in zip(prompts, at, strict=True)]
+            chunks = [list(p[a:a + width]) for p, a in zip(prompts, at, strict=True)]
             n = max(map(len, chunks))
             model.step(torch.tensor([c + [pad] * (n - len(c)) for c in chunks]),
-                       torch.tensor(at), cache)
+                       torch.tensor(at), cache, torch.tensor([len(c) for c in chunks]))
             self.stats.ticks += 1
             self.stats.forced += sum(min(t, width) for t in takes)
             at = [a + min(len(p) - a, width) for p, a in zip(prompts, at, strict=True)]

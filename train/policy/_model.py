@@ -143,6 +143,27 @@ class Block(nn.Module):
         cache[1].scatter_(2, index, v)
         return self._finish(x, attend(q, cache[0], cache[1], mask))
 
+    def step_packed(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
+                    cache: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor,
+                    cols: torch.Tensor, slots: torch.Tensor, n: int, mask: torch.Tensor
+                    ) -> torch.Tensor:
+        """:meth:`step` of the T real tokens ``x`` (T, d) of a (B, n) tick whose rows hold
+        fewer than n: token t is row ``rows[t]``'s ``cols[t]``-th, at cache slot
+        ``slots[t]``. The per-token layers read the T tokens alone; attention reads the
+        (B, n) layout, with zero queries for the padding (their output is dropped) and no
+        keys written for it (a slot past a token's position is masked)."""
+        h = self.n_heads
+        t, d = x.shape
+        qkv = linear(self.qkv, self.ln1(x)).view(t, 3 * h, d // h)
+        qk = rotary(qkv[:, :2 * h], rot)  # (T, 2h, dh)
+        cache[0][rows, :, slots] = qk[:, h:]
+        cache[1][rows, :, slots] = qkv[:, 2 * h:]
+        q = x.new_zeros(mask.shape[0], h, n, d // h)
+        q[rows, :, cols] = qk[:, :h]
+        att = attend(q, cache[0], cache[1], mask)[rows, :, cols].reshape(t, d)
+        x = x + linear(self.proj, att)
+        return x + linear(self.out, F.gelu(linear(self.fc, self.ln2(x))))
+
 
 def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
            ) -> torch.Tensor:
@@ -210,22 +231,34 @@ class TinyGPT(nn.Module):
         shape = (batch, h, slots, self.cfg.d_model // h)
         return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.blocks]
 
-    def step(self, ids: torch.Tensor, pos: torch.Tensor, cache: list) -> torch.Tensor:
+    def step(self, ids: torch.Tensor, pos: torch.Tensor, cache: list,
+             lengths: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states (B, n, d) for ``ids`` (B, n), row b's tokens at positions
         ``pos[b]``, ``pos[b] + 1``, ... of its sequence, cached in the slots of those
         positions (each token sees its row's slots up to its position; padding a row's
         chunk writes slots that its next tokens write over). The cache must hold
         :func:`cache_slots` of ``max(pos) + n`` slots."""
-        n = ids.shape[1]
+        b, n = ids.shape
         slots = pos[:, None] + torch.arange(n)
         length = cache_slots(int(slots.max()) + 1)
         if length > cache[0][0].shape[2]:
             raise HscaleError(f"the cache holds {cache[0][0].shape[2]} slots; {length} needed")
         seen = torch.arange(length)[None, None, :] <= slots[:, :, None]
         mask = torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))[:, None]
+        dh = self.cfg.d_model // self.cfg.n_heads
+        if lengths is not None and int(lengths.min()) < n:  # padded rows: pack the tokens
+            rows, cols = (torch.arange(n)[None, :] < lengths[:, None]).nonzero(as_tuple=True)
+            at = slots[rows, cols]
+            x = self.tok(ids[rows, cols])
+            cos, sin = rotation(at.clamp(max=self.cfg.max_positions - 1), dh)
+            rot = cos[:, None], sin[:, None]  # (T, 1, dh/2): broadcast over the heads
+            for block, layer_cache in zip(self.blocks, cache, strict=True):
+                x = block.step_packed(x, rot, layer_cache, rows, cols, at, n, mask)
+            out = x.new_zeros(b, n, x.shape[-1])
+            out[rows, cols] = self.ln_f(x)
+            return out
         x = self.tok(ids)
-        rot = rotation(slots.clamp(max=self.cfg.max_positions - 1),
-                       self.cfg.d_model // self.cfg.n_heads)
+        rot = rotation(slots.clamp(max=self.cfg.max_positions - 1), dh)
         for block, layer_cache in zip(self.blocks, cache, strict=True):
             x = block.step(x, rot, layer_cache, slots, mask)
         return self.ln_f(x)

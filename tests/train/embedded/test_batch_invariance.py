@@ -121,3 +121,33 @@ def test_a_rows_noise_drawn_a_block_at_a_time_is_that_of_a_draw_a_token():
     generator = row_generator(77)
     for _ in range(3 * sampler_module.BLOCK + 5):
         assert torch.equal(stream.next(), sampler_module.gumbel(generator, 740))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_tick_of_ragged_rows_packs_its_tokens_to_the_numbers_of_the_padded_tick(model,
+                                                                                   seed):
+    """A tick whose rows feed fewer tokens than its width (and rows that feed none) runs
+    its per-token layers on the real tokens alone: the same hidden states and the same
+    keys in the slots those tokens write as the padded tick, bit for bit."""
+    generator = torch.Generator().manual_seed(seed)
+    rows, width = 3 + seed, (1, 4, 8, 32, 5, 16)[seed]
+    ids = torch.randint(5, 700, (rows, width), generator=generator)
+    pos = torch.randint(0, 200, (rows,), generator=generator)
+    lengths = torch.randint(0, width + 1, (rows,), generator=generator)
+    lengths[0] = width if seed % 2 else lengths[0]
+    slots = -(-(int(pos.max()) + width) // 64) * 64
+    warm = torch.randint(5, 700, (rows, 64), generator=generator)
+    padded, packed = model.new_cache(rows, slots + 64), model.new_cache(rows, slots + 64)
+    with torch.inference_mode():
+        for cache in (padded, packed):  # some earlier keys to attend to
+            model.step(warm, torch.zeros(rows, dtype=torch.long), cache)
+        whole = model.step(ids, pos, padded)
+        ragged = model.step(ids, pos, packed, lengths)
+    for b in range(rows):
+        real = int(lengths[b])
+        assert torch.equal(ragged[b, :real], whole[b, :real])
+        assert not ragged[b, real:].any()  # the padding's outputs are zero
+        for (k1, v1), (k2, v2) in zip(padded, packed, strict=True):
+            written = slice(0, int(pos[b]) + real)
+            assert torch.equal(k1[b, :, written], k2[b, :, written])
+            assert torch.equal(v1[b, :, written], v2[b, :, written])
