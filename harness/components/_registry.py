@@ -87,9 +87,10 @@ def available(component: str | None = None) -> list[str]:
 def factory(name: str) -> Callable[..., Any]:
     """The registered class or factory for a full name; a did-you-mean among the names of
     its component (all names when it names no known component)."""
-    component = name.split("/", 1)[0] if "/" in name else None
-    among = available(component) if component and available(component) else None
-    REALIZATIONS.check(name, among)
+    if name not in REALIZATIONS:  # the did-you-mean (every episode builds its harness's)
+        component = name.split("/", 1)[0] if "/" in name else None
+        among = available(component) if component and available(component) else None
+        REALIZATIONS.check(name, among)
     return REALIZATIONS.get(name)
 
 
