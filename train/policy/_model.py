@@ -237,7 +237,9 @@ class TinyGPT(nn.Module):
         ``pos[b]``, ``pos[b] + 1``, ... of its sequence, cached in the slots of those
         positions (each token sees its row's slots up to its position; padding a row's
         chunk writes slots that its next tokens write over). The cache must hold
-        :func:`cache_slots` of ``max(pos) + n`` slots."""
+        :func:`cache_slots` of ``max(pos) + n`` slots. ``lengths`` (B,): how many of a
+        row's n tokens are real (the rest padding, whose outputs are zero and whose keys
+        are not written); the real tokens' numbers are those of the padded call."""
         b, n = ids.shape
         slots = pos[:, None] + torch.arange(n)
         length = cache_slots(int(slots.max()) + 1)
