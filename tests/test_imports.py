@@ -56,15 +56,22 @@ def _target(module: str, name: str | None, known: dict[str, Path]) -> str | None
     if name is not None and f"{module}.{name}" in known:
         return f"{module}.{name}"
     if name is not None and module in known and known[module].name == "__init__.py":
-        exports = stub_exports(known[module].with_suffix(".pyi"), module)
+        exports = stub_exports(api_file(known[module]), module)
         if name in exports:
             return exports[name]
     return module if module in known else None
 
 
+def api_file(init: Path) -> Path:
+    """Where a package states its public names: its __init__.pyi where __init__.py attaches
+    them lazily (packages whose modules import torch and the like), else __init__.py."""
+    stub = init.with_suffix(".pyi")
+    return stub if stub.is_file() else init
+
+
 def stub_exports(stub: Path, package: str) -> dict[str, str]:
-    """A package's public names -> the module defining each (its __init__.pyi, which
-    __init__.py attaches lazily)."""
+    """A package's public names -> the module defining each (read from its
+    :func:`api_file`)."""
     if not stub.is_file():
         return {}
     out = {}

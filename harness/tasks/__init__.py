@@ -52,6 +52,102 @@ folders), ``task_lists`` (JSONL/parquet lists), and ``pinchbench`` (with ``pinch
 its grading as PinchBench's runner does it) and ``jobbench`` (public benchmark formats).
 """
 
-import lazy_loader as lazy
+from ._checkers import (
+    CheckerError,
+    checker_words,
+    remove_entry,
+    run_checker,
+    score_answer,
+    scoring,
+)
+from ._clawgym import (
+    MAX_INPUT_FILE_BYTES,
+    MAX_INPUT_TOTAL_BYTES,
+    load_task_folder,
+    write_task_folder,
+)
+from ._jail import containment
+from ._jobbench import load_jobbench
+from ._judge import (
+    PARALLEL_REQUESTS,
+    JudgeError,
+    ask_judge,
+    judge_configured,
+    parse_scores,
+)
+from ._pinchbench import (
+    NOT_TASKS,
+    load_pinchbench,
+)
+from ._rows import (
+    task_from_row,
+    task_to_row,
+)
+from ._sandbox import (
+    ScriptLimits,
+    no_network_prefix,
+    plain_env,
+    run_limited,
+)
+from ._specs import (
+    FOLDER_HINT,
+    MAX_PATH_CHARS,
+    TARGETS,
+    Checker,
+    check_spec,
+    path_problem,
+    uses_judge,
+)
+from ._task import (
+    SPLITS,
+    Task,
+    limits_problem,
+    tools_problem,
+)
+from ._task_lists import (
+    load_tasks,
+    write_tasks,
+)
+from ._timeout import call_with_timeout
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "Checker",
+    "CheckerError",
+    "FOLDER_HINT",
+    "JudgeError",
+    "MAX_INPUT_FILE_BYTES",
+    "MAX_INPUT_TOTAL_BYTES",
+    "MAX_PATH_CHARS",
+    "NOT_TASKS",
+    "PARALLEL_REQUESTS",
+    "SPLITS",
+    "ScriptLimits",
+    "TARGETS",
+    "Task",
+    "ask_judge",
+    "call_with_timeout",
+    "check_spec",
+    "checker_words",
+    "containment",
+    "judge_configured",
+    "limits_problem",
+    "load_jobbench",
+    "load_pinchbench",
+    "load_task_folder",
+    "load_tasks",
+    "no_network_prefix",
+    "parse_scores",
+    "path_problem",
+    "plain_env",
+    "remove_entry",
+    "run_checker",
+    "run_limited",
+    "score_answer",
+    "scoring",
+    "task_from_row",
+    "task_to_row",
+    "tools_problem",
+    "uses_judge",
+    "write_task_folder",
+    "write_tasks",
+]

@@ -4,6 +4,46 @@ teacher's episodes collected (``hscale collect``) and read back as examples, and
 SFT arm's fine-tune on them. Above ``serving``, which fronts the model for the CLIs.
 """
 
-import lazy_loader as lazy
+from ._arm import (
+    MODEL,
+    SFT_DIR,
+    collect_teacher,
+    fine_tuned,
+    sft_rows,
+    teacher_samples,
+)
+from ._collect import (
+    Collection,
+    collect,
+)
+from ._eval import (
+    check_context,
+    play_clis,
+    played,
+)
+from ._sft import (
+    RESULT,
+    fine_tune,
+)
+from ._trajectories import (
+    EpisodeLog,
+    samples,
+)
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "Collection",
+    "EpisodeLog",
+    "MODEL",
+    "RESULT",
+    "SFT_DIR",
+    "check_context",
+    "collect",
+    "collect_teacher",
+    "fine_tune",
+    "fine_tuned",
+    "play_clis",
+    "played",
+    "samples",
+    "sft_rows",
+    "teacher_samples",
+]

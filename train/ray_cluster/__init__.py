@@ -8,6 +8,12 @@ its GCS (``HEAD:6379``), its Ray client (``ray://HEAD:10001``) or, for tasks, ``
 Ray is imported lazily: ``hscale --help`` must not pay for it.
 """
 
-import lazy_loader as lazy
+from ._blackbox import play_on_ray
+from ._executor import RayExecutor
+from ._tasks import connect
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "RayExecutor",
+    "connect",
+    "play_on_ray",
+]
