@@ -244,10 +244,14 @@ class Sampler:
         for its last token (whose output samples the first token), by one row, and copied
         to every row that starts with it; each row then feeds its last prompt token."""
         model, pad = self.model, self.tok.pad
-        keys = [tuple(r.pending[:-1]) if self.reuse else i for i, r in enumerate(live)]
-        reader: dict[object, int] = {}  # a prompt's key -> its reading's row in the cache
-        owner = [reader.setdefault(key, len(reader)) for key in keys]
-        prompts = [live[keys.index(key)].pending[:-1] for key in reader]
+        reading: dict[object, int] = {}  # a first prompt -> its reading's row in the cache
+        owner, prompts = [], []
+        for i, r in enumerate(live):
+            key = tuple(r.pending[:-1]) if self.reuse else i
+            if key not in reading:
+                reading[key] = len(prompts)
+                prompts.append(r.pending[:-1])
+            owner.append(reading[key])
         self.stats.reused += sum(len(r.pending) - 1 for r in live) - sum(map(len, prompts))
         at = [0] * len(prompts)
         cache = model.new_cache(len(prompts),
