@@ -47,7 +47,7 @@ from hscale.harness import (
     submit_all,
 )
 from hscale.harness.tasks import Task
-from hscale.train.lm import mix, row_generator
+from hscale.train.lm import common_prefix, mix, row_generator
 from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 
 MAX_NEW_TOKENS = 48
@@ -172,36 +172,31 @@ class Sampler:
         cache = self._prefill(live)
         while live:
             # a row feeds its next forced tokens or the token it sampled; a finished one
-            # nothing (a pad the forward call skips) until it leaves
+            # nothing until it leaves
             width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done],
                                max(r.pos for r in live))
             chunks, forced = [], 0
             for r in live:
                 if r.engine.done:
-                    take = [self.tok.pad]
+                    take = []
                 elif r.pending:
                     take = r.pending[:width]
                     del r.pending[:width]
                     forced += len(take)
                 else:
                     take = [r.next_token]
-                if not r.engine.done:
-                    r.fed.extend(take)
+                r.fed.extend(take)
                 chunks.append(take)
-            n = max(len(c) for c in chunks)
-            need = cache_slots(max(r.pos for r in live) + n)
+            ids, lengths = padded(chunks, self.tok.pad)
+            need = cache_slots(max(r.pos for r in live) + ids.shape[1])
             if need > cache[0][0].shape[2]:
                 cache = _grow(cache, need)
-            lengths = torch.tensor([0 if r.engine.done else len(c)
-                                    for r, c in zip(live, chunks, strict=True)])
-            ids = torch.tensor([c + [self.tok.pad] * (n - len(c)) for c in chunks])
             pos = torch.tensor([r.pos for r in live])
             hidden = model.step(ids, pos, cache, lengths)
             self.stats.ticks += 1
             self.stats.forced += forced
             for r, c in zip(live, chunks, strict=True):
-                if not r.engine.done:
-                    r.pos += len(c)
+                r.pos += len(c)
             sampling = [i for i, r in enumerate(live) if not r.pending and not r.engine.done]
             if sampling:
                 rows_at = torch.tensor(sampling)
@@ -261,10 +256,9 @@ class Sampler:
             if not takes:
                 break
             width = tick_width(takes, max(at))
-            chunks = [list(p[a:a + width]) for p, a in zip(prompts, at, strict=True)]
-            n = max(map(len, chunks))
-            model.step(torch.tensor([c + [pad] * (n - len(c)) for c in chunks]),
-                       torch.tensor(at), cache, torch.tensor([len(c) for c in chunks]))
+            ids, lengths = padded([list(p[a:a + width]) for p, a in zip(prompts, at,
+                                                                        strict=True)], pad)
+            model.step(ids, torch.tensor(at), cache, lengths)
             self.stats.ticks += 1
             self.stats.forced += sum(min(t, width) for t in takes)
             at = [a + min(len(p) - a, width) for p, a in zip(prompts, at, strict=True)]
@@ -300,7 +294,7 @@ class Sampler:
         r.prompt_tokens = len(prompt)
         restart = prompt[:len(r.fed)] != r.fed
         if restart:  # the view changed under the row: it keeps the keys of what it shares
-            keep = min(shared_prefix(prompt, r.fed), len(prompt) - 1) if self.reuse else 0
+            keep = common_prefix([prompt, r.fed]) if self.reuse else 0
             self.stats.reused += keep
             r.pending, r.fed, r.pos = prompt[keep:], prompt[:keep], keep
         else:
@@ -337,13 +331,12 @@ def tick_width(takes: list[int], slots: int) -> int:
     return best
 
 
-def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many tokens ``a`` and ``b`` start with in common."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+def padded(chunks: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tick's ids (B, n), each row's chunk padded to the longest, and each chunk's length
+    (the forward call skips the padding)."""
+    n = max(map(len, chunks))
+    return (torch.tensor([c + [pad] * (n - len(c)) for c in chunks]),
+            torch.tensor([len(c) for c in chunks]))
 
 
 def gumbel(generator: torch.Generator, size: int | tuple[int, ...]) -> torch.Tensor:

@@ -10,6 +10,9 @@ from ._base import (
     chat_dicts as chat_dicts,
 )
 from ._base import (
+    common_prefix as common_prefix,
+)
+from ._base import (
     gumbel as gumbel,
 )
 from ._base import (
@@ -75,6 +78,7 @@ __all__ = [
     "Recorder",
     "char_chat_tokenizer",
     "chat_dicts",
+    "common_prefix",
     "content_hash",
     "drive",
     "gumbel",

@@ -68,6 +68,17 @@ def row_seeds(seed: int | Sequence[int] | None, n: int) -> list[int] | None:
     return out
 
 
+def common_prefix(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading ids all prompts share, leaving each at least one of its own (whose
+    output is the next token's distribution)."""
+    limit = min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    for k in range(limit):
+        if any(p[k] != first[k] for p in prompts):
+            return k
+    return max(limit, 0)
+
+
 def row_generator(seed: int | None) -> Any:
     """A torch generator of one conversation's draws: seeded, or fresh when ``seed`` is None
     (torch is imported here, where a sampling model is already loaded)."""

@@ -37,6 +37,7 @@ from hscale.harness import Generation, Message
 from hscale.train.lm._base import (
     MAX_NEW_TOKENS,
     chat_dicts,
+    common_prefix,
     flags,
     gumbel,
     row_generator,
@@ -232,7 +233,7 @@ class HFChat:
         positions counting real tokens."""
         import torch
 
-        shared = _common_prefix(prompts) if len(prompts) > 1 else 0
+        shared = common_prefix(prompts) if len(prompts) > 1 else 0
         shared = shared if shared >= MIN_SHARED else 0
         tails = [p[shared:] for p in prompts]
         width = shared + max(len(t) for t in tails)
@@ -302,16 +303,6 @@ def _grouped_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask:
         is_causal=bool(query.shape[2] > 1 and attention_mask is None and causal),
         enable_gqa=getattr(module, "num_key_value_groups", 1) > 1)
     return out.transpose(1, 2).contiguous(), None
-
-
-def _common_prefix(prompts: list[list[int]]) -> int:
-    """How many leading ids all prompts share, leaving each at least one of its own."""
-    limit = min(len(p) for p in prompts) - 1
-    first = prompts[0]
-    for k in range(limit):
-        if any(p[k] != first[k] for p in prompts):
-            return k
-    return max(limit, 0)
 
 
 class _LogProbs:

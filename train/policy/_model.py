@@ -121,13 +121,14 @@ class Block(nn.Module):
         return qk[:, :h], qk[:, h:], qkv[:, 2 * h:]
 
     def _finish(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
-        b, _, t, _ = att.shape
-        x = x + linear(self.proj, att.transpose(1, 2).reshape(b, t, -1))
+        """The block's output for tokens ``x`` (..., d) and their attention (..., d, its heads
+        side by side): the projection and the MLP, each a residual."""
+        x = x + linear(self.proj, att)
         return x + linear(self.out, F.gelu(linear(self.fc, self.ln2(x))))
 
     def forward(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         q, k, v = self._heads(x, rot)
-        return self._finish(x, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        return self._finish(x, merged(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
 
     def step(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
              cache: tuple[torch.Tensor, torch.Tensor], slots: torch.Tensor, mask: torch.Tensor
@@ -141,7 +142,7 @@ class Block(nn.Module):
         index = slots[:, None, :, None].expand(b, h, n, dh)
         cache[0].scatter_(2, index, k)
         cache[1].scatter_(2, index, v)
-        return self._finish(x, attend(q, cache[0], cache[1], mask))
+        return self._finish(x, merged(attend(q, cache[0], cache[1], mask)))
 
     def step_packed(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
                     cache: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor,
@@ -160,9 +161,13 @@ class Block(nn.Module):
         cache[1][rows, :, slots] = qkv[:, 2 * h:]
         q = x.new_zeros(mask.shape[0], h, n, d // h)
         q[rows, :, cols] = qk[:, :h]
-        att = attend(q, cache[0], cache[1], mask)[rows, :, cols].reshape(t, d)
-        x = x + linear(self.proj, att)
-        return x + linear(self.out, F.gelu(linear(self.fc, self.ln2(x))))
+        return self._finish(x, attend(q, cache[0], cache[1], mask)[rows, :, cols].reshape(t, d))
+
+
+def merged(att: torch.Tensor) -> torch.Tensor:
+    """Attention (B, H, T, dh) as (B, T, H * dh): each token's heads side by side."""
+    b, _, t, _ = att.shape
+    return att.transpose(1, 2).reshape(b, t, -1)
 
 
 def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
