@@ -3,6 +3,8 @@ batched KV-cached rollouts through hscale's harnesses, evaluation at each checkp
 black-box harness's through its real CLI, the policy served to it).
 """
 
-import lazy_loader as lazy
+from ._trainer import train_run
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "train_run",
+]

@@ -3,6 +3,22 @@ interface the drivers call), the profiles router's judges, the frozen
 sibling pool and its evolution.
 """
 
-import lazy_loader as lazy
+from ._evolve import Evolution, ModelEditor, ScriptedEditor
+from ._pool import read_pool, with_pool, write_pool
+from ._profiles import PROFILES, PROFILES_ENV
+from ._routers import ROUTERS, Router, RouterKind, require_judges
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "Evolution",
+    "ModelEditor",
+    "PROFILES",
+    "PROFILES_ENV",
+    "ROUTERS",
+    "Router",
+    "RouterKind",
+    "ScriptedEditor",
+    "read_pool",
+    "require_judges",
+    "with_pool",
+    "write_pool",
+]

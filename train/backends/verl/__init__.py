@@ -4,6 +4,20 @@ runner's Ray executor), and its validation dumps become eval.parquet (dumps). ve
 torch and Ray are imported lazily.
 """
 
-import lazy_loader as lazy
+from ._backend import VerlBackend
+from ._check import validate_overrides
+from ._dumps import import_validation
+from ._inputs import prepare_verl_run
+from ._launch import LOG, launch_requirements
+from ._overrides import VERL_DIR, build_overrides
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "LOG",
+    "VERL_DIR",
+    "VerlBackend",
+    "build_overrides",
+    "import_validation",
+    "launch_requirements",
+    "prepare_verl_run",
+    "validate_overrides",
+]
