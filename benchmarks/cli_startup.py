@@ -26,6 +26,7 @@ COMMANDS = {
     "hscale run --help": ["run", "--help"],
     "hscale design oa harness --runs 18": ["design", "oa", "harness", "--runs", "18"],
     "hscale harness render S0-T1-O2-C0-W1": ["harness", "render", "S0-T1-O2-C0-W1"],
+    "hscale model info hscale-tiny": ["model", "info", "hscale-tiny"],
     "hscale validate experiments/demo.yaml": ["validate", str(DEMO)],
 }
 

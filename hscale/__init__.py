@@ -4,6 +4,7 @@
 - :mod:`hscale.files`: atomic writes, so a killed process never leaves half a file;
 - :mod:`hscale.text`: what may reach a terminal (another program's escape sequences never do);
 - :mod:`hscale.web`: local servers that answer only their own origin;
+- :mod:`hscale.lazy`: a package's names from heavy modules, imported on first use;
 - :mod:`hscale.registry`: variants registered by name, with did-you-mean lookups;
 - :mod:`hscale.journal`: append-only rows that survive their writer being killed;
 - :mod:`hscale.yamlio`: a user's YAML read safely, errors naming the file and line;

@@ -71,11 +71,17 @@ def api_file(init: Path) -> Path:
 
 def stub_exports(stub: Path, package: str) -> dict[str, str]:
     """A package's public names -> the module defining each (read from its
-    :func:`api_file`)."""
+    :func:`api_file`; a plain __init__.py's names imported on first use are named under
+    ``if TYPE_CHECKING:``, for static tools)."""
     if not stub.is_file():
         return {}
     out = {}
-    for node in ast.parse(stub.read_text()).body:
+    body = ast.parse(stub.read_text()).body
+    for node in list(body):
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"):
+            body += node.body
+    for node in body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             out.update({a.name: f"{package}.{node.module}" for a in node.names})
     return out

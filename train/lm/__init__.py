@@ -7,6 +7,54 @@ Hugging Face model folder (holding config.json), an embedded checkpoint (a ``.pt
 an embedded preset (``hscale-tiny``). Heavy imports happen in the kind that needs them.
 """
 
-import lazy_loader as lazy
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+from hscale.lazy import on_first_use
+
+from ._base import (
+    MAX_NEW_TOKENS,
+    ChatModel,
+    chat_dicts,
+    common_prefix,
+    gumbel,
+    mix,
+    row_generator,
+)
+from ._drive import drive
+from ._hf import HFChat, renders_tools
+from ._importer import IMPORTS, content_hash, validate_folder
+from ._open import HINT, is_endpoint, open_chat_model, served_model
+from ._record import Recorder, read_record
+from ._tiny import CHAT_TEMPLATE, char_chat_tokenizer
+
+if TYPE_CHECKING:  # torch: imported on first use
+    from ._embedded import EmbeddedChat
+
+__all__ = [
+    "CHAT_TEMPLATE",
+    "ChatModel",
+    "EmbeddedChat",
+    "HFChat",
+    "HINT",
+    "IMPORTS",
+    "MAX_NEW_TOKENS",
+    "Recorder",
+    "char_chat_tokenizer",
+    "chat_dicts",
+    "common_prefix",
+    "content_hash",
+    "drive",
+    "gumbel",
+    "is_endpoint",
+    "mix",
+    "open_chat_model",
+    "read_record",
+    "renders_tools",
+    "row_generator",
+    "served_model",
+    "validate_folder",
+]
+
+__getattr__ = on_first_use(__name__, {
+    "._embedded": ("EmbeddedChat",),
+})

@@ -4,6 +4,30 @@ and compared with its folder (``hscale rerun``: :func:`rerun`), and the contract
 backend of your own proves itself with (:class:`BackendContract`).
 """
 
-import lazy_loader as lazy
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+from hscale.lazy import on_first_use
+
+from ._evaluate import Request, evaluate, plan_evaluation
+from ._rerun import Rerun, finished_runs, rerun, sample_runs
+from ._runner import export_experiment, run_experiment
+
+if TYPE_CHECKING:  # pytest classes, for a test suite: imported on first use
+    from ._testing import BackendContract, ExportContract
+
+
+__all__ = [
+    "BackendContract",
+    "ExportContract",
+    "Request",
+    "Rerun",
+    "evaluate",
+    "export_experiment",
+    "finished_runs",
+    "plan_evaluation",
+    "rerun",
+    "run_experiment",
+    "sample_runs",
+]
+
+__getattr__ = on_first_use(__name__, {"._testing": ("BackendContract", "ExportContract")})

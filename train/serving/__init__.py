@@ -13,6 +13,23 @@ agent harnesses speak, every request recorded.
 - ``app``: the ASGI routes; ``server``: starting and stopping it (uvicorn).
 """
 
-import lazy_loader as lazy
+from ._chat import BadRequest, Call, Reply, Request, Turn, tools_of_record, turns_of
+from ._scripted import ScriptedChat, solution_commands
+from ._server import Server, serve
+from ._tool_prompt import parse_calls, template_chat
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+__all__ = [
+    "BadRequest",
+    "Call",
+    "Reply",
+    "Request",
+    "ScriptedChat",
+    "Server",
+    "Turn",
+    "parse_calls",
+    "serve",
+    "solution_commands",
+    "template_chat",
+    "tools_of_record",
+    "turns_of",
+]

@@ -8,11 +8,10 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hscale.errors import HscaleError
 from hscale.train.lm import Recorder, is_endpoint
-from hscale.train.serving._app import Service, build_app
 from hscale.train.serving._engine import Batcher, Completer, LocalCompleter, ProxyCompleter
 from hscale.train.serving._prefix import CACHE_TOKENS
 
@@ -21,6 +20,9 @@ GRACE_S = 5  # seconds a stopping server waits for requests in flight, then canc
 # 400 and closes. Headers that arrive whole are bounded by the app's MAX_HEADERS (a 431).
 MAX_HEADER_BLOCK = 1 << 20
 
+if TYPE_CHECKING:
+    from hscale.train.serving._app import Service
+
 
 class Server:
     """A running server: ``url`` is the base URL (ending in ``/v1``); ``shutdown()`` stops
@@ -28,7 +30,9 @@ class Server:
 
     def __init__(self, service: Service, sock: socket.socket, host: str,
                  verbose: bool, hosts: tuple[str, ...] = ()) -> None:
-        import uvicorn
+        import uvicorn  # the web server: imported by a command that serves, not by its users
+
+        from hscale.train.serving._app import build_app
 
         self.service, self.host = service, host
         self.port = sock.getsockname()[1]
@@ -121,6 +125,8 @@ def serve(model: Any, host: str = "127.0.0.1", port: int = 8000,
         raise HscaleError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                           "pick another --port (0 picks a free one)") from None
     sock.listen(128)
+    from hscale.train.serving._app import Service  # Starlette: a command that serves only
+
     completer = completer_of(model, served_name, max_new_tokens)
     recorder = Recorder(record) if record is not None else None
     service = Service(completer, batcher_of(completer, max_batch, cache_tokens), recorder,

@@ -1,0 +1,36 @@
+"""A package imports its heavy modules (torch, the web server, pytest) on first use of one
+of their names, and every other name plainly (hscale.lazy): importing the package costs a
+command nothing it does not use, and reading a name gives the module's own object."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# package, a name of it, what importing the package must not import (the name may)
+HEAVY = [("hscale.train.policy", "TinyGPT", "torch"),
+         ("hscale.train.lm", "EmbeddedChat", "torch"),
+         ("hscale.train.running", "BackendContract", "pytest"),
+         ("hscale.train.serving", "serve", "starlette")]
+
+
+@pytest.mark.parametrize(("package", "name", "heavy"), HEAVY)
+def test_a_heavy_name_is_imported_when_read_and_not_before(package, name, heavy):
+    code = (f"import sys, importlib; m = importlib.import_module({package!r}); "
+            f"before = {heavy!r} in sys.modules; value = getattr(m, {name!r}); "
+            f"print(before, value is getattr(m, {name!r}), value.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == "False", f"importing {package} imported {heavy}"
+    assert out[1] == "True"  # kept: the second read is the same object
+    assert out[2].startswith(package + "._")
+
+
+def test_a_name_the_package_does_not_have_is_an_attribute_error():
+    import hscale.train.policy as policy
+
+    with pytest.raises(AttributeError, match="no attribute 'TinyGTP'"):
+        policy.TinyGTP  # noqa: B018
+    assert not hasattr(policy, "nothing_here")
