@@ -33,8 +33,9 @@ def require_training_packages() -> None:
 class LocalBackend(Backend):
     name = "local"
     ray: ClassVar[Literal["task", "job"] | None] = "task"
-    # torch.optim's optimizers import torch._dynamo as they are built (about 1.4 s)
-    preload = ("hscale.train.embedded._trainer", "torch._dynamo")
+    # what every run imports (torch and the trainer), once for all the workers; the trainer
+    # builds no torch.optim optimizer, which would import torch._dynamo (1.4 s)
+    preload = ("hscale.train.embedded._trainer",)
 
     def check(self, manifests: Sequence[Manifest]) -> None:
         """Every run's model is a preset this trainer knows; no run trains through a

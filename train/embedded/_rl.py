@@ -22,6 +22,7 @@ import torch
 
 from hscale.harness import Episode, WordTokenizer
 from hscale.train.embedded._objectives import gae, grpo_advantages, policy_loss, value_loss
+from hscale.train.embedded._optimizer import AdamW
 from hscale.train.policy import Sequences, TinyGPT, sequences, token_logprobs
 
 CLIP_WEIGHT = 2.0  # Harness-S: w = clip(pi_old / q, 0, 2)
@@ -42,7 +43,7 @@ class Hyper:
     max_grad_norm: float = 1.0
 
 
-def update(model: TinyGPT, ref: TinyGPT, opt: torch.optim.Optimizer, tok: WordTokenizer,
+def update(model: TinyGPT, ref: TinyGPT, opt: AdamW, tok: WordTokenizer,
            episodes: Sequence[Episode], groups: Sequence[int], hp: Hyper,
            generator: torch.Generator) -> dict[str, float]:
     """One training step on ``episodes`` (group ids in ``groups``); returns metrics."""

@@ -31,6 +31,7 @@ from hscale.errors import HscaleWarning
 from hscale.files import atomic_write_bytes
 from hscale.harness import Episode, tokenizer
 from hscale.train.embedded._checkpoint_eval import evaluate
+from hscale.train.embedded._optimizer import AdamW
 from hscale.train.embedded._rl import Hyper, update
 from hscale.train.embedded._sampler import Sampler
 from hscale.train.harness_s import PROFILES
@@ -76,8 +77,8 @@ class Trainer:
         self.hyper = hyper(manifest)
         self.ref = base_model(manifest.model)
         self.model = copy.deepcopy(self.ref)  # trained; ref stays the base for the KL metric
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.hyper.lr,
-                                     weight_decay=0.0, betas=(0.9, 0.99))
+        self.opt = AdamW(self.model.parameters(), lr=self.hyper.lr, weight_decay=0.0,
+                         betas=(0.9, 0.99))
         self.sampler = Sampler(self.model, self.tok)
         self.generator = torch.Generator().manual_seed(
             int(manifest.rng("sampler").integers(2**62)))

@@ -49,7 +49,10 @@ def linear(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` (a Linear, or a weight matrix without bias), with at least
     :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others."""
     def apply(x: torch.Tensor) -> torch.Tensor:
-        return layer(x) if isinstance(layer, nn.Module) else x @ layer.T
+        # F.linear rather than the module's call: the same numbers, without the module
+        # machinery (hooks, none here) that a tick of the sampler pays dozens of times
+        return F.linear(x, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
+            else x @ layer.T
 
     rows = x.reshape(-1, x.shape[-1])
     m = rows.shape[0]
@@ -57,6 +60,11 @@ def linear(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return apply(x)
     out = apply(torch.cat([rows, rows.new_zeros(MIN_ROWS - m, rows.shape[1])]))
     return out[:m].reshape(*x.shape[:-1], out.shape[-1])
+
+
+def norm(layer: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)`` through F.layer_norm (the same numbers, as :func:`linear`)."""
+    return F.layer_norm(x, layer.normalized_shape, layer.weight, layer.bias, layer.eps)
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,7 @@ class Block(nn.Module):
         (elementwise, so the same numbers as two calls, in half the operators)."""
         b, t, d = x.shape
         h = self.n_heads
-        qkv = linear(self.qkv, self.ln1(x)).view(b, t, 3 * h, d // h).transpose(1, 2)
+        qkv = linear(self.qkv, norm(self.ln1, x)).view(b, t, 3 * h, d // h).transpose(1, 2)
         qk = rotary(qkv[:, :2 * h], rot)
         return qk[:, :h], qk[:, h:], qkv[:, 2 * h:]
 
@@ -124,7 +132,7 @@ class Block(nn.Module):
         """The block's output for tokens ``x`` (..., d) and their attention (..., d, its heads
         side by side): the projection and the MLP, each a residual."""
         x = x + linear(self.proj, att)
-        return x + linear(self.out, F.gelu(linear(self.fc, self.ln2(x))))
+        return x + linear(self.out, F.gelu(linear(self.fc, norm(self.ln2, x))))
 
     def forward(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         q, k, v = self._heads(x, rot)
@@ -155,7 +163,7 @@ class Block(nn.Module):
         keys written for it (a slot past a token's position is masked)."""
         h = self.n_heads
         t, d = x.shape
-        qkv = linear(self.qkv, self.ln1(x)).view(t, 3 * h, d // h)
+        qkv = linear(self.qkv, norm(self.ln1, x)).view(t, 3 * h, d // h)
         qk = rotary(qkv[:, :2 * h], rot)  # (T, 2h, dh)
         cache[0][rows, :, slots] = qk[:, h:]
         cache[1][rows, :, slots] = qkv[:, 2 * h:]
@@ -222,7 +230,7 @@ class TinyGPT(nn.Module):
         rot = rotation(torch.arange(t, device=ids.device), self.cfg.d_model // self.cfg.n_heads)
         for block in self.blocks:
             x = block(x, rot)
-        return self.ln_f(x)
+        return norm(self.ln_f, x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return linear(self.tok.weight, hidden)
@@ -262,13 +270,13 @@ class TinyGPT(nn.Module):
             for block, layer_cache in zip(self.blocks, cache, strict=True):
                 x = block.step_packed(x, rot, layer_cache, rows, cols, at, n, mask)
             out = x.new_zeros(b, n, x.shape[-1])
-            out[rows, cols] = self.ln_f(x)
+            out[rows, cols] = norm(self.ln_f, x)
             return out
         x = self.tok(ids)
         rot = rotation(slots.clamp(max=self.cfg.max_positions - 1), dh)
         for block, layer_cache in zip(self.blocks, cache, strict=True):
             x = block.step(x, rot, layer_cache, slots, mask)
-        return self.ln_f(x)
+        return norm(self.ln_f, x)
 
 
 def save(model: TinyGPT, path: str | Path, tokenizer_fingerprint: str, **extra: str) -> None:
