@@ -56,27 +56,20 @@ def _target(module: str, name: str | None, known: dict[str, Path]) -> str | None
     if name is not None and f"{module}.{name}" in known:
         return f"{module}.{name}"
     if name is not None and module in known and known[module].name == "__init__.py":
-        exports = stub_exports(api_file(known[module]), module)
+        exports = package_exports(known[module], module)
         if name in exports:
             return exports[name]
     return module if module in known else None
 
 
-def api_file(init: Path) -> Path:
-    """Where a package states its public names: its __init__.pyi where __init__.py attaches
-    them lazily (packages whose modules import torch and the like), else __init__.py."""
-    stub = init.with_suffix(".pyi")
-    return stub if stub.is_file() else init
-
-
-def stub_exports(stub: Path, package: str) -> dict[str, str]:
-    """A package's public names -> the module defining each (read from its
-    :func:`api_file`; a plain __init__.py's names imported on first use are named under
-    ``if TYPE_CHECKING:``, for static tools)."""
-    if not stub.is_file():
+def package_exports(init: Path, package: str) -> dict[str, str]:
+    """A package's public names -> the module defining each, as its ``__init__.py`` imports
+    them: plainly, or under ``if TYPE_CHECKING:`` for those imported on first use
+    (hscale.lazy)."""
+    if not init.is_file():
         return {}
     out = {}
-    body = ast.parse(stub.read_text()).body
+    body = ast.parse(init.read_text()).body
     for node in list(body):
         if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
                 and node.test.id == "TYPE_CHECKING"):

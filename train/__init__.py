@@ -23,6 +23,34 @@ The subpackages are a stack, lowest first; each uses only those below it
 11. ``running``: the runner, the only writer of status.json, and ``hscale evaluate``'s run.
 """
 
-import lazy_loader as lazy
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+from hscale.lazy import on_first_use
+
+if TYPE_CHECKING:  # numpy, pandas, pydantic, pytest: imported on first use
+    from .backends import BACKENDS, Backend, get_backend
+    from .harness_s import ROUTERS, Router
+    from .planning import EvalJob, RunPlan, Schedule, plan, write_plan
+    from .running import BackendContract, ExportContract, run_experiment
+    from .spec import ASSIGNMENTS, ExperimentSpec, load_spec
+
+__all__ = [
+    "ASSIGNMENTS",
+    "BACKENDS",
+    "Backend",
+    "BackendContract",
+    "EvalJob",
+    "ExperimentSpec",
+    "ExportContract",
+    "ROUTERS",
+    "Router",
+    "RunPlan",
+    "Schedule",
+    "get_backend",
+    "load_spec",
+    "plan",
+    "run_experiment",
+    "write_plan",
+]
+
+__getattr__ = on_first_use(__name__, __file__)

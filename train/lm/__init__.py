@@ -55,6 +55,4 @@ __all__ = [
     "validate_folder",
 ]
 
-__getattr__ = on_first_use(__name__, {
-    "._embedded": ("EmbeddedChat",),
-})
+__getattr__ = on_first_use(__name__, __file__)

@@ -32,8 +32,4 @@ __all__ = [
     "token_logprobs",
 ]
 
-__getattr__ = on_first_use(__name__, {
-    "._model": ("MIN_QUERIES", "MIN_SLOTS", "TinyGPT", "cache_slots", "load"),
-    "._sequences": ("Sequences", "banned", "sequences", "token_logprobs"),
-    "._warmstart": ("base_model", "build"),
-})
+__getattr__ = on_first_use(__name__, __file__)

@@ -30,4 +30,4 @@ __all__ = [
     "sample_runs",
 ]
 
-__getattr__ = on_first_use(__name__, {"._testing": ("BackendContract", "ExportContract")})
+__getattr__ = on_first_use(__name__, __file__)

@@ -11,9 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-# internal: the trainer's optimizer, and a model smaller than any preset's
+# internal: the trainer's optimizer is not part of the package's API
 from hscale.train.embedded._optimizer import AdamW  # noqa: E402
 from hscale.train.policy import TinyGPT  # noqa: E402
+
+# internal: a model smaller than any preset's
 from hscale.train.policy._model import ModelConfig  # noqa: E402
 
 SETTINGS = {"lr": 3e-4, "betas": (0.9, 0.99), "weight_decay": 0.0}
