@@ -8,6 +8,7 @@ and rl_gain.csv. ``summary.png`` / ``summary.pdf`` put the same on one page.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 
 import pandas as pd
@@ -314,6 +315,4 @@ def _comparison_table(sub, found: list[Verdict]) -> None:
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(text, width)) or text

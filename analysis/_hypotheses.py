@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -287,7 +288,6 @@ def open_arms(outcomes: list[Outcome]) -> list[str]:
 
 def studies_of(results) -> dict[str, StudyRecord]:
     """experiment -> its study.json, for every experiment folder the results came from."""
-    from pathlib import Path
 
     from hscale.contracts import read_study
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +190,6 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
 def _span(status: Any) -> tuple[Any, Any]:
     """When a run's last start began and when it ended (None where status.json does not
     say): its seconds, and with the other runs' the wall time of the experiment."""
-    from datetime import datetime
 
     try:
         return (datetime.fromisoformat(status.started_at),

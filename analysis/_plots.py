@@ -6,6 +6,7 @@ keeps no global state and works the same under Agg, in a notebook or in a thread
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -379,8 +380,6 @@ def pdf_bytes(fig) -> bytes:
 
 
 def _saved(fig, fmt: str, **options) -> bytes:
-    import io
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)  # savefig picks the format's own renderer

@@ -28,6 +28,7 @@ from hscale.analysis._view_data import BEHAVIOURS, PAGE, Study, marked_lines
 from hscale.contracts import COST, Setting, transcript_views
 from hscale.errors import HscaleError, reason
 from hscale.text import printable, visible
+from hscale.web import LocalOnly
 
 PORT = 8777  # hscale view's default port; the report's "episodes" links point there
 GENERATOR = "hscale view"  # an export's <meta name=generator>: how hscale knows its own file
@@ -360,8 +361,6 @@ def build_view_app(study: Study):
     from starlette.requests import Request
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
-
-    from hscale.web import LocalOnly
 
     def missing(what: str) -> HTMLResponse:
         return HTMLResponse(message_page(what), status_code=404)

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
@@ -319,7 +320,6 @@ def from_a_file_plugin(module: str) -> bool:
 def stage_plugins() -> Path | None:
     """The plugin files this process loaded, in one ``hscale_plugins`` package folder named
     by their content (what a Ray runtime_env's ``py_modules`` uploads); None when none."""
-    import tempfile
 
     if not _LOADED:
         return None

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # Installed name -> folder (pyproject maps the layout's top-level folders into hscale).
 PACKAGES = {"hscale": "hscale", "hscale.design": "design", "hscale.harness": "harness",
             "hscale.train": "train", "hscale.analysis": "analysis"}
-MAX_LINES = 460
+# A module holds one topic, at whatever length it needs; one past this many lines has likely
+# grown a second, and is split by what it holds (not cut at a line count to pass).
+MAX_LINES = 600
 CORE = "hscale"  # errors, files, lazy, registry, yamlio, the file contracts: what all share
 # What each layer may import (besides itself). Analysis reads training results only through
 # the file contracts; the command line sits on top of everything.
@@ -187,7 +189,7 @@ def test_the_contracts_and_the_cli_root_stay_light():
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def test_modules_stay_small():
+def test_modules_hold_one_topic():
     sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}, \
         "split these by what they hold"

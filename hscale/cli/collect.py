@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from hscale.text import printable
+
 
 def collect_cmd(
     teacher: Annotated[str, typer.Argument(help="scripted (the tasks' known solutions), or a "
@@ -31,7 +33,6 @@ def collect_cmd(
     and each episode's reward; rerun to finish an interrupted collection. Read it back with
     hscale.train.blackbox._trajectories.samples(OUT/record, EpisodeLog(OUT/record).read())."""
     from hscale.cli._progress import progress
-    from hscale.text import printable
     from hscale.train.blackbox import Collection, EpisodeLog, collect
 
     asked = Collection(teacher, harness, benchmark, path, split, tasks, seed, served_name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hscale.errors import HscaleError
+from hscale.errors import HscaleError, HscaleWarning
+from hscale.files import atomic_write_text, reads_as, refuse_foreign_file, write_parquet
 
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 # each proposal is an editor request and its child's evaluation on every task: bounded so a
@@ -88,9 +90,6 @@ def _saved(path: Path, inputs: dict[str, Any], force: bool) -> dict[str, Any] | 
     if not force:
         raise HscaleError(f"{path}: {what}", "rerun with the inputs it was started with to "
                           "resume it, or pass --force to start over")
-    import warnings
-
-    from hscale.errors import HscaleWarning
 
     warnings.warn(f"{path}: {what}; --force: starting over", HscaleWarning, stacklevel=2)
     return None
@@ -151,7 +150,6 @@ def evolve_cmd(
     and after each round: after Ctrl-C or a kill the same command resumes after the last
     finished round and writes the pool an uninterrupted run writes; a checkpoint of other
     inputs (editor, model, spec, rounds, tasks) is refused, or started over with --force."""
-    from hscale.files import reads_as, refuse_foreign_file
     from hscale.harness import canonical, harness_named, sha256_of
     from hscale.train.harness_s import Evolution, read_pool, write_pool
     from hscale.train.lm import drive, open_chat_model
@@ -205,8 +203,6 @@ def evolve_cmd(
             console.print(f"  {drop['reason']}: {drop['detail']}", markup=False)
 
     def save(state: dict) -> None:
-        from hscale.files import atomic_write_text
-
         atomic_write_text(checkpoint, json.dumps({
             "format": CHECKPOINT_FORMAT, "fingerprint": sha256_of(canonical(inputs)),
             "inputs": inputs, "state": state}))
@@ -250,7 +246,6 @@ def evolve_cmd(
         raise HscaleError("no proposal made a child: nothing to freeze",
                           "see the reasons above; give the editor more rounds or proposals")
     episodes = out.with_name(out.stem + ".episodes.parquet")
-    from hscale.files import write_parquet
 
     write_parquet(episodes, evolution.evaluations())
     write_pool(out, pool)

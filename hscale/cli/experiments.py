@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from hscale.errors import HscaleError
+from hscale.text import printable
 
 
 def validate_cmd(
@@ -16,7 +21,6 @@ def validate_cmd(
     """Check an experiment spec with every check planning makes; print its arms as resolved.
 
     Nothing is written; each arm is shown as resolved from the defaults."""
-    import tempfile
 
     from hscale.train.planning import plan_runs
     from hscale.train.spec import load_spec
@@ -116,7 +120,6 @@ def run_cmd(
                                  "launches on this machine run one at a time).")] = None,
 ) -> None:
     """Plan and run every arm x seed; finished runs are skipped, partial ones resume."""
-    from hscale.errors import HscaleError
     from hscale.train.backends import get_backend
     from hscale.train.running import export_experiment, run_experiment
     from hscale.train.spec import load_spec
@@ -253,8 +256,6 @@ def _progress():
 
 
 def _default_workers() -> int:
-    import os
-
     return max(1, min(2, os.cpu_count() or 1))
 
 
@@ -266,8 +267,6 @@ def _summary(states: dict[str, str], out: Path) -> None:
     warning = checker_health(states).line()
     if warning:
         print(warning, file=sys.stderr)
-
-    from hscale.text import printable
 
     for run in failed:  # a run's error may quote a CLI or a reward script: printable
         error = read_status(Path(run)).error
@@ -282,7 +281,6 @@ def clean_cmd(
                        ] = False,
 ) -> None:
     """Drop the checkpoints of completed runs; results, logs and runs that may resume stay."""
-    from hscale.errors import HscaleError
     from hscale.train.backends import clean
 
     if not runs.is_dir():

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hscale.cli.evolve import evolve_cmd
 from hscale.errors import HscaleError
+from hscale.text import printable
 
 app = typer.Typer(help="Harnesses: components, rendering, and an oracle self-check.",
                   no_args_is_help=True, add_completion=False)
@@ -78,7 +79,6 @@ def install_cmd(
     """Install black-box harnesses from the npm registry, pinned, into hscale's cache
     ($HSCALE_CACHE/harnesses; OpenClaw with the Node 24 it needs)."""
     from hscale.harness import HARNESSES, install, version_of
-    from hscale.text import printable
 
     chosen = list(HARNESSES) if names == ["all"] else names
     for name in chosen:

@@ -3,6 +3,8 @@ imported as Hugging Face folders."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -44,7 +46,6 @@ def info_cmd(
     name: Annotated[str, typer.Argument(help="Preset, e.g. hscale-tiny.")] = "hscale-tiny",
 ) -> None:
     """Show a preset's settings, content hash and where its checkpoint is."""
-    import json
 
     from hscale.train.backends import require_training_packages
 
@@ -69,7 +70,6 @@ def import_cmd(
 
     Prints the folder and its content hash. An import is cached under the hash of its source
     file; --force rebuilds it."""
-    import os
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads (train.lm.hf)
     from rich.console import Console

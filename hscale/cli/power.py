@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hscale.contracts import Setting
+from hscale.errors import HscaleError, HscaleWarning
 
 console = Console(highlight=False, soft_wrap=True)
 ALIASES = {"seed×task": "seed_task", "seed:task": "seed_task", "seed*task": "seed_task",
@@ -30,7 +31,6 @@ def parse_components(text: str) -> dict[str, float]:
     """``seed=0.002,task=0.01,...`` or a YAML/JSON file of the same mapping (``hscale power
     --json`` output too: its ``components``). Variances of the paired difference, 0-1 scale."""
     from hscale.analysis import COMPONENTS
-    from hscale.errors import HscaleError
 
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
@@ -102,7 +102,6 @@ def from_results(path: Path, reference: str | None, alpha: float,
     """A pilot: each comparison exactly as its report makes it (its runs' variances, its
     crossed part), and the study's hypotheses where study.json declares them."""
     from hscale.analysis import Question, compare, compare_arms, load_results, studies_of
-    from hscale.errors import HscaleError, HscaleWarning
 
     results = load_results(path, reported=False)
     for problem in results.problems:  # what the pilot lacks is said, as the report says it
@@ -174,7 +173,6 @@ def from_spec(path: Path, reference: str | None, stated: dict | None, alpha: flo
     paired difference has (its half: one arm's), and the crossed parts over the spec's
     evaluation."""
     from hscale.analysis import Question, default_reference, design_from_spec
-    from hscale.errors import HscaleError
     from hscale.train.spec import load_spec
 
     spec = load_spec(path)
@@ -233,7 +231,6 @@ def plan(source: Path, reference: str | None = None, effect: float = 10.0,
         staged_design,
         variance_interval,
     )
-    from hscale.errors import HscaleError
 
     if not effect > 0:
         raise HscaleError(f"--effect {effect} is not a difference to detect", "give pp > 0")

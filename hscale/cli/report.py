@@ -9,6 +9,9 @@ from typing import Annotated
 
 import typer
 
+from hscale.errors import HscaleError
+from hscale.text import printable
+
 
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(help="runs/<experiment> (or runs/, or one run "
@@ -38,8 +41,6 @@ def report_cmd(
     Writes tables (Markdown, LaTeX, CSV), figures, report.md and report.html for every run
     under RUN_DIR."""
     from hscale.analysis import write_report
-    from hscale.errors import HscaleError
-    from hscale.text import printable
 
     if n_boot < 100:
         raise HscaleError(f"--n-boot {n_boot} is too few resamples for a 95% interval",

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from hscale.text import printable
+
 
 def rerun_cmd(
     runs: Annotated[Path, typer.Argument(help="A completed run's folder (runs/demo/k1/0), an "
@@ -27,7 +29,6 @@ def rerun_cmd(
     wall-clock columns left out). veRL does not (GPU kernels and batching), so its reruns
     are compared by Pass@1, and the output says so. Exit status 1 when a run differs."""
     from hscale.cli._progress import progress
-    from hscale.text import printable
     from hscale.train.running import finished_runs, rerun, sample_runs
 
     chosen = sample_runs(finished_runs(runs), sample, seed)

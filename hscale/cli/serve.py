@@ -8,10 +8,14 @@ endpoint URL it fronts that server instead (proxy mode).
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from hscale.errors import HscaleError
 
 
 def serve_cmd(
@@ -50,8 +54,6 @@ def serve_cmd(
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none
     (read them with hscale.train.lm.read_record)."""
-    import signal
-    import threading
 
     from hscale.train.lm import is_endpoint
     from hscale.train.serving import serve
@@ -78,7 +80,6 @@ def serve_cmd(
 def open_model(name: str):
     """The ChatModel ``name`` means (``hscale.train.lm.open_chat_model``); a missing package is one
     line with its fix."""
-    from hscale.errors import HscaleError
     from hscale.train.lm import open_chat_model
 
     try:

@@ -3,6 +3,7 @@ model first sees it) and check it whole, so a broken task shows here and not mid
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -72,7 +73,6 @@ def list_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
              strict: StrictOpt = False) -> None:
     """How many tasks, per split and category, their grading types and content hash."""
-    import json
 
     kind, bench = _open(path, kind, split, strict)
     tasks = bench.all_tasks()

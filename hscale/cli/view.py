@@ -4,11 +4,15 @@ selection as one self-contained HTML file."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from hscale.errors import HscaleError
+from hscale.files import refuse_foreign_file
 
 
 def view_cmd(
@@ -33,10 +37,8 @@ def view_cmd(
     Serve the episodes under RUNS at http://127.0.0.1:PORT until Ctrl-C (read in place,
     nothing copied or written), or write --export FILE (a new file, or an earlier export:
     nothing else is replaced)."""
-    import sys
 
     from hscale.analysis import Study
-    from hscale.errors import HscaleError
 
     query = {}
     for item in where or ():
@@ -79,8 +81,6 @@ def _listen(port: int):
     a port in use is one line, before any work."""
     import socket
 
-    from hscale.errors import HscaleError
-
     sock = socket.socket()
     try:
         sock.bind(("127.0.0.1", port))
@@ -96,7 +96,6 @@ def _listen(port: int):
 def _refuse_foreign(path: Path) -> None:
     """An --export path must be new, or a file an earlier export wrote."""
     from hscale.analysis import is_export
-    from hscale.files import refuse_foreign_file
 
     refuse_foreign_file(path, is_export, "an hscale view export",
                         "give the name of a new file (nothing was written)",

@@ -8,6 +8,7 @@ what it trained as it evaluates its other arms.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,6 @@ def fine_tuned(run_dir: Path, manifest: Manifest, base: str,
                progress: Callable[[int, int], None] | None = None) -> tuple[Path, dict]:
     """The run's fine-tuned model folder and its sft.json, trained now unless a finished
     one is there (a resumed run does not train again)."""
-    import json
 
     from hscale.train.blackbox._sft import RESULT, SFTSettings, fine_tune
 

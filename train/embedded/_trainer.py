@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -57,7 +58,6 @@ def tracker(manifest: Manifest, run_dir: Path):
     logger writes ``<run>/metrics.jsonl``, as a veRL run's does under verl/metrics/."""
     if not manifest.tracking:
         return None
-    import os
 
     from verl.utils.tracking import Tracking
 

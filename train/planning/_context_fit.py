@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from hscale.errors import HscaleError
 
 WARN_UNKNOWN = 0.05  # share of <unk> prompt tokens above which the embedded policy is warned
 
@@ -99,9 +102,7 @@ def _hf_measurer(model: str) -> tuple[Any, int, bool] | None:
 
 def _config_context(model: str) -> int | None:
     """max_position_embeddings (or n_positions) from the model folder's config.json."""
-    from pathlib import Path
 
-    from hscale.errors import HscaleError
     from hscale.train.spec import read_config, resolve_model
 
     try:

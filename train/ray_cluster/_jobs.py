@@ -16,14 +16,17 @@ import fnmatch
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 from hscale.errors import HscaleError
-from hscale.files import atomic_write_text, last_line
+from hscale.files import atomic_write_text, hash_files, last_line
 from hscale.train.backends import RayJob
 
 POLL_SECONDS = 10.0  # between two looks at a job
@@ -103,10 +106,6 @@ def hscale_py_modules() -> list[str]:
 
 def _staged(root: Path, folders: Mapping[str, Path]) -> Path:
     """``<tmp>/hscale-modules-<hash>/hscale``: ``root`` with each subpackage folder inside."""
-    import shutil
-    import tempfile
-
-    from hscale.files import hash_files
 
     files = [(f"{name}/{path.relative_to(folder)}", path)
              for name, folder in (("", root), *folders.items())
@@ -318,8 +317,6 @@ def job_fields(path: Path) -> dict[str, Any]:
 
 
 def _now() -> str:
-    from datetime import UTC, datetime
-
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 

@@ -20,6 +20,7 @@ fixtures are built once per class (cached on the class, not class-scoped instanc
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -193,7 +194,6 @@ class BackendContract(_Contract):
     def test_a_replanned_run_starts_over(self, backend, ran, tmp_path):
         """Results of an earlier plan of a run never pass for the new plan's (the first
         run's folder, copied, then re-planned)."""
-        import shutil
 
         from hscale.train.planning import plan
 

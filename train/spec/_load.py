@@ -3,6 +3,7 @@ arms merged over ``defaults``, and the paths in a spec made absolute against its
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 import warnings
@@ -353,8 +354,6 @@ def _user_loc(data: Any, loc: tuple[Any, ...], kind: str) -> tuple[Any, ...]:
 
 
 def _yaml_type(value: Any) -> str:
-    import datetime
-
     if isinstance(value, bool):
         return "a boolean (YAML reads yes/no/on/off/true/false so)"
     if isinstance(value, datetime.date):

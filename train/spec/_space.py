@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -204,7 +205,6 @@ def _with_composed(space: HarnessSpace, out_of_space: Sequence[Any],
                    from_plugin: dict[str, str]) -> HarnessSpace:
     """``space`` with the composed out-of-space harnesses, each component resolved as a
     level is (its realization exists and builds)."""
-    from dataclasses import replace
 
     from hscale.harness import COMPONENTS, PRESETS
     from hscale.harness import components as registry

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import types
 from typing import Any
 
@@ -74,8 +75,6 @@ class _Event:
         self.time: float | None = None
 
     def record(self, *_: Any) -> None:
-        import time
-
         self.time = time.perf_counter()
 
     def synchronize(self) -> None:
