@@ -49,7 +49,10 @@ def on_first_use(package: str, init: str | Path) -> Callable[[str], object]:
         if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module, attribute = home[name]
-        value = getattr(importlib.import_module(module, package), attribute)
+        if module.strip("."):
+            value = getattr(importlib.import_module(module, package), attribute)
+        else:  # ``from . import sub``: the name is a submodule
+            value = importlib.import_module(module + attribute, package)
         setattr(sys.modules[package], name, value)
         return value
 

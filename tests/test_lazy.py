@@ -46,6 +46,25 @@ def test_the_lazy_names_are_those_under_type_checking(tmp_path):
     init = tmp_path / "__init__.py"
     init.write_text("from typing import TYPE_CHECKING\nfrom ._a import plain\n"
                     "if TYPE_CHECKING:\n    from ._b import one, two as deux\n"
-                    "    from .sub import three\n")
+                    "    from .sub import three\n    from . import _c\n")
     assert lazy_names(init) == {"one": ("._b", "one"), "deux": ("._b", "two"),
-                                "three": (".sub", "three")}
+                                "three": (".sub", "three"), "_c": (".", "_c")}
+
+
+def test_a_submodule_named_under_type_checking_is_imported_on_first_use(tmp_path,
+                                                                        monkeypatch):
+    package = tmp_path / "lazypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom hscale.lazy import on_first_use\n"
+        "if TYPE_CHECKING:\n    from . import _heavy\n    from ._heavy import VALUE\n"
+        "__all__ = ['VALUE', '_heavy']\n__getattr__ = on_first_use(__name__, __file__)\n")
+    (package / "_heavy.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import lazypkg
+
+    assert "lazypkg._heavy" not in sys.modules
+    assert lazypkg.VALUE == 42 and lazypkg._heavy.VALUE == 42
+    assert "lazypkg._heavy" in sys.modules
+    for name in ("lazypkg", "lazypkg._heavy"):
+        monkeypatch.delitem(sys.modules, name)
