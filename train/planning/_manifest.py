@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from hscale.train.planning._workload import harness_space
 from hscale.train.spec import Arm, ExperimentSpec, resolve_space, spec_weights
 
 if TYPE_CHECKING:
+    from hscale.design import Design
     from hscale.train.planning._sources import Sources
 
 
@@ -128,15 +130,34 @@ def train_set(arm: Arm, space: FactorSpace, held_out: list[str], rng: np.random.
     set) and ``seed``. Every recipe but ``full`` must avoid the held-out set."""
     recipe, options = arm.train.recipe, arm.train
     build = RECIPES.get(recipe)
-    offered = {"runs": options.runs, "n": options.n or 18, "criterion": options.criterion,
-               "exclude": space.parse_labels(held_out) if held_out else None, "seed": rng}
-    takes = inspect.signature(build).parameters
-    design = build(space, **{k: v for k, v in offered.items() if k in takes})
-    labels = design.labels
+    asked = (build, space, options.runs, options.n or 18, options.criterion, tuple(held_out))
+    if "seed" in inspect.signature(build).parameters:
+        labels = list(_recipe_labels(*asked, rng))
+    else:  # the same set for every seed (and every arm of the same recipe): built once
+        labels = list(_same_labels(*asked))
     if recipe != "full" and set(labels) & set(held_out):
         raise HscaleError(f"the {recipe} training set overlaps the held-out eval set",
                           "use another recipe or a smaller eval set")
     return labels
+
+
+def _recipe_labels(build: Callable[..., Design], space: FactorSpace, runs: int | None, n: int,
+                   criterion: str, held_out: tuple[str, ...], rng: np.random.Generator | None
+                   ) -> tuple[str, ...]:
+    """The labels of the design a recipe ``build``s, given the options its signature takes."""
+    offered = {"runs": runs, "n": n, "criterion": criterion,
+               "exclude": space.parse_labels(list(held_out)) if held_out else None, "seed": rng}
+    takes = inspect.signature(build).parameters
+    return tuple(build(space, **{k: v for k, v in offered.items() if k in takes}).labels)
+
+
+@cache
+def _same_labels(build: Callable[..., Design], space: FactorSpace, runs: int | None, n: int,
+                 criterion: str, held_out: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`_recipe_labels` of a recipe that draws nothing (no ``seed``), remembered: a
+    study's arms and seeds ask for the same few sets (a Structured-18 placement takes about
+    60 ms)."""
+    return _recipe_labels(build, space, runs, n, criterion, held_out, None)
 
 
 def assignment_of(arm_name: str, arm: Arm, space: FactorSpace, train: list[str],
