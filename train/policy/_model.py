@@ -79,14 +79,17 @@ class ModelConfig:
 
 @cache
 def _rotation(half: int, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tables (positions, 2 * half) of ``[cos, cos]`` and ``[-sin, sin]``: :func:`rotary`'s
+    factors for both halves of a head at once."""
     freq = 10000.0 ** (-torch.arange(half, dtype=torch.float32) / half)
     angle = torch.arange(positions, dtype=torch.float32)[:, None] * freq
-    return angle.cos(), angle.sin()
+    cos, sin = angle.cos(), angle.sin()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
 
 def rotation(pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The (cos, sin) of positions ``pos`` (B, T) or (T,), shaped to broadcast over heads;
-    looked up once a forward call and shared by every layer."""
+    """:func:`rotary`'s factors at positions ``pos`` (B, T) or (T,), shaped to broadcast
+    over heads; looked up once a forward call and shared by every layer."""
     cos_table, sin_table = _rotation(head_dim // 2, 4096)
     cos, sin = cos_table[pos], sin_table[pos]
     if pos.dim() == 2:
@@ -96,14 +99,14 @@ def rotation(pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tens
 
 def rotary(x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Rotary position embedding of ``x`` (B, H, T, dh) at the positions of ``rot``
-    (:func:`rotation`).
+    (:func:`rotation`): ``[x1 cos - x2 sin, x1 sin + x2 cos]`` for the halves x1, x2 of a
+    head, computed as ``x [cos, cos] + [x2, x1] [-sin, sin]`` (the same numbers: a sign flip
+    is exact and a sum does not depend on its order) in four operators instead of nine.
 
     Attention then depends on relative position, which lets copying (read the file the
     query names) form far sooner than with learned absolute positions."""
     cos, sin = rot
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin
 
 
 class Block(nn.Module):
@@ -186,9 +189,10 @@ def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torc
     queries (padded), and the weighted sum of values block by block of :data:`MIN_SLOTS`
     slots, in order (a product over the whole length rounds by the length)."""
     n, length = q.shape[2], mask.shape[-1]
-    if n < MIN_QUERIES:
-        q = torch.cat([q, q.new_zeros(*q.shape[:2], MIN_QUERIES - n, q.shape[3])], dim=2)
-        mask = torch.cat([mask, mask[:, :, -1:].expand(-1, -1, MIN_QUERIES - n, -1)], dim=2)
+    if n < MIN_QUERIES:  # zero queries under the last row's mask (one row broadcasts)
+        q = F.pad(q, (0, 0, 0, MIN_QUERIES - n))
+        if n > 1:
+            mask = torch.cat([mask, mask[:, :, -1:].expand(-1, -1, MIN_QUERIES - n, -1)], dim=2)
     scores = q @ keys[:, :, :length].transpose(-1, -2) * q.shape[-1] ** -0.5 + mask
     weights = torch.softmax(scores, dim=-1)
     out = weights[..., :MIN_SLOTS] @ values[:, :, :MIN_SLOTS]
@@ -259,7 +263,7 @@ class TinyGPT(nn.Module):
         if length > cache[0][0].shape[2]:
             raise HscaleError(f"the cache holds {cache[0][0].shape[2]} slots; {length} needed")
         seen = torch.arange(length)[None, None, :] <= slots[:, :, None]
-        mask = torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))[:, None]
+        mask = torch.where(seen, 0.0, float("-inf"))[:, None]
         dh = self.cfg.d_model // self.cfg.n_heads
         if lengths is not None and int(lengths.min()) < n:  # padded rows: pack the tokens
             rows, cols = (torch.arange(n)[None, :] < lengths[:, None]).nonzero(as_tuple=True)
