@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def lazy_names(init: str | Path) -> dict[str, str]:
-    """Name -> relative module, for the imports under ``if TYPE_CHECKING:`` of a package's
-    ``__init__.py``."""
+def lazy_names(init: str | Path) -> dict[str, tuple[str, str]]:
+    """Name -> (relative module, the name there), for the imports under
+    ``if TYPE_CHECKING:`` of a package's ``__init__.py``."""
     out = {}
     for node in ast.parse(Path(init).read_text(encoding="utf-8")).body:
         if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)

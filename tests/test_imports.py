@@ -14,6 +14,8 @@ from pathlib import Path
 
 import networkx as nx
 
+from hscale.lazy import lazy_names
+
 ROOT = Path(__file__).resolve().parents[1]
 # Installed name -> folder (pyproject maps the layout's top-level folders into hscale).
 PACKAGES = {"hscale": "hscale", "hscale.design": "design", "hscale.harness": "harness",
@@ -71,14 +73,11 @@ def package_exports(init: Path, package: str) -> dict[str, str]:
     if not init.is_file():
         return {}
     out = {}
-    body = ast.parse(init.read_text()).body
-    for node in list(body):
-        if (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
-                and node.test.id == "TYPE_CHECKING"):
-            body += node.body
-    for node in body:
+    for node in ast.parse(init.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             out.update({a.name: f"{package}.{node.module}" for a in node.names})
+    for name, (module, attribute) in lazy_names(init).items():
+        out[name] = f"{package}{module}" if module.strip(".") else f"{package}.{attribute}"
     return out
 
 

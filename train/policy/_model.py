@@ -270,7 +270,7 @@ class TinyGPT(nn.Module):
             at = slots[rows, cols]
             x = self.tok(ids[rows, cols])
             cos, sin = rotation(at.clamp(max=self.cfg.max_positions - 1), dh)
-            rot = cos[:, None], sin[:, None]  # (T, 1, dh/2): broadcast over the heads
+            rot = cos[:, None], sin[:, None]  # (T, 1, dh): broadcast over the heads
             for block, layer_cache in zip(self.blocks, cache, strict=True):
                 x = block.step_packed(x, rot, layer_cache, rows, cols, at, n, mask)
             out = x.new_zeros(b, n, x.shape[-1])

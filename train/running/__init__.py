@@ -15,7 +15,6 @@ from ._runner import export_experiment, run_experiment
 if TYPE_CHECKING:  # pytest classes, for a test suite: imported on first use
     from ._testing import BackendContract, ExportContract
 
-
 __all__ = [
     "BackendContract",
     "ExportContract",
