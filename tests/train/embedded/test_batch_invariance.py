@@ -151,3 +151,28 @@ def test_a_tick_of_ragged_rows_packs_its_tokens_to_the_numbers_of_the_padded_tic
             written = slice(0, int(pos[b]) + real)
             assert torch.equal(k1[b, :, written], k2[b, :, written])
             assert torch.equal(v1[b, :, written], v2[b, :, written])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_rows_numbers_do_not_depend_on_how_far_the_other_rows_are(model, seed):
+    """A tick attends over the slots of its furthest row: a row at position p gives the same
+    hidden states beside a row near the end of the context as alone, for every width and
+    every p (the values' sum in fixed blocks, padded queries, whole blocks of slots)."""
+    generator = torch.Generator().manual_seed(seed)
+    width = (1, 2, 3, 4, 5, 8, 16, 32)[seed]
+    context = model.cfg.max_positions
+    history = torch.randint(5, 700, (1, context), generator=generator)
+    for p in torch.randint(0, context - 96, (6,), generator=generator).tolist() + [0]:
+        far = int(torch.randint(context - 32 - width, context - width, (1,), generator=generator))
+        ids = torch.randint(5, 700, (2, width), generator=generator)
+        outs = []
+        for rows in (1, 2):  # the row alone, then beside one at position ``far``
+            cache = model.new_cache(rows, context + 64)
+            with torch.inference_mode():
+                start = torch.zeros(rows, dtype=torch.long)
+                reads = history.expand(rows, -1)[:, :far].contiguous()
+                lengths = torch.tensor([p, far][:rows])
+                if far:
+                    model.step(reads, start, cache, lengths)
+                outs.append(model.step(ids[:rows], torch.tensor([p, far][:rows]), cache))
+        assert torch.equal(outs[0][0], outs[1][0]), (width, p, far)
