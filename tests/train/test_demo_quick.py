@@ -3,9 +3,10 @@ arm runs (2 worker processes) from the shipped base model, then the report is wr
 its rows are the recorded ones (golden/demo_quick.json): a refactor must not change what a
 run produces. Recorded before the seams were reshaped; recorded again when the sampler began
 choosing each tick's width (which regroups the random draws) and the base model's reference
-run was added; and again, once, when each episode began drawing from its own stream through a
-batch-invariant forward (issue 56), so that batching no longer changes a row
-(benchmarks/golden_rows.py writes them from a --quick run's folder)."""
+run was added; again when each episode began drawing from its own stream through a
+batch-invariant forward (issue 56), so that batching no longer changes a row; and again when
+the sampler began drawing one uniform a token and summing attention's values 128 slots at a
+time (benchmarks/golden_rows.py writes them from a --quick run's folder)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,11 @@ def test_demo_quick_runs_every_arm_and_reports(demo):
     assert set(behaviour.method) == {p.parent.name.replace("base-model", "base model (no RL)")
                                      for p in demo.glob("*/0")}
     calls = behaviour[behaviour.measure == "tool calls per episode"]
-    assert calls["mean"].gt(0).all() and "Behaviour: what the trajectories did" in html
+    # every arm calls tools in the syntax it trained on; out of the space (another syntax, 6
+    # episodes at this scale) an arm may make none
+    inside = calls[calls.setting != "out_of_space"]
+    assert set(inside.method) == set(behaviour.method) and inside["mean"].gt(0).all()
+    assert calls["mean"].ge(0).all() and "Behaviour: what the trajectories did" in html
 
 
 @pytest.mark.slow

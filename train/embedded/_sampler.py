@@ -18,9 +18,10 @@ call does not depend on the batch, so these are the numbers the row would have c
 
 A row's tokens do not depend on the rest of the batch: the forward call is batch-invariant
 (hscale.train.policy's ``TinyGPT.step``), and each sampled row draws from its own generator,
-seeded from one draw of the caller's generator and the job's index in the call (Gumbel-max:
-one draw of noise over the vocabulary a sampled token; greedy rows draw nothing). Batch size,
-tick width and scheduling can change for speed without changing an episode.
+seeded from one draw of the caller's generator and the job's index in the call (inverse
+transform: one uniform a sampled token, looked up in the row's cumulative distribution;
+greedy rows draw nothing). Batch size, tick width and scheduling can change for speed without
+changing an episode.
 
 The model sees exactly ``<role> content <eos>`` for each message of the harness's view, and its
 own turns as the ids it sampled: no parsed state, no shortcut.
@@ -53,7 +54,7 @@ from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
 LEAVE = 8  # finished rows leave the batch once they are an eighth of it
-BLOCK = 16  # sampled tokens' noise drawn at once (Noise)
+BLOCK = 16  # sampled tokens' uniforms drawn at once (Draws)
 
 
 def view_ids(tok: WordTokenizer, messages: Sequence[Message],
@@ -77,7 +78,7 @@ class _Row:
     next_token: int = -1
     greedy: bool = False
     prompt_tokens: int = 0  # of the turn being written (its cost)
-    draws: Noise | None = None  # a sampled row's own stream of noise
+    draws: Draws | None = None  # a sampled row's own stream of uniforms
     entropy: float = 0.0  # summed over the row's sampled tokens
 
 
@@ -136,7 +137,7 @@ class Sampler:
         finisher = Finisher()
         try:
             for (harness, task), argmax, seed in zip(jobs, greedy, seeds, strict=True):
-                draws = None if argmax else Noise(seed, self.model.cfg.vocab_size)
+                draws = None if argmax else Draws(seed)
                 row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
                            draws=draws)
                 rows.append(row)
@@ -202,13 +203,14 @@ class Sampler:
                 rows_at = torch.tensor(sampling)
                 last = hidden[rows_at, lengths[rows_at] - 1]
                 logp = torch.log_softmax(model.logits(last).float() + self.ban, dim=-1)
+                probs = logp.exp()
                 chosen = logp.argmax(dim=-1)
                 drawing = [j for j, i in enumerate(sampling) if not live[i].greedy]
-                if drawing:  # Gumbel-max: one draw of the row's own generator a token
-                    noise = torch.stack([live[sampling[j]].draws.next() for j in drawing])
-                    chosen[drawing] = (logp[drawing] + noise).argmax(dim=-1)
+                if drawing:  # one uniform of the row's own generator a token
+                    uniform = torch.tensor([live[sampling[j]].draws.next() for j in drawing])
+                    chosen[drawing] = draw(probs[drawing], uniform)
                 picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
-                entropy = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(-1)
+                entropy = -(probs * logp.nan_to_num(neginf=0.0)).sum(-1)
                 self.stats.sampled += len(sampling)
                 turned = []  # (row, its ended turn, where the turn goes in its history)
                 for i, token, lp, h in zip(sampling, chosen.tolist(), picked, entropy.tolist(),
@@ -339,25 +341,33 @@ def padded(chunks: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tenso
             torch.tensor([len(c) for c in chunks]))
 
 
-def gumbel(generator: torch.Generator, size: int | tuple[int, ...]) -> torch.Tensor:
-    """Gumbel(0, 1) noise of shape ``size`` from ``generator``: the argmax of log-probs plus
-    a row of it is a draw from their softmax."""
-    return -(-torch.rand(size, generator=generator).log()).log()
+def draw(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """Tokens drawn from the rows of ``probs`` (S, V) by inverse transform: row i's token is
+    the first whose cumulative probability exceeds ``uniform[i]`` (in [0, 1)) times the row's
+    total. A row's cumulative sum is its own (the same numbers whatever rows share the call),
+    and a token of probability zero is never drawn. One uniform a token instead of Gumbel noise
+    over the whole vocabulary: the same distribution for a fraction of the work."""
+    cdf = probs.cumsum(dim=-1)
+    total = cdf[:, -1:]
+    # strictly below the total, so that some token's cumulative sum exceeds it
+    at = torch.minimum(uniform[:, None] * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, at, right=True)[:, 0]
 
 
-class Noise:
-    """A sampled row's Gumbel noise, one row over the vocabulary a sampled token, from the
-    row's own generator. Drawn :data:`BLOCK` tokens at a time: torch's CPU generator gives
-    the same numbers to one draw of k rows as to k draws of a row (a test holds it to
-    that), and the row's generator serves nothing else."""
+class Draws:
+    """A sampled row's uniforms, one a sampled token, from the row's own generator. Drawn
+    :data:`BLOCK` tokens at a time: torch's CPU generator gives the same numbers to one draw
+    of k as to k draws of one (a test holds it to that), and the row's generator serves
+    nothing else."""
 
-    def __init__(self, seed: int, vocab: int) -> None:
-        self.generator, self.vocab = row_generator(seed), vocab
-        self.block, self.used = torch.empty(0, vocab), 0
+    def __init__(self, seed: int) -> None:
+        self.generator = row_generator(seed)
+        self.block: list[float] = []
+        self.used = 0
 
-    def next(self) -> torch.Tensor:
+    def next(self) -> float:
         if self.used == len(self.block):
-            self.block, self.used = gumbel(self.generator, (BLOCK, self.vocab)), 0
+            self.block, self.used = torch.rand(BLOCK, generator=self.generator).tolist(), 0
         self.used += 1
         return self.block[self.used - 1]
 

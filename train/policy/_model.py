@@ -38,9 +38,11 @@ from hscale.files import atomic_write_bytes
 MIN_ROWS = 4  # MKL's GEMM rounds otherwise below 4 rows
 MIN_QUERIES = 4  # attention of fewer queries a row rounds otherwise (padded)
 MIN_SLOTS = 64  # attention reads the cache in whole blocks of this many slots
-# The values' weighted sum is one product per this many slots, added in order, so a row's sum
-# does not depend on the longest row of its tick.
-VALUE_SLOTS = MIN_SLOTS
+# The values' weighted sum is one product per this many slots, added in order: a product over
+# up to 192 slots gives a row the same numbers whatever zero weights follow its own slots
+# (measured on MKL's kernels; 256 does not), so a row's sum does not depend on the longest
+# row of its tick. 128 leaves a margin for other CPUs' kernels.
+VALUE_SLOTS = 128
 
 
 def cache_slots(positions: int) -> int:

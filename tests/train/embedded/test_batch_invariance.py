@@ -112,15 +112,46 @@ def test_reading_shared_prompts_once_gives_the_episodes_of_reading_everything(mo
         assert reused.stats.forced + reused.stats.reused == anew.stats.forced
 
 
-def test_a_rows_noise_drawn_a_block_at_a_time_is_that_of_a_draw_a_token():
-    """The sampler draws a row's Gumbel noise for several tokens at once; torch's generator
-    must give those tokens the numbers that one draw a token would."""
+def test_a_rows_uniforms_drawn_a_block_at_a_time_are_those_of_a_draw_a_token():
+    """The sampler draws a row's uniforms for several tokens at once; torch's generator must
+    give those tokens the numbers that one draw a token would."""
     from hscale.train.lm import row_generator
 
-    stream = sampler_module.Noise(seed=77, vocab=740)
+    stream = sampler_module.Draws(seed=77)
     generator = row_generator(77)
     for _ in range(3 * sampler_module.BLOCK + 5):
-        assert torch.equal(stream.next(), sampler_module.gumbel(generator, 740))
+        assert stream.next() == float(torch.rand(1, generator=generator))
+
+
+def test_a_rows_draw_is_the_same_alone_and_among_other_rows():
+    """The inverse-transform draw reads a row's own cumulative sum: the same token for a
+    row alone and in a batch of 64 others, at every uniform."""
+    generator = torch.Generator().manual_seed(3)
+    probs = torch.softmax(torch.randn(65, 740, generator=generator) * 3, dim=-1)
+    uniform = torch.rand(65, generator=generator)
+    together = sampler_module.draw(probs, uniform)
+    alone = torch.cat([sampler_module.draw(probs[i:i + 1], uniform[i:i + 1])
+                       for i in range(65)])
+    assert torch.equal(together, alone)
+
+
+def test_a_draw_never_picks_a_token_of_probability_zero():
+    """Banned ids have probability zero: no uniform, the ends 0 and the largest below 1
+    included, draws one; and the draw's frequencies follow the distribution."""
+    probs = torch.zeros(1, 740)
+    allowed = torch.tensor([5, 6, 300, 738])
+    probs[0, allowed] = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    edges = torch.tensor([0.0, 1e-12, 0.1, 0.3, 0.6, 1.0 - 2**-24])
+    picked = sampler_module.draw(probs.expand(len(edges), -1), edges)
+    assert picked.tolist() == [5, 5, 6, 300, 738, 738]
+    uniform = torch.rand(40_000, generator=torch.Generator().manual_seed(0))
+    counts = torch.bincount(sampler_module.draw(probs.expand(len(uniform), -1), uniform),
+                            minlength=740)
+    assert counts.sum() == counts[allowed].sum()
+    # within 5 standard errors of each probability
+    share = counts[allowed].double() / len(uniform)
+    expected = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.double)
+    assert ((share - expected).abs() < 5 * (expected * (1 - expected) / len(uniform)).sqrt()).all()
 
 
 @pytest.mark.parametrize("seed", range(6))
