@@ -288,7 +288,6 @@ def open_arms(outcomes: list[Outcome]) -> list[str]:
 
 def studies_of(results) -> dict[str, StudyRecord]:
     """experiment -> its study.json, for every experiment folder the results came from."""
-
     from hscale.contracts import read_study
 
     out = {}

@@ -190,7 +190,6 @@ def read_run(path: Path, root: Path, problems: list[str]) -> _Run:
 def _span(status: Any) -> tuple[Any, Any]:
     """When a run's last start began and when it ended (None where status.json does not
     say): its seconds, and with the other runs' the wall time of the experiment."""
-
     try:
         return (datetime.fromisoformat(status.started_at),
                 datetime.fromisoformat(status.completed_at or status.updated_at))

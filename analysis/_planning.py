@@ -262,7 +262,6 @@ def equal_plan(questions: Sequence[Question], effect: float, power: float = 0.8,
 def scaled_questions(questions: Sequence[Question], factor: Mapping[str, float]) -> list[Question]:
     """The questions with each arm's run variance multiplied by ``factor[arm]`` (a pilot's
     variance at one end of its interval)."""
-
     return [replace(q, var_arm=q.var_arm * factor.get(q.arm, 1.0),
                     var_ref=q.var_ref * factor.get(q.reference, 1.0)) for q in questions]
 

@@ -320,7 +320,6 @@ def from_a_file_plugin(module: str) -> bool:
 def stage_plugins() -> Path | None:
     """The plugin files this process loaded, in one ``hscale_plugins`` package folder named
     by their content (what a Ray runtime_env's ``py_modules`` uploads); None when none."""
-
     if not _LOADED:
         return None
     files = {sha: path.read_bytes() for sha, path in _LOADED.values() if path.is_file()}

@@ -21,7 +21,6 @@ def validate_cmd(
     """Check an experiment spec with every check planning makes; print its arms as resolved.
 
     Nothing is written; each arm is shown as resolved from the defaults."""
-
     from hscale.train.planning import plan_runs
     from hscale.train.spec import load_spec
 

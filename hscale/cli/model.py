@@ -46,7 +46,6 @@ def info_cmd(
     name: Annotated[str, typer.Argument(help="Preset, e.g. hscale-tiny.")] = "hscale-tiny",
 ) -> None:
     """Show a preset's settings, content hash and where its checkpoint is."""
-
     from hscale.train.backends import require_training_packages
 
     require_training_packages()
@@ -70,7 +69,6 @@ def import_cmd(
 
     Prints the folder and its content hash. An import is cached under the hash of its source
     file; --force rebuilds it."""
-
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads (train.lm.hf)
     from rich.console import Console
 

@@ -54,7 +54,6 @@ def serve_cmd(
 
     With --record, each request's row is on disk before its reply is sent: a kill loses none
     (read them with hscale.train.lm.read_record)."""
-
     from hscale.train.lm import is_endpoint
     from hscale.train.serving import serve
 

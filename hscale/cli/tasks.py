@@ -73,7 +73,6 @@ def list_cmd(path: PathArg, kind: KindOpt = None, split: SplitOpt = "recorded",
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
              strict: StrictOpt = False) -> None:
     """How many tasks, per split and category, their grading types and content hash."""
-
     kind, bench = _open(path, kind, split, strict)
     tasks = bench.all_tasks()
     splits = {s: bench.available(s) for s in ("train", "eval")}

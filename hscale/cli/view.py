@@ -37,7 +37,6 @@ def view_cmd(
     Serve the episodes under RUNS at http://127.0.0.1:PORT until Ctrl-C (read in place,
     nothing copied or written), or write --export FILE (a new file, or an earlier export:
     nothing else is replaced)."""
-
     from hscale.analysis import Study
 
     query = {}

@@ -60,7 +60,6 @@ def fine_tuned(run_dir: Path, manifest: Manifest, base: str,
                progress: Callable[[int, int], None] | None = None) -> tuple[Path, dict]:
     """The run's fine-tuned model folder and its sft.json, trained now unless a finished
     one is there (a resumed run does not train again)."""
-
     from hscale.train.blackbox._sft import RESULT, SFTSettings, fine_tune
 
     out = Path(run_dir) / SFT_DIR / MODEL

@@ -78,7 +78,6 @@ class Pool:
 def with_pool(space: Any, pool: Pool, where: str, hint: str) -> Any:
     """``space`` (a HarnessSpace) with the pool's children as composed harnesses, each once;
     a pool evolved from another space or base harness is refused, named by ``where``."""
-
     base = space.factor_space.label(space.factor_space.base)
     if (pool.space, pool.base) != (space.name, base):
         raise HscaleError(f"{where}: the pool was evolved from {pool.base} of space "

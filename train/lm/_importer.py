@@ -110,7 +110,6 @@ def import_smollm2(out: Path | None = None, force: bool = False,
     ``$HSCALE_CACHE/models/smollm2-135m-instruct-<sha256(gguf)[:12]>``. A second call finds
     it there; ``force`` rebuilds. Built in a temporary folder beside it, then renamed; an
     ``out`` that holds anything but an earlier import is refused, never replaced."""
-
     note = progress or (lambda _: None)
     gguf = find_gguf()
     target = Path(out) if out is not None else None

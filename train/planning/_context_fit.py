@@ -102,7 +102,6 @@ def _hf_measurer(model: str) -> tuple[Any, int, bool] | None:
 
 def _config_context(model: str) -> int | None:
     """max_position_embeddings (or n_positions) from the model folder's config.json."""
-
     from hscale.train.spec import read_config, resolve_model
 
     try:

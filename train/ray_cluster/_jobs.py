@@ -106,7 +106,6 @@ def hscale_py_modules() -> list[str]:
 
 def _staged(root: Path, folders: Mapping[str, Path]) -> Path:
     """``<tmp>/hscale-modules-<hash>/hscale``: ``root`` with each subpackage folder inside."""
-
     files = [(f"{name}/{path.relative_to(folder)}", path)
              for name, folder in (("", root), *folders.items())
              for path in sorted(folder.rglob("*"))

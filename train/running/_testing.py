@@ -194,7 +194,6 @@ class BackendContract(_Contract):
     def test_a_replanned_run_starts_over(self, backend, ran, tmp_path):
         """Results of an earlier plan of a run never pass for the new plan's (the first
         run's folder, copied, then re-planned)."""
-
         from hscale.train.planning import plan
 
         out = tmp_path / "runs"

@@ -205,7 +205,6 @@ def _with_composed(space: HarnessSpace, out_of_space: Sequence[Any],
                    from_plugin: dict[str, str]) -> HarnessSpace:
     """``space`` with the composed out-of-space harnesses, each component resolved as a
     level is (its realization exists and builds)."""
-
     from hscale.harness import COMPONENTS, PRESETS
     from hscale.harness import components as registry
     from hscale.harness.components import EXTRA_KINDS
