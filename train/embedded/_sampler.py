@@ -10,11 +10,15 @@ context window slides, a compaction happens), the row starts again at position 0
 over the slots after what the new view still shares with the old one. Finished rows leave
 the batch; the cache grows on demand.
 
-What rows share is read once: rows that start from the same prompt (a GRPO group's
-rollouts, an evaluation's decodings of one task) take a copy of the keys of one reading of
-it, and a row whose view stopped extending what it has seen keeps the keys of the tokens the
-new view starts with. A key depends only on the tokens up to its position, and the forward
-call does not depend on the batch, so these are the numbers the row would have computed.
+What rows share is computed once. Rows that start from the same prompt (a GRPO group's
+rollouts, an evaluation's decodings of one task) share one row of the cache, a *lane*, and
+every tick feeds the lane once, for as long as the rows stay alike: until one draws another token
+or its harness replies otherwise, when the rows that differ take a copy of the lane (a
+policy that is sure of itself keeps its rollouts alike for many tokens: 40% of a demo run's
+row-ticks). A row whose view stops extending what it has seen keeps the keys of the tokens
+the new view starts with. A key depends only on the tokens up to its position, and the
+forward call does not depend on the batch, so these are the numbers each row would have
+computed alone (``Sampler(reuse=False)`` computes every row apart, the check).
 
 A row's tokens do not depend on the rest of the batch: the forward call is batch-invariant
 (hscale.train.policy's ``TinyGPT.step``), and each sampled row draws from its own generator,
@@ -80,17 +84,21 @@ class _Row:
     prompt_tokens: int = 0  # of the turn being written (its cost)
     draws: Draws | None = None  # a sampled row's own stream of uniforms
     entropy: float = 0.0  # summed over the row's sampled tokens
+    job: int = 0  # its index in the batch's jobs
+    lane: int = 0  # the cache row it shares with the rows alike (_Cache)
 
 
 @dataclass
 class Stats:
     """What a batch of rollouts cost: sampled tokens, forced tokens (read by the model),
-    reused ones (forced tokens whose keys were copied or kept instead), ticks, seconds."""
+    reused ones (forced tokens read for another row, or whose keys a row kept), shared
+    row-ticks, ticks, seconds."""
 
     sampled: int = 0
     entropy: float = 0.0  # summed over sampled tokens (of the distribution sampled from)
     forced: int = 0
     reused: int = 0
+    shared: int = 0  # row-ticks fed by another row's lane (alike rows computed once)
     ticks: int = 0
     seconds: float = 0.0
 
@@ -101,8 +109,8 @@ class Sampler:
     def __init__(self, model: TinyGPT, tok: WordTokenizer, max_new_tokens: int = MAX_NEW_TOKENS,
                  max_turns: int = EPISODE_TURNS, max_batch: int = 512, reuse: bool = True
                  ) -> None:
-        """``reuse``: read what rows share once (the module's docstring); False reads every
-        token of every row, the same episodes more slowly."""
+        """``reuse``: compute what rows share once (the module's docstring); False computes
+        every token of every row, the same episodes more slowly."""
         self.model, self.tok, self.reuse = model, tok, reuse
         self.max_new, self.max_turns, self.max_batch = max_new_tokens, max_turns, max_batch
         self.ban = banned(tok)
@@ -136,10 +144,11 @@ class Sampler:
         rows: list[_Row] = []
         finisher = Finisher()
         try:
-            for (harness, task), argmax, seed in zip(jobs, greedy, seeds, strict=True):
+            for job, ((harness, task), argmax, seed) in enumerate(zip(jobs, greedy, seeds,
+                                                                      strict=True)):
                 draws = None if argmax else Draws(seed)
                 row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
-                           draws=draws)
+                           draws=draws, job=job)
                 rows.append(row)
                 row.pending = self._turn_prompt(row.engine, {})
                 row.prompt_tokens = len(row.pending)
@@ -168,86 +177,105 @@ class Sampler:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
     def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher) -> None:
-        model, limit = self.model, self.model.cfg.max_positions
         live = [rows[i] for i in index]
         cache = self._prefill(live)
         while live:
-            # a row feeds its next forced tokens or the token it sampled; a finished one
-            # nothing until it leaves
-            width = tick_width([len(r.pending) or 1 for r in live if not r.engine.done],
-                               max(r.pos for r in live))
-            chunks, forced = [], 0
-            for r in live:
-                if r.engine.done:
-                    take = []
-                elif r.pending:
-                    take = r.pending[:width]
-                    del r.pending[:width]
-                    forced += len(take)
-                else:
-                    take = [r.next_token]
-                r.fed.extend(take)
-                chunks.append(take)
+            members = cache.members(live)
+            chunks, pos = self._feed(members)
             ids, lengths = padded(chunks, self.tok.pad)
-            need = cache_slots(max(r.pos for r in live) + ids.shape[1])
-            if need > cache[0][0].shape[2]:
-                cache = _grow(cache, need)
-            pos = torch.tensor([r.pos for r in live])
-            hidden = model.step(ids, pos, cache, lengths)
+            pos = torch.tensor(pos)
+            cache.grow(cache_slots(int(pos.max()) + ids.shape[1]), len(live))
+            hidden = self.model.step(ids, pos, cache.view(), lengths)
             self.stats.ticks += 1
-            self.stats.forced += forced
-            for r, c in zip(live, chunks, strict=True):
-                r.pos += len(c)
-            sampling = [i for i, r in enumerate(live) if not r.pending and not r.engine.done]
+            sampling = [s for s, group in enumerate(members) if group and not group[0].pending]
             if sampling:
-                rows_at = torch.tensor(sampling)
-                last = hidden[rows_at, lengths[rows_at] - 1]
-                logp = torch.log_softmax(model.logits(last).float() + self.ban, dim=-1)
-                probs = logp.exp()
-                chosen = logp.argmax(dim=-1)
-                drawing = [j for j, i in enumerate(sampling) if not live[i].greedy]
-                if drawing:  # one uniform of the row's own generator a token
-                    uniform = torch.tensor([live[sampling[j]].draws.next() for j in drawing])
-                    chosen[drawing] = draw(probs[drawing], uniform)
-                picked = logp.gather(1, chosen[:, None])[:, 0].tolist()
-                entropy = -(probs * logp.nan_to_num(neginf=0.0)).sum(-1)
-                self.stats.sampled += len(sampling)
-                turned = []  # (row, its ended turn, where the turn goes in its history)
-                for i, token, lp, h in zip(sampling, chosen.tolist(), picked, entropy.tolist(),
-                                           strict=True):
-                    live[i].entropy += h
-                    gen = self._extend(live[i], token, lp, limit)
-                    if gen is not None:
-                        turned.append((i, gen, len(live[i].engine.history)))
-                # the ended turns go through their engines together (shell commands side by
-                # side), then each row takes its harness's reply
-                submit_all([live[i].engine for i, _, _ in turned], [g for _, g, _ in turned])
-                for i, gen, at in turned:
-                    self._next_turn(live[i], gen, at, limit)
-                    if live[i].engine.done:  # it ended: scored while the batch goes on
-                        finisher.submit(index[i], live[i].engine)
-            staying = sum(not r.engine.done for r in live)
-            # finished rows leave in groups (:func:`_leave`)
-            if LEAVE * (len(live) - staying) >= len(live):
-                index, live, cache = _leave(index, live, cache)
+                self._sample(hidden, lengths, [members[s] for s in sampling], sampling,
+                             finisher)
+                cache.split([members[s] for s in sampling])
+            done = sum(r.engine.done for r in live)
+            # finished rows leave in groups, and the lanes they held with them
+            if LEAVE * done >= len(live) or LEAVE * cache.unheld(live) >= cache.used:
+                live = cache.leave(live)
 
-    def _prefill(self, live: list[_Row]) -> list:
-        """The cache of the rows about to start, each distinct first prompt read once but
-        for its last token (whose output samples the first token), by one row, and copied
-        to every row that starts with it; each row then feeds its last prompt token."""
+    def _feed(self, members: list[list[_Row]]) -> tuple[list[list[int]], list[int]]:
+        """Each lane's tokens for this tick and the position of its first: its rows are
+        alike, so all take what its first row takes, its next forced tokens (up to the
+        tick's width) or the token it sampled last; a lane whose rows finished, none."""
+        leads = [group[0] for group in members if group]
+        width = tick_width([len(r.pending) or 1 for r in leads], max(r.pos for r in leads))
+        chunks, pos = [], []
+        for group in members:
+            lead = group[0] if group else None
+            pos.append(lead.pos if lead else 0)
+            if lead is None:
+                chunks.append([])
+                continue
+            forced = bool(lead.pending)
+            take = lead.pending[:width] if forced else [lead.next_token]
+            if forced:  # read once for the lane; its other rows would have read them too
+                self.stats.forced += len(take)
+                self.stats.reused += len(take) * (len(group) - 1)
+            self.stats.shared += len(group) - 1
+            for r in group:
+                if forced:
+                    del r.pending[:len(take)]
+                r.fed.extend(take)
+                r.pos += len(take)
+            chunks.append(take)
+        return chunks, pos
+
+    def _sample(self, hidden: torch.Tensor, lengths: torch.Tensor, groups: list[list[_Row]],
+                lanes: list[int], finisher: Finisher) -> None:
+        """The next token of every row of the sampling ``lanes`` (their rows ``groups``):
+        each row draws from its lane's distribution with its own uniforms (a greedy row takes
+        the likeliest token); the turns that ended go through their harnesses."""
+        limit = self.model.cfg.max_positions
+        at = torch.tensor(lanes)
+        last = hidden[at, lengths[at] - 1]
+        logp = torch.log_softmax(self.model.logits(last).float() + self.ban, dim=-1)
+        probs = logp.exp()
+        entropy = -(probs * logp.nan_to_num(neginf=0.0)).sum(-1)
+        players = [r for group in groups for r in group]
+        of = torch.tensor([j for j, group in enumerate(groups) for _ in group])
+        chosen = logp.argmax(dim=-1)[of]
+        drawing = [k for k, r in enumerate(players) if not r.greedy]
+        if drawing:  # one uniform of the row's own generator a token
+            uniform = torch.tensor([players[k].draws.next() for k in drawing])
+            chosen[drawing] = draw(probs[of[drawing]], uniform)
+        picked = logp[of, chosen].tolist()
+        self.stats.sampled += len(players)
+        turned = []  # (row, its ended turn, where the turn goes in its history)
+        for r, token, lp, h in zip(players, chosen.tolist(), picked, entropy[of].tolist(),
+                                   strict=True):
+            r.entropy += h
+            gen = self._extend(r, token, lp, limit)
+            if gen is not None:
+                turned.append((r, gen, len(r.engine.history)))
+        # the ended turns go through their engines together (shell commands side by side),
+        # then each row takes its harness's reply
+        submit_all([r.engine for r, _, _ in turned], [g for _, g, _ in turned])
+        for r, gen, at_turn in turned:
+            self._next_turn(r, gen, at_turn, limit)
+            if r.engine.done:  # it ended: scored while the batch goes on
+                finisher.submit(r.job, r.engine)
+
+    def _prefill(self, live: list[_Row]) -> _Cache:
+        """The cache of the rows about to start: each distinct first prompt read once but
+        for its last token (whose output samples the first token), in a lane that every row
+        starting with it shares. Each row then feeds that last token."""
         model, pad = self.model, self.tok.pad
-        reading: dict[object, int] = {}  # a first prompt -> its reading's row in the cache
-        owner, prompts = [], []
+        reading: dict[object, int] = {}  # a first prompt -> its lane
+        prompts = []
         for i, r in enumerate(live):
-            key = tuple(r.pending[:-1]) if self.reuse else i
+            key = tuple(r.pending) if self.reuse else i
             if key not in reading:
                 reading[key] = len(prompts)
                 prompts.append(r.pending[:-1])
-            owner.append(reading[key])
+            r.lane = reading[key]
         self.stats.reused += sum(len(r.pending) - 1 for r in live) - sum(map(len, prompts))
+        cache = _Cache(model.new_cache(len(live), cache_slots(max(map(len, prompts)) + CHUNK)),
+                       used=len(prompts))
         at = [0] * len(prompts)
-        cache = model.new_cache(len(prompts),
-                                cache_slots(max(map(len, prompts)) + CHUNK))
         while True:
             takes = [len(p) - a for p, a in zip(prompts, at, strict=True) if a < len(p)]
             if not takes:
@@ -255,15 +283,14 @@ class Sampler:
             width = tick_width(takes, max(at))
             ids, lengths = padded([list(p[a:a + width]) for p, a in zip(prompts, at,
                                                                         strict=True)], pad)
-            model.step(ids, torch.tensor(at), cache, lengths)
+            model.step(ids, torch.tensor(at), cache.view(), lengths)
             self.stats.ticks += 1
             self.stats.forced += sum(min(t, width) for t in takes)
             at = [a + min(len(p) - a, width) for p, a in zip(prompts, at, strict=True)]
         for r in live:
             shared = len(r.pending) - 1
             r.fed, r.pos, r.pending = r.pending[:shared], shared, r.pending[shared:]
-        rows = torch.tensor(owner)
-        return [(k[rows], v[rows]) for k, v in cache]
+        return cache
 
     def _extend(self, r: _Row, token: int, logp: float, limit: int) -> Generation | None:
         """A sampled token: the turn goes on (None), or it ends: its Generation, for the
@@ -367,33 +394,89 @@ class Draws:
         return self.block[self.used - 1]
 
 
-def _leave(index: list[int], live: list[_Row], cache: list) -> tuple[list[int], list[_Row], list]:
-    """The rows still playing, first in the batch: a finished row's place among the first
-    ones goes to a playing row from the end, whose keys and values move there, and the cache
-    becomes a view of the first places. So a leaving copies as many rows as left, not every
-    row that stays (4.7x less work for an evaluation's 432 rows). A row's place does not
-    change its numbers: the forward call is batch-invariant."""
-    staying = sum(not r.engine.done for r in live)
-    holes = [i for i in range(staying) if live[i].engine.done]
-    movers = [i for i in range(staying, len(live)) if not live[i].engine.done]
-    order = list(range(staying))
-    for hole, mover in zip(holes, movers, strict=True):
-        order[hole] = mover
-    if holes:
-        to, source = torch.tensor(holes), torch.tensor(movers)
-        used = cache_slots(max(live[i].pos for i in movers) + 1)
-        for k, v in cache:
-            k[to, :, :used] = k[source, :, :used]
-            v[to, :, :used] = v[source, :, :used]
-    return ([index[i] for i in order], [live[i] for i in order],
-            [(k[:staying], v[:staying]) for k, v in cache])
+class _Cache:
+    """The keys and values of a batch's rows, one cache row (a *lane*) per set of rows that
+    fed the same tokens. Rows that start alike (a GRPO group, an evaluation's decodings of a
+    task) share a lane until they differ (one draws another token, its harness replies
+    otherwise), when the rows that differ take a copy of it. A row's numbers do not depend
+    on which rows share its forward call, so a lane's are those each of its rows would have
+    computed alone, and alike rows are computed once. Storage holds as many lanes as the
+    batch has rows; the first ``used`` are in play."""
 
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], used: int) -> None:
+        self.layers, self.used = layers, used
 
-def _grow(cache: list, need: int) -> list:
-    """At least ``need`` slots, half as many again as now (the cache grows rarely)."""
-    slots = cache_slots(max(need, cache[0][0].shape[2] * 3 // 2))
-    out = []
-    for k, v in cache:
-        pad = torch.zeros(*k.shape[:2], slots - k.shape[2], k.shape[3])
-        out.append((torch.cat([k, pad], dim=2), torch.cat([v, pad], dim=2)))
-    return out
+    def view(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(k[:self.used], v[:self.used]) for k, v in self.layers]
+
+    def members(self, live: list[_Row]) -> list[list[_Row]]:
+        """Each lane's playing rows, in the order of ``live``."""
+        out: list[list[_Row]] = [[] for _ in range(self.used)]
+        for r in live:
+            if not r.engine.done:
+                out[r.lane].append(r)
+        return out
+
+    def unheld(self, live: list[_Row]) -> int:
+        """Lanes whose rows all finished."""
+        return self.used - len({r.lane for r in live if not r.engine.done})
+
+    def fork(self, source: int, upto: int) -> int:
+        """A new lane holding lane ``source``'s first ``upto`` keys and values."""
+        new, self.used = self.used, self.used + 1
+        for k, v in self.layers:
+            k[new, :, :upto] = k[source, :, :upto]
+            v[new, :, :upto] = v[source, :, :upto]
+        return new
+
+    def split(self, groups: list[list[_Row]]) -> None:
+        """After a tick's draws and turns: the rows of a lane (``groups``) that no longer
+        match its first playing one move to lanes of their own, alike ones together."""
+        for group in groups:
+            if len(group) < 2:
+                continue
+            kinds: dict[tuple, list[_Row]] = {}
+            for r in group:
+                if not r.engine.done:
+                    kinds.setdefault((r.pos, len(r.fed), r.next_token, len(r.gen),
+                                      tuple(r.pending)), []).append(r)
+            for alike in list(kinds.values())[1:]:
+                new = self.fork(alike[0].lane, alike[0].pos)
+                for r in alike:
+                    r.lane = new
+
+    def leave(self, live: list[_Row]) -> list[_Row]:
+        """The playing rows; the lanes they hold become the first ones: a freed lane among
+        them takes the keys and values of a held one from the end, so a leaving copies as
+        many lanes as were freed, not every lane that stays."""
+        live = [r for r in live if not r.engine.done]
+        held = {r.lane for r in live}
+        holes = [s for s in range(len(held)) if s not in held]
+        movers = sorted(s for s in held if s >= len(held))
+        if holes:
+            to, source = torch.tensor(holes), torch.tensor(movers)
+            moved = dict(zip(movers, holes, strict=True))
+            upto = cache_slots(max(r.pos for r in live if r.lane in moved) + 1)
+            for k, v in self.layers:
+                k[to, :, :upto] = k[source, :, :upto]
+                v[to, :, :upto] = v[source, :, :upto]
+            for r in live:
+                r.lane = moved.get(r.lane, r.lane)
+        self.used = len(held)
+        return live
+
+    def grow(self, need: int, rows: int) -> None:
+        """At least ``need`` cache positions, half as many again as now (it grows rarely),
+        for as many lanes as there are ``rows`` (a lane has one row at least)."""
+        have = self.layers[0][0].shape[2]
+        if need <= have:
+            return
+        slots = cache_slots(max(need, have * 3 // 2))
+        out = []
+        for k, v in self.layers:
+            shape = (max(rows, self.used), k.shape[1], slots, k.shape[3])
+            k2, v2 = k.new_zeros(shape), v.new_zeros(shape)
+            k2[:self.used, :, :have] = k[:self.used]
+            v2[:self.used, :, :have] = v[:self.used]
+            out.append((k2, v2))
+        self.layers = out

@@ -6,6 +6,8 @@ layout and scheduling may change for speed without changing a row of a run."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -97,19 +99,50 @@ def test_a_call_seeds_its_jobs_by_their_index_not_their_batch(model, jobs):
 @pytest.mark.parametrize("greedy", [False, True])
 def test_reading_shared_prompts_once_gives_the_episodes_of_reading_everything(model, jobs,
                                                                                greedy):
-    """Rows that start alike (a GRPO group: one job four times) share one reading of the
-    prompt, and rows whose window slid or whose history was compacted keep the keys of what
-    the new view still starts with: the same episodes as reading every token anew."""
+    """Rows that start alike (a GRPO group: one job four times) share one lane of the
+    cache for as long as they stay alike, and rows whose window slid or whose history was
+    compacted keep the keys of what the new view still starts with: the same episodes as
+    computing every row apart."""
     distinct = jobs[:24]  # nothing shared at the start: what is kept comes from restarts
     group = [job for job in jobs[:12] for _ in range(4)]  # 12 groups of 4 rollouts
     for played in (distinct, group):
         seeds = [2000 + i for i in range(len(played))]
         reused = sampler_module.Sampler(model, tokenizer())
         anew = sampler_module.Sampler(model, tokenizer(), reuse=False)
-        assert ([trace(e) for e in reused.run(played, greedy=greedy, seeds=seeds)]
-                == [trace(e) for e in anew.run(played, greedy=greedy, seeds=seeds)])
+        episodes = reused.run(played, greedy=greedy, seeds=seeds)
+        assert [trace(e) for e in episodes] == [trace(e) for e in anew.run(
+            played, greedy=greedy, seeds=seeds)]
         assert reused.stats.reused > 0 and anew.stats.reused == 0  # the reuse happened
         assert reused.stats.forced + reused.stats.reused == anew.stats.forced
+        assert anew.stats.shared == 0 and anew.stats.sampled == reused.stats.sampled
+    assert reused.stats.shared > 0  # the group's rows shared their lanes
+    if not greedy:  # and the sampled ones parted: some rollouts of a group differ
+        assert any(len({str(trace(e)) for e in episodes[i:i + 4]}) > 1
+                   for i in range(0, len(episodes), 4))
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_rows_that_part_where_their_harness_replies_otherwise_play_as_alone(model, jobs,
+                                                                             greedy):
+    """A task and a twin whose files differ but whose prompt is the same: their rows share
+    a lane until an observation shows the files, then part; each plays as it would alone."""
+    twins = []
+    for harness, task in jobs[:8]:
+        files = {path: text + "\nzz 7" for path, text in task.input_files.items()}
+        twins += [(harness, task), (harness, dataclasses.replace(task, input_files=files))] * 2
+    seeds = [3000 + i for i in range(len(twins))]
+    sampler = sampler_module.Sampler(model, tokenizer())
+    together = sampler.run(twins, greedy=greedy, seeds=seeds)
+    apart = sampler_module.Sampler(model, tokenizer(), reuse=False).run(twins, greedy=greedy,
+                                                                        seeds=seeds)
+    assert [trace(e) for e in together] == [trace(e) for e in apart]
+    for i in (0, 5, 13):
+        alone = play(model, [twins[i]], [seeds[i]], greedy)[0]
+        assert trace(alone) == trace(together[i]), i
+    assert sampler.stats.shared > 0
+    parted = [i for i in range(0, len(twins), 4)
+              if trace(together[i])[1] != trace(together[i + 1])[1]]
+    assert parted  # some twins saw their files differ
 
 
 def test_a_rows_uniforms_drawn_a_block_at_a_time_are_those_of_a_draw_a_token():
