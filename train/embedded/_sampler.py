@@ -12,8 +12,8 @@ the batch; the cache grows on demand.
 
 What rows share is computed once. Rows that start from the same prompt (a GRPO group's
 rollouts, an evaluation's decodings of one task) share one row of the cache, a *lane*, and
-every tick feeds the lane once, for as long as the rows stay alike: until one draws another token
-or its harness replies otherwise, when the rows that differ take a copy of the lane (a
+every tick feeds the lane once, for as long as the rows stay alike: until one draws another
+token or its harness replies otherwise, when the rows that differ take a copy of the lane (a
 policy that is sure of itself keeps its rollouts alike for many tokens: 40% of a demo run's
 row-ticks). A row whose view stops extending what it has seen keeps the keys of the tokens
 the new view starts with. A key depends only on the tokens up to its position, and the
