@@ -97,8 +97,8 @@ def test_a_call_seeds_its_jobs_by_their_index_not_their_batch(model, jobs):
 
 
 @pytest.mark.parametrize("greedy", [False, True])
-def test_reading_shared_prompts_once_gives_the_episodes_of_reading_everything(model, jobs,
-                                                                               greedy):
+def test_rows_that_start_alike_share_a_lane_and_play_as_rows_computed_apart(model, jobs,
+                                                                           greedy):
     """Rows that start alike (a GRPO group: one job four times) share one lane of the
     cache for as long as they stay alike, and rows whose window slid or whose history was
     compacted keep the keys of what the new view still starts with: the same episodes as
