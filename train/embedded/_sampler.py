@@ -154,12 +154,12 @@ class Sampler:
                 row.prompt_tokens = len(row.pending)
                 if len(row.pending) + self.max_new > self.model.cfg.max_positions:
                     row.engine.fail(Termination.LENGTH)  # its first prompt alone fills the context
-            index = [i for i, r in enumerate(rows) if not r.engine.done]
-            for i, r in enumerate(rows):
+            for r in rows:
                 if r.engine.done:
-                    finisher.submit(i, r.engine)
-            if index:
-                self._loop(rows, index, finisher)
+                    finisher.submit(r.job, r.engine)
+            playing = [r for r in rows if not r.engine.done]
+            if playing:
+                self._loop(playing, finisher)
         finally:
             try:  # also after an error: no workspace is still being scored below
                 done = finisher.wait()
@@ -176,8 +176,7 @@ class Sampler:
                      ) -> list[int]:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
-    def _loop(self, rows: list[_Row], index: list[int], finisher: Finisher) -> None:
-        live = [rows[i] for i in index]
+    def _loop(self, live: list[_Row], finisher: Finisher) -> None:
         cache = self._prefill(live)
         while live:
             members = cache.members(live)
@@ -189,12 +188,13 @@ class Sampler:
             self.stats.ticks += 1
             sampling = [s for s, group in enumerate(members) if group and not group[0].pending]
             if sampling:
-                self._sample(hidden, lengths, [members[s] for s in sampling], sampling,
-                             finisher)
-                cache.split([members[s] for s in sampling])
+                groups = [members[s] for s in sampling]
+                self._sample(hidden, lengths, groups, sampling, finisher)
+                cache.split(groups)
             done = sum(r.engine.done for r in live)
-            # finished rows leave in groups, and the lanes they held with them
-            if LEAVE * done >= len(live) or LEAVE * cache.unheld(live) >= cache.used:
+            # finished rows leave in groups, and the lanes they held with them (a lane is
+            # unheld only when its rows finished)
+            if done and (LEAVE * done >= len(live) or LEAVE * cache.unheld(live) >= cache.used):
                 live = cache.leave(live)
 
     def _feed(self, members: list[list[_Row]]) -> tuple[list[list[int]], list[int]]:
@@ -424,10 +424,14 @@ class _Cache:
     def fork(self, source: int, upto: int) -> int:
         """A new lane holding lane ``source``'s first ``upto`` keys and values."""
         new, self.used = self.used, self.used + 1
-        for k, v in self.layers:
-            k[new, :, :upto] = k[source, :, :upto]
-            v[new, :, :upto] = v[source, :, :upto]
+        self._copy(new, source, upto)
         return new
+
+    def _copy(self, to: int | torch.Tensor, source: int | torch.Tensor, upto: int) -> None:
+        """The first ``upto`` keys and values of lanes ``source`` into lanes ``to``."""
+        for k, v in self.layers:
+            k[to, :, :upto] = k[source, :, :upto]
+            v[to, :, :upto] = v[source, :, :upto]
 
     def split(self, groups: list[list[_Row]]) -> None:
         """After a tick's draws and turns: the rows of a lane (``groups``) that no longer
@@ -454,12 +458,9 @@ class _Cache:
         holes = [s for s in range(len(held)) if s not in held]
         movers = sorted(s for s in held if s >= len(held))
         if holes:
-            to, source = torch.tensor(holes), torch.tensor(movers)
             moved = dict(zip(movers, holes, strict=True))
             upto = cache_slots(max(r.pos for r in live if r.lane in moved) + 1)
-            for k, v in self.layers:
-                k[to, :, :upto] = k[source, :, :upto]
-                v[to, :, :upto] = v[source, :, :upto]
+            self._copy(torch.tensor(holes), torch.tensor(movers), upto)
             for r in live:
                 r.lane = moved.get(r.lane, r.lane)
         self.used = len(held)
