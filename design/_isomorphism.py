@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import permutations
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from hscale.design._criteria import distance_distribution, gwlp
@@ -25,6 +25,9 @@ from hscale.design._hamming import distance_matrix
 from hscale.design._search_budget import OutOfSteps, StepBudget
 from hscale.design._verify import as_array
 from hscale.errors import HscaleError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Work limit of one canonical form, in steps (about 10 us each; a count, so the same request
 # fails or succeeds on any machine). A canonical-form pass costs a step per four runs (its
@@ -37,8 +40,11 @@ def to_graph(array: np.ndarray | Sequence, levels: Sequence[int] | None = None) 
     """A node-coloured graph, isomorphic to another such graph iff the arrays are isomorphic.
 
     Row r joins level node (c, x_rc); level node (c, v) joins column node c. Column colours
-    carry the level count, so columns only map to columns with as many levels.
+    carry the level count, so columns only map to columns with as many levels. (networkx is
+    imported here, not with the module: planning a run never draws a graph.)
     """
+    import networkx as nx
+
     arr, lv = as_array(array, levels)
     graph = nx.Graph()
     graph.add_nodes_from((("r", r) for r in range(arr.shape[0])), color="row")
@@ -197,6 +203,8 @@ def are_isomorphic(a: np.ndarray | Sequence, b: np.ndarray | Sequence,
     if invariant(arr_a, lv_a) != invariant(arr_b, lv_b):
         return False
     if method == "graph":
+        import networkx as nx
+
         return nx.vf2pp_is_isomorphic(to_graph(arr_a, lv_a), to_graph(arr_b, lv_b),
                                       node_label="color")
     return canonical_key(arr_a, lv_a) == canonical_key(arr_b, lv_b)

@@ -108,6 +108,23 @@ def untouched_reward(task: Task, limits: Limits | None = None) -> float:
         return env.reward("", [{"role": "user", "content": task.user_query}])
 
 
+def _has_link(workspace: Path, path: Path) -> bool:
+    """Whether a part of ``path`` below ``workspace`` (itself resolved, so free of links)
+    is a symbolic link. A path without one is its own resolution (its parts hold no ``..``:
+    :func:`path_problem` refuses them), so only a path with one pays :meth:`Path.resolve`,
+    which checks every part from the root. A part that is missing, or below a file, is no
+    link, as :func:`os.path.realpath` takes it."""
+    here = str(workspace)
+    for part in path.relative_to(workspace).parts:
+        here = os.path.join(here, part)
+        try:
+            if stat.S_ISLNK(os.lstat(here).st_mode):
+                return True
+        except OSError:
+            return False  # nothing exists below a missing part
+    return False
+
+
 class Env:
     """A task's workspace (a new temporary folder under ``root``, by default
     :func:`default_root`) and its tools.
@@ -241,8 +258,11 @@ class Env:
         problem = path_problem(rel, self.limits.max_path_chars)
         if problem:
             raise ToolError(problem)
+        path = self.workspace / rel
+        if not _has_link(self.workspace, path):  # the common case: resolving changes nothing
+            return path
         try:
-            resolved = (self.workspace / rel).resolve()
+            resolved = path.resolve()
         except (OSError, RuntimeError):  # e.g. a symlink loop
             raise ToolError("bad path") from None
         if not resolved.is_relative_to(self.workspace):  # symlinks resolved just above
@@ -250,7 +270,10 @@ class Env:
         return resolved
 
     def _inside(self, path: Path) -> bool:
-        """Whether ``path``, symlinks resolved, is the workspace or below it."""
+        """Whether ``path`` (found by walking the workspace without following links),
+        symlinks resolved, is the workspace or below it."""
+        if not path.is_symlink():  # its folders are real ones inside: nothing to resolve
+            return True
         try:
             return path.resolve().is_relative_to(self.workspace)
         except (OSError, RuntimeError):

@@ -131,6 +131,39 @@ def test_symlinks_pointing_out_are_refused(env, tmp_path):
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 
+def test_a_path_resolves_as_path_resolve_resolves_it(env, tmp_path):
+    """The tools skip Path.resolve for a path with no link in it; any mix of folders, files,
+    missing parts, links in and out, chains and loops resolves as Path.resolve does, or is
+    refused where that leaves the workspace or fails."""
+    ws = env.workspace
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (ws / "dir" / "sub").mkdir(parents=True)
+    (ws / "dir" / "sub" / "f.txt").write_text("x")
+    (ws / "in").symlink_to(ws / "dir")
+    (ws / "dir" / "rel").symlink_to("sub")
+    (ws / "dir" / "chain").symlink_to(ws / "in" / "rel")
+    (ws / "out").symlink_to(outside)
+    (ws / "dir" / "up").symlink_to("../..")
+    (ws / "loop").symlink_to(ws / "loop2")
+    (ws / "loop2").symlink_to(ws / "loop")
+    parts = ["dir", "sub", "f.txt", "in", "rel", "chain", "out", "deep", "up", "loop",
+             "missing", "."]
+    rng = __import__("random").Random(5)
+    paths = {"/".join(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(400)}
+    for rel in sorted(paths):
+        try:
+            want = (ws / rel).resolve()
+        except (OSError, RuntimeError):
+            want = None
+        try:
+            got = env._resolve(rel)
+        except Exception as exc:  # the tool's refusal
+            assert want is None or not want.is_relative_to(ws), (rel, want, exc)
+            continue
+        assert got == want, rel
+
+
 def test_huge_output_is_truncated_with_a_marker(env):
     assert _call(env, "write", path="big.txt", text="plum " * 800).ok
     result = _call(env, "read", path="big.txt")

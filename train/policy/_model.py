@@ -51,21 +51,26 @@ def cache_slots(positions: int) -> int:
     return -(-positions // MIN_SLOTS) * MIN_SLOTS
 
 
+@cache
+def _arange(n: int) -> torch.Tensor:
+    """0, 1, ..., n - 1, made once (a tick's offsets of its tokens, its cache's slots)."""
+    return torch.arange(n)
+
+
 def linear(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` (a Linear, or a weight matrix without bias), with at least
-    :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others."""
-    def apply(x: torch.Tensor) -> torch.Tensor:
-        # F.linear rather than the module's call: the same numbers, without the module
-        # machinery (hooks, none here) that a tick of the sampler pays dozens of times
+    :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others.
+
+    F.linear rather than the module's call: the same numbers, without the module machinery
+    (hooks, none here) that a tick of the sampler pays dozens of times."""
+    if x.numel() >= MIN_ROWS * x.shape[-1]:
         return F.linear(x, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
             else x @ layer.T
-
     rows = x.reshape(-1, x.shape[-1])
-    m = rows.shape[0]
-    if m >= MIN_ROWS:
-        return apply(x)
-    out = apply(torch.cat([rows, rows.new_zeros(MIN_ROWS - m, rows.shape[1])]))
-    return out[:m].reshape(*x.shape[:-1], out.shape[-1])
+    rows = torch.cat([rows, rows.new_zeros(MIN_ROWS - rows.shape[0], rows.shape[1])])
+    out = F.linear(rows, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
+        else rows @ layer.T
+    return out[:x.numel() // x.shape[-1]].reshape(*x.shape[:-1], out.shape[-1])
 
 
 def norm(layer: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
@@ -148,15 +153,13 @@ class Block(nn.Module):
         return self._finish(x, merged(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
 
     def step(self, x: torch.Tensor, rot: tuple[torch.Tensor, torch.Tensor],
-             cache: tuple[torch.Tensor, torch.Tensor], slots: torch.Tensor, mask: torch.Tensor
+             cache: tuple[torch.Tensor, torch.Tensor], index: torch.Tensor, mask: torch.Tensor
              ) -> torch.Tensor:
-        """Feed ``x`` (B, n) into the cache slots ``slots`` (B, n: the keys' index along
-        dim 2); ``mask`` (B, 1, n, L) says which of the first L slots each new token may
-        attend to. Keys are cached already rotated, so a row's restart at position 0 needs
-        nothing else."""
+        """Feed ``x`` (B, n) into the cache slots ``index`` (B, H, n, dh: each token's slot,
+        the keys' index along dim 2); ``mask`` (B, 1, n, L) says which of the first L slots
+        each new token may attend to. Keys are cached already rotated, so a row's restart
+        at position 0 needs nothing else."""
         q, k, v = self._heads(x, rot)
-        b, h, n, dh = q.shape
-        index = slots[:, None, :, None].expand(b, h, n, dh)
         cache[0].scatter_(2, index, k)
         cache[1].scatter_(2, index, v)
         return self._finish(x, merged(attend(q, cache[0], cache[1], mask)))
@@ -253,7 +256,7 @@ class TinyGPT(nn.Module):
         if t > self.cfg.max_positions:
             raise HscaleError(f"sequence of {t} tokens exceeds the model's "
                               f"{self.cfg.max_positions} positions")
-        x = self.tok(ids)
+        x = F.embedding(ids, self.tok.weight)
         rot = rotation(torch.arange(t, device=ids.device), self.cfg.d_model // self.cfg.n_heads)
         for block in self.blocks:
             x = block(x, rot)
@@ -281,17 +284,18 @@ class TinyGPT(nn.Module):
         row's n tokens are real (the rest padding, whose outputs are zero and whose keys
         are not written); the real tokens' numbers are those of the padded call."""
         b, n = ids.shape
-        slots = pos[:, None] + torch.arange(n)
-        length = cache_slots(int(slots.max()) + 1)
+        offsets = _arange(n)
+        slots = pos[:, None] + offsets
+        length = cache_slots(int(pos.max()) + n)
         if length > cache[0][0].shape[2]:
             raise HscaleError(f"the cache holds {cache[0][0].shape[2]} slots; {length} needed")
-        seen = torch.arange(length)[None, None, :] <= slots[:, :, None]
+        seen = _arange(length)[None, None, :] <= slots[:, :, None]
         mask = torch.where(seen, 0.0, float("-inf"))[:, None]
         dh = self.cfg.d_model // self.cfg.n_heads
         if lengths is not None and int(lengths.min()) < n:  # padded rows: pack the tokens
-            rows, cols = (torch.arange(n)[None, :] < lengths[:, None]).nonzero(as_tuple=True)
+            rows, cols = (offsets[None, :] < lengths[:, None]).nonzero(as_tuple=True)
             at = slots[rows, cols]
-            x = self.tok(ids[rows, cols])
+            x = F.embedding(ids[rows, cols], self.tok.weight)
             cos, sin = rotation(at.clamp(max=self.cfg.max_positions - 1), dh)
             rot = cos[:, None], sin[:, None]  # (T, 1, dh): broadcast over the heads
             for block, layer_cache in zip(self.blocks, cache, strict=True):
@@ -299,10 +303,12 @@ class TinyGPT(nn.Module):
             out = x.new_zeros(b, n, x.shape[-1])
             out[rows, cols] = norm(self.ln_f, x)
             return out
-        x = self.tok(ids)
+        x = F.embedding(ids, self.tok.weight)
         rot = rotation(slots.clamp(max=self.cfg.max_positions - 1), dh)
+        h = self.cfg.n_heads
+        index = slots[:, None, :, None].expand(b, h, n, dh)  # the keys' slots, every head
         for block, layer_cache in zip(self.blocks, cache, strict=True):
-            x = block.step(x, rot, layer_cache, slots, mask)
+            x = block.step(x, rot, layer_cache, index, mask)
         return norm(self.ln_f, x)
 
 

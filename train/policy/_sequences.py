@@ -81,11 +81,15 @@ def sequences(tok: WordTokenizer, episodes: Sequence[Episode], max_len: int) -> 
     ids = torch.full((n, width), tok.pad, dtype=torch.long)
     mask = torch.zeros((n, width - 1), dtype=torch.bool)
     logp = torch.full((n, width - 1), float("nan"))
-    for i, (seq, train, lps, _) in enumerate(rows):
-        ids[i, :len(seq)] = torch.tensor(seq)
+    if rows:  # each table filled by one write of its rows' values, in row-major order
+        lengths = torch.tensor([len(r[0]) for r in rows])
+        ids[torch.arange(width) < lengths[:, None]] = torch.tensor(
+            [t for r in rows for t in r[0]], dtype=torch.long)
         # position j predicts token j+1
-        mask[i, :len(seq) - 1] = torch.tensor(train[1:])
-        logp[i, :len(seq) - 1] = torch.tensor(lps[1:])
+        predicted = torch.arange(width - 1) < lengths[:, None] - 1
+        mask[predicted] = torch.tensor([f for r in rows for f in r[1][1:]], dtype=torch.bool)
+        logp[predicted] = torch.tensor([v for r in rows for v in r[2][1:]],
+                                       dtype=torch.float32)
     owner = torch.tensor([r[3] for r in rows], dtype=torch.long)
     return Sequences(ids, mask, logp, owner)
 
