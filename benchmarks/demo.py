@@ -104,6 +104,11 @@ def main() -> int:
         base = frame.loc["baseline"]
         print(f"baseline: {base.wall_s:.1f} s wall, {base.cpu_s:.1f} s CPU; speed-up "
               f"{base.wall_s / this.wall_s:.2f}x wall, {base.cpu_s / this.cpu_s:.2f}x CPU")
+        # each pair ran back to back, so its ratio cancels the machine's slower drift
+        ratios = pd.DataFrame(rows).pivot(index="pair", columns="code", values="cpu_s")
+        ratios = ratios.baseline / ratios.this
+        print(f"CPU ratio pair by pair: {', '.join(f'{r:.2f}x' for r in ratios)} "
+              f"(median {ratios.median():.2f}x)")
     met = this.cpu_s <= cpu_target and (wall_target is None or this.wall_s <= wall_target)
     wall = f"wall <= {wall_target:.0f} s, " if wall_target else ""
     print(f"target ({wall}CPU <= {cpu_target:.0f} s): {'PASS' if met else 'MISS'}")
