@@ -59,18 +59,20 @@ def _arange(n: int) -> torch.Tensor:
 
 def linear(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` (a Linear, or a weight matrix without bias), with at least
-    :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others.
-
-    F.linear rather than the module's call: the same numbers, without the module machinery
-    (hooks, none here) that a tick of the sampler pays dozens of times."""
+    :data:`MIN_ROWS` rows in the product: the same numbers for a row whatever the others."""
     if x.numel() >= MIN_ROWS * x.shape[-1]:
-        return F.linear(x, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
-            else x @ layer.T
+        return _product(layer, x)
     rows = x.reshape(-1, x.shape[-1])
-    rows = torch.cat([rows, rows.new_zeros(MIN_ROWS - rows.shape[0], rows.shape[1])])
-    out = F.linear(rows, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
-        else rows @ layer.T
-    return out[:x.numel() // x.shape[-1]].reshape(*x.shape[:-1], out.shape[-1])
+    out = _product(layer, torch.cat([rows, rows.new_zeros(MIN_ROWS - rows.shape[0],
+                                                          rows.shape[1])]))
+    return out[:rows.shape[0]].reshape(*x.shape[:-1], out.shape[-1])
+
+
+def _product(layer: nn.Linear | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """F.linear rather than the module's call: the same numbers, without the module machinery
+    (hooks, none here) that a tick of the sampler pays dozens of times."""
+    return F.linear(x, layer.weight, layer.bias) if isinstance(layer, nn.Module) \
+        else x @ layer.T
 
 
 def norm(layer: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
