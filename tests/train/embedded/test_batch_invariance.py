@@ -240,3 +240,80 @@ def test_a_rows_numbers_do_not_depend_on_how_far_the_other_rows_are(model, seed)
                     model.step(reads, start, cache, lengths)
                 outs.append(model.step(ids[:rows], torch.tensor([p, far][:rows]), cache))
         assert torch.equal(outs[0][0], outs[1][0]), (width, p, far)
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_guessed_tokens_leave_every_episode_as_it_is(model, jobs, greedy):
+    """A sampling lane feeds guesses of its next tokens with its last one and keeps those its
+    rows' draws confirm: the same episodes as one sampled token a tick, in fewer ticks, with
+    GRPO groups (rows of a lane confirm different lengths and part) and every kind of
+    harness (windowed and compacting ones restart their rows). A second call of the same
+    sampler guesses from what the first sampled: better guesses, the same episodes."""
+    played = [job for job in jobs[:16] for _ in range(4)]
+    seeds = [4000 + i for i in range(len(played))]
+    plain = sampler_module.Sampler(model, tokenizer(), guess=False)
+    expected = [trace(e) for e in plain.run(played, greedy=greedy, seeds=seeds)]
+    guessing = sampler_module.Sampler(model, tokenizer())
+    assert [trace(e) for e in guessing.run(played, greedy=greedy, seeds=seeds)] == expected
+    first = dataclasses.replace(guessing.stats)
+    assert first.confirmed > 0 and first.ticks < plain.stats.ticks
+    assert first.sampled == plain.stats.sampled
+    assert [trace(e) for e in guessing.run(played, greedy=greedy, seeds=seeds)] == expected
+    assert guessing.stats.confirmed - first.confirmed > first.confirmed  # it learned
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_any_guess_leaves_every_episode_as_it_is(model, jobs, seed, monkeypatch):
+    """Guesses of any quality, random tokens of random lengths (ends of turns among them)
+    or the ones the sampler would make, give the same episodes: a row keeps a guessed token
+    only where its own draw is that token."""
+    generator = torch.Generator().manual_seed(seed)
+    tok = tokenizer()
+    played = [job for job in jobs[16:24] for _ in range(3)]
+    flags = [i % 4 == 0 for i in range(len(played))]
+    seeds = [5000 + i for i in range(len(played))]
+    expected = [trace(e) for e in sampler_module.Sampler(model, tok, guess=False).run(
+        played, greedy=flags, seeds=seeds)]
+    learned = sampler_module.Continuations.guess
+
+    def anything(self, context, size, end):
+        right = learned(self, context, size, end)
+        n = int(torch.randint(0, size + 1, (1,), generator=generator))
+        noise = torch.randint(0, len(tok), (n,), generator=generator).tolist()
+        cut = int(torch.randint(0, len(right) + 1, (1,), generator=generator))
+        return (right[:cut] + noise)[:size]  # right for a while, then anything
+
+    monkeypatch.setattr(sampler_module.Continuations, "guess", anything)
+    sampler = sampler_module.Sampler(model, tok)
+    assert [trace(e) for e in sampler.run(played, greedy=flags, seeds=seeds)] == expected
+    assert sampler.stats.guessed > sampler.stats.confirmed > 0
+
+
+def test_uniforms_read_ahead_are_the_ones_drawn_next():
+    """A row reads as many uniforms ahead as it has guessed tokens, and draws only those it
+    uses: the stream is the one of a draw a token, however far it was read ahead."""
+    from hscale.train.lm import row_generator
+
+    stream = sampler_module.Draws(seed=78)
+    generator = row_generator(78)
+    for ahead in (3, 1, 20, 0, 16, 5, 40):
+        seen = stream.ahead(ahead)
+        used = seen[:ahead // 2 + 1] if ahead else []
+        for u in used:
+            assert stream.next() == u == float(torch.rand(1, generator=generator))
+
+
+def test_a_guess_follows_what_was_sampled_after_its_context():
+    memory = sampler_module.Continuations()
+    order = sampler_module.ORDER
+    context = list(range(10, 10 + order))
+    for token in (7, 8, 9, 2, 5):  # 2 ends a turn
+        memory.saw(context, token)
+        context = context + [token]
+    start = list(range(10, 10 + order))
+    assert memory.guess(start, 10, end=2) == [7, 8, 9, 2]  # not past the end of the turn
+    assert memory.guess(start, 2, end=2) == [7, 8]
+    assert memory.guess([1, *start], 10, end=99) == [7, 8, 9, 2, 5]  # the last ORDER count
+    assert memory.guess([3] * order, 10, end=2) == []  # a context never seen
+    memory.saw(start, 4)  # the most recent continuation wins
+    assert memory.guess(start, 1, end=2) == [4]
