@@ -279,35 +279,34 @@ class Sampler:
         logp = torch.log_softmax(self.model.logits(last).float() + self.ban, dim=-1)
         probs = logp.exp()
         entropy = -(probs * logp.nan_to_num(neginf=0.0)).sum(-1)
-        starts = [0]
+        starts = [0]  # lane j's positions: starts[j] to starts[j + 1]
         for n in spans:
             starts.append(starts[-1] + n)
-        players, where, lane_of = [], [], []  # each row, the positions it may read, its lane
+        # each row, the lane it plays in, and where its positions begin among all rows'
+        players, lane_of, begins, of = [], [], [0], []
         for j, group in enumerate(groups):
             for r in group:
                 players.append(r)
-                where.append(range(starts[j], starts[j + 1]))
                 lane_of.append(lanes[j])
-        of = torch.tensor([i for span in where for i in span])
+                of.extend(range(starts[j], starts[j + 1]))
+                begins.append(len(of))
+        of = torch.tensor(of)
         chosen = logp.argmax(dim=-1)[of]
         drawing = [k for k, r in enumerate(players) if not r.greedy]
         if drawing:  # one uniform of the row's own generator a token, read ahead
-            begins = [0]
-            for span in where:
-                begins.append(begins[-1] + len(span))
             index = torch.tensor([i for k in drawing for i in range(begins[k], begins[k + 1])])
-            uniform = torch.tensor([u for k in drawing
-                                    for u in players[k].draws.ahead(len(where[k]))])
+            uniform = torch.tensor([u for k in drawing for u in
+                                    players[k].draws.ahead(begins[k + 1] - begins[k])])
             chosen[index] = draw(probs[of[index]], uniform)
         tokens = chosen.tolist()
         picked = logp[of, chosen].tolist()
         entropies = entropy[of].tolist()
         turned = []  # (row, its ended turn, where the turn goes in its history)
-        flat = 0
-        for r, span, lane in zip(players, where, lane_of, strict=True):
+        for k, (r, lane) in enumerate(zip(players, lane_of, strict=True)):
             guess = guessed.get(lane, ())
-            for i in range(len(span)):
-                token, lp, h = tokens[flat + i], picked[flat + i], entropies[flat + i]
+            for flat in range(begins[k], begins[k + 1]):
+                i = flat - begins[k]
+                token, lp, h = tokens[flat], picked[flat], entropies[flat]
                 if r.draws is not None:
                     r.draws.next()
                 self.stats.sampled += 1
@@ -324,7 +323,6 @@ class Sampler:
                     self.stats.confirmed += 1
                     continue
                 break
-            flat += len(span)
         # the ended turns go through their engines together (shell commands side by side),
         # then each row takes its harness's reply
         submit_all([r.engine for r, _, _ in turned], [g for _, g, _ in turned])
@@ -486,10 +484,13 @@ class Continuations:
     of itself repeats its turns (the same command after the same observation) across
     rollouts, steps and tasks."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = 1 << 18) -> None:
         self.next: dict[tuple[int, ...], int] = {}
+        self.most = most  # contexts kept (a demo run sees about 3,400); then it starts over
 
     def saw(self, context: list[int], token: int) -> None:
+        if len(self.next) >= self.most:
+            self.next.clear()
         self.next[tuple(context[-ORDER:])] = token
 
     def guess(self, context: list[int], size: int, end: int) -> list[int]:

@@ -317,3 +317,11 @@ def test_a_guess_follows_what_was_sampled_after_its_context():
     assert memory.guess([3] * order, 10, end=2) == []  # a context never seen
     memory.saw(start, 4)  # the most recent continuation wins
     assert memory.guess(start, 1, end=2) == [4]
+
+
+def test_the_guesses_keep_a_bounded_number_of_contexts():
+    memory = sampler_module.Continuations(most=3)
+    for start in range(10):
+        memory.saw([start] * sampler_module.ORDER, start + 100)
+        assert len(memory.next) <= 3
+    assert memory.guess([9] * sampler_module.ORDER, 1, end=2) == [109]  # the latest stays
