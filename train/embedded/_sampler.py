@@ -11,12 +11,13 @@ over the slots after what the new view still shares with the old one. Finished r
 the batch; the cache grows on demand.
 
 What rows share is computed once. Rows that start from the same prompt (a GRPO group's
-rollouts, an evaluation's decodings of one task) share one row of the cache, a *lane*, and
-every tick feeds the lane once, for as long as the rows stay alike: until one draws another
-token or its harness replies otherwise, when the rows that differ take a copy of the lane (a
-policy that is sure of itself keeps its rollouts alike for many tokens: 40% of a demo run's
-row-ticks). A row whose view stops extending what it has seen keeps the keys of the tokens
-the new view starts with. A key depends only on the tokens up to its position, and the
+rollouts, an evaluation's decodings of one task) share one row of the cache, a *lane*
+(:class:`~hscale.train.embedded._lanes.Lanes`), and every tick feeds the lane once, for as
+long as the rows stay alike: until one draws another token or its harness replies
+otherwise, when the rows that differ take a copy of the lane (a policy that is sure of
+itself keeps its rollouts alike for many tokens: 40% of a demo run's row-ticks). A row
+whose view stops extending what it has seen keeps the keys of the tokens the new view
+starts with. A key depends only on the tokens up to its position, and the
 forward call does not depend on the batch, so these are the numbers each row would have
 computed alone (``Sampler(reuse=False)`` computes every row apart, the check).
 
@@ -64,14 +65,14 @@ from hscale.harness import (
     submit_all,
 )
 from hscale.harness.tasks import Task
-from hscale.train.lm import common_prefix, mix, row_generator
+from hscale.train.embedded._draws import Continuations, Draws, draw
+from hscale.train.embedded._lanes import Lanes
+from hscale.train.lm import common_prefix, mix
 from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 
 MAX_NEW_TOKENS = 48
 CHUNK = 32  # forced tokens a row may take in one tick
 LEAVE = 8  # finished rows leave the batch once they are an eighth of it
-BLOCK = 16  # sampled tokens' uniforms drawn at once (Draws)
-ORDER = 4  # tokens of context that key a continuation (Continuations)
 # a sampling lane's tokens a tick, its last one and its guesses, in a tick no wider: attention
 # reads MIN_QUERIES queries a row whatever it feeds (hscale.train.policy)
 GUESSES = MIN_QUERIES
@@ -101,7 +102,7 @@ class _Row:
     draws: Draws | None = None  # a sampled row's own stream of uniforms
     entropy: float = 0.0  # summed over the row's sampled tokens
     job: int = 0  # its index in the batch's jobs
-    lane: int = 0  # the cache row it shares with the rows alike (_Cache)
+    lane: int = 0  # the cache row it shares with the rows alike (Lanes)
 
 
 @dataclass
@@ -272,9 +273,9 @@ class Sampler:
         limit = self.model.cfg.max_positions
         # each lane's sampled positions: its last real token's and each guessed token's
         spans = [len(guessed.get(s, ())) + 1 for s in lanes]
-        fed = lengths.tolist()
+        ends = lengths.tolist()  # each lane's tokens this tick, guesses included
         last = hidden[[s for s, n in zip(lanes, spans, strict=True) for _ in range(n)],
-                      [fed[s] - n + i for s, n in zip(lanes, spans, strict=True)
+                      [ends[s] - n + i for s, n in zip(lanes, spans, strict=True)
                        for i in range(n)]]
         logp = torch.log_softmax(self.model.logits(last).float() + self.ban, dim=-1)
         probs = logp.exp()
@@ -331,7 +332,7 @@ class Sampler:
             if r.engine.done:  # it ended: scored while the batch goes on
                 finisher.submit(r.job, r.engine)
 
-    def _prefill(self, live: list[_Row]) -> _Cache:
+    def _prefill(self, live: list[_Row]) -> Lanes:
         """The cache of the rows about to start: each distinct first prompt read once but
         for its last token (whose output samples the first token), in a lane that every row
         starting with it shares. Each row then feeds that last token."""
@@ -345,7 +346,7 @@ class Sampler:
                 prompts.append(r.pending[:-1])
             r.lane = reading[key]
         self.stats.reused += sum(len(r.pending) - 1 for r in live) - sum(map(len, prompts))
-        cache = _Cache(model.new_cache(len(live), cache_slots(max(map(len, prompts)) + CHUNK)),
+        cache = Lanes(model.new_cache(len(live), cache_slots(max(map(len, prompts)) + CHUNK)),
                        used=len(prompts))
         at = [0] * len(prompts)
         while True:
@@ -433,166 +434,3 @@ def padded(chunks: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tenso
     n = max(map(len, chunks))
     return (torch.tensor([c + [pad] * (n - len(c)) for c in chunks]),
             torch.tensor([len(c) for c in chunks]))
-
-
-def draw(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
-    """Tokens drawn from the rows of ``probs`` (S, V) by inverse transform: row i's token is
-    the first whose cumulative probability exceeds ``uniform[i]`` (in [0, 1)) times the row's
-    total. A row's cumulative sum is its own (the same numbers whatever rows share the call),
-    and a token of probability zero is never drawn. One uniform a token instead of Gumbel noise
-    over the whole vocabulary: the same distribution for a fraction of the work."""
-    cdf = probs.cumsum(dim=-1)
-    total = cdf[:, -1:]
-    # strictly below the total, so that some token's cumulative sum exceeds it
-    at = torch.minimum(uniform[:, None] * total, torch.nextafter(total, torch.zeros_like(total)))
-    return torch.searchsorted(cdf, at, right=True)[:, 0]
-
-
-class Draws:
-    """A sampled row's uniforms, one a sampled token, from the row's own generator. Drawn
-    :data:`BLOCK` tokens at a time: torch's CPU generator gives the same numbers to one draw
-    of k as to k draws of one (a test holds it to that), and the row's generator serves
-    nothing else."""
-
-    def __init__(self, seed: int) -> None:
-        self.generator = row_generator(seed)
-        self.block: list[float] = []
-        self.used = 0
-
-    def next(self) -> float:
-        if self.used == len(self.block):
-            self.block, self.used = torch.rand(BLOCK, generator=self.generator).tolist(), 0
-        self.used += 1
-        return self.block[self.used - 1]
-
-    def ahead(self, n: int) -> list[float]:
-        """The next ``n`` uniforms, which the next ``n`` calls of :meth:`next` return (the
-        stream is the same however far it is read ahead)."""
-        while len(self.block) - self.used < n:
-            self.block = self.block[self.used:] + torch.rand(
-                BLOCK, generator=self.generator).tolist()
-            self.used = 0
-        return self.block[self.used:self.used + n]
-
-
-class Continuations:
-    """What the policy sampled after each context of :data:`ORDER` tokens, most recently:
-    a guess of the tokens a lane samples next, which it feeds with its last token. Any guess
-    keeps the episodes as they are (a row keeps a guessed token only where its own draw, from
-    the distribution at that position, is that token; the forward call gives a token the
-    same numbers whatever else a tick feeds); a good one saves ticks. A policy that is sure
-    of itself repeats its turns (the same command after the same observation) across
-    rollouts, steps and tasks."""
-
-    def __init__(self, most: int = 1 << 18) -> None:
-        self.next: dict[tuple[int, ...], int] = {}
-        self.most = most  # contexts kept (a demo run sees about 3,400); then it starts over
-
-    def saw(self, context: list[int], token: int) -> None:
-        if len(self.next) >= self.most:
-            self.next.clear()
-        self.next[tuple(context[-ORDER:])] = token
-
-    def guess(self, context: list[int], size: int, end: int) -> list[int]:
-        """Up to ``size`` tokens after ``context``, following what was sampled before (and
-        not past an end of turn)."""
-        key = tuple(context[-ORDER:])
-        out: list[int] = []
-        while len(out) < size:
-            token = self.next.get(key)
-            if token is None:
-                break
-            out.append(token)
-            if token == end:
-                break
-            key = (*key[1:], token)
-        return out
-
-
-class _Cache:
-    """The keys and values of a batch's rows, one cache row (a *lane*) per set of rows that
-    fed the same tokens. Rows that start alike (a GRPO group, an evaluation's decodings of a
-    task) share a lane until they differ (one draws another token, its harness replies
-    otherwise), when the rows that differ take a copy of it. A row's numbers do not depend
-    on which rows share its forward call, so a lane's are those each of its rows would have
-    computed alone, and alike rows are computed once. Storage holds as many lanes as the
-    batch has rows; the first ``used`` are in play."""
-
-    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], used: int) -> None:
-        self.layers, self.used = layers, used
-
-    def view(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [(k[:self.used], v[:self.used]) for k, v in self.layers]
-
-    def members(self, live: list[_Row]) -> list[list[_Row]]:
-        """Each lane's playing rows, in the order of ``live``."""
-        out: list[list[_Row]] = [[] for _ in range(self.used)]
-        for r in live:
-            if not r.engine.done:
-                out[r.lane].append(r)
-        return out
-
-    def unheld(self, live: list[_Row]) -> int:
-        """Lanes whose rows all finished."""
-        return self.used - len({r.lane for r in live if not r.engine.done})
-
-    def fork(self, source: int, upto: int) -> int:
-        """A new lane holding lane ``source``'s first ``upto`` keys and values."""
-        new, self.used = self.used, self.used + 1
-        self._copy(new, source, upto)
-        return new
-
-    def _copy(self, to: int | torch.Tensor, source: int | torch.Tensor, upto: int) -> None:
-        """The first ``upto`` keys and values of lanes ``source`` into lanes ``to``."""
-        for k, v in self.layers:
-            k[to, :, :upto] = k[source, :, :upto]
-            v[to, :, :upto] = v[source, :, :upto]
-
-    def split(self, groups: list[list[_Row]]) -> None:
-        """After a tick's draws and turns: the rows of a lane (``groups``) that no longer
-        match its first playing one move to lanes of their own, alike ones together."""
-        for group in groups:
-            if len(group) < 2:
-                continue
-            kinds: dict[tuple, list[_Row]] = {}
-            for r in group:
-                if not r.engine.done:
-                    kinds.setdefault((r.pos, len(r.fed), r.next_token, len(r.gen),
-                                      tuple(r.pending)), []).append(r)
-            for alike in list(kinds.values())[1:]:
-                new = self.fork(alike[0].lane, alike[0].pos)
-                for r in alike:
-                    r.lane = new
-
-    def leave(self, live: list[_Row]) -> list[_Row]:
-        """The playing rows; the lanes they hold become the first ones: a freed lane among
-        them takes the keys and values of a held one from the end, so a leaving copies as
-        many lanes as were freed, not every lane that stays."""
-        live = [r for r in live if not r.engine.done]
-        held = {r.lane for r in live}
-        holes = [s for s in range(len(held)) if s not in held]
-        movers = sorted(s for s in held if s >= len(held))
-        if holes:
-            moved = dict(zip(movers, holes, strict=True))
-            upto = cache_slots(max(r.pos for r in live if r.lane in moved) + 1)
-            self._copy(torch.tensor(holes), torch.tensor(movers), upto)
-            for r in live:
-                r.lane = moved.get(r.lane, r.lane)
-        self.used = len(held)
-        return live
-
-    def grow(self, need: int, rows: int) -> None:
-        """At least ``need`` cache positions, half as many again as now (it grows rarely),
-        for as many lanes as there are ``rows`` (a lane has one row at least)."""
-        have = self.layers[0][0].shape[2]
-        if need <= have:
-            return
-        slots = cache_slots(max(need, have * 3 // 2))
-        out = []
-        for k, v in self.layers:
-            shape = (max(rows, self.used), k.shape[1], slots, k.shape[3])
-            k2, v2 = k.new_zeros(shape), v.new_zeros(shape)
-            k2[:self.used, :, :have] = k[:self.used]
-            v2[:self.used, :, :have] = v[:self.used]
-            out.append((k2, v2))
-        self.layers = out

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 # internal: tests the embedded sampler's batching
+import hscale.train.embedded._draws as draws_module  # noqa: E402
 import hscale.train.embedded._sampler as sampler_module  # noqa: E402
 from hscale.harness import (  # noqa: E402
     Harness,
@@ -150,9 +151,9 @@ def test_a_rows_uniforms_drawn_a_block_at_a_time_are_those_of_a_draw_a_token():
     give those tokens the numbers that one draw a token would."""
     from hscale.train.lm import row_generator
 
-    stream = sampler_module.Draws(seed=77)
+    stream = draws_module.Draws(seed=77)
     generator = row_generator(77)
-    for _ in range(3 * sampler_module.BLOCK + 5):
+    for _ in range(3 * draws_module.BLOCK + 5):
         assert stream.next() == float(torch.rand(1, generator=generator))
 
 
@@ -162,8 +163,8 @@ def test_a_rows_draw_is_the_same_alone_and_among_other_rows():
     generator = torch.Generator().manual_seed(3)
     probs = torch.softmax(torch.randn(65, 740, generator=generator) * 3, dim=-1)
     uniform = torch.rand(65, generator=generator)
-    together = sampler_module.draw(probs, uniform)
-    alone = torch.cat([sampler_module.draw(probs[i:i + 1], uniform[i:i + 1])
+    together = draws_module.draw(probs, uniform)
+    alone = torch.cat([draws_module.draw(probs[i:i + 1], uniform[i:i + 1])
                        for i in range(65)])
     assert torch.equal(together, alone)
 
@@ -175,10 +176,10 @@ def test_a_draw_never_picks_a_token_of_probability_zero():
     allowed = torch.tensor([5, 6, 300, 738])
     probs[0, allowed] = torch.tensor([0.1, 0.2, 0.3, 0.4])
     edges = torch.tensor([0.0, 1e-12, 0.1, 0.3, 0.6, 1.0 - 2**-24])
-    picked = sampler_module.draw(probs.expand(len(edges), -1), edges)
+    picked = draws_module.draw(probs.expand(len(edges), -1), edges)
     assert picked.tolist() == [5, 5, 6, 300, 738, 738]
     uniform = torch.rand(40_000, generator=torch.Generator().manual_seed(0))
-    counts = torch.bincount(sampler_module.draw(probs.expand(len(uniform), -1), uniform),
+    counts = torch.bincount(draws_module.draw(probs.expand(len(uniform), -1), uniform),
                             minlength=740)
     assert counts.sum() == counts[allowed].sum()
     # within 5 standard errors of each probability
@@ -274,7 +275,7 @@ def test_any_guess_leaves_every_episode_as_it_is(model, jobs, seed, monkeypatch)
     seeds = [5000 + i for i in range(len(played))]
     expected = [trace(e) for e in sampler_module.Sampler(model, tok, guess=False).run(
         played, greedy=flags, seeds=seeds)]
-    learned = sampler_module.Continuations.guess
+    learned = draws_module.Continuations.guess
 
     def anything(self, context, size, end):
         right = learned(self, context, size, end)
@@ -283,7 +284,7 @@ def test_any_guess_leaves_every_episode_as_it_is(model, jobs, seed, monkeypatch)
         cut = int(torch.randint(0, len(right) + 1, (1,), generator=generator))
         return (right[:cut] + noise)[:size]  # right for a while, then anything
 
-    monkeypatch.setattr(sampler_module.Continuations, "guess", anything)
+    monkeypatch.setattr(draws_module.Continuations, "guess", anything)
     sampler = sampler_module.Sampler(model, tok)
     assert [trace(e) for e in sampler.run(played, greedy=flags, seeds=seeds)] == expected
     assert sampler.stats.guessed > sampler.stats.confirmed > 0
@@ -294,7 +295,7 @@ def test_uniforms_read_ahead_are_the_ones_drawn_next():
     uses: the stream is the one of a draw a token, however far it was read ahead."""
     from hscale.train.lm import row_generator
 
-    stream = sampler_module.Draws(seed=78)
+    stream = draws_module.Draws(seed=78)
     generator = row_generator(78)
     for ahead in (3, 1, 20, 0, 16, 5, 40):
         seen = stream.ahead(ahead)
@@ -304,8 +305,8 @@ def test_uniforms_read_ahead_are_the_ones_drawn_next():
 
 
 def test_a_guess_follows_what_was_sampled_after_its_context():
-    memory = sampler_module.Continuations()
-    order = sampler_module.ORDER
+    memory = draws_module.Continuations()
+    order = draws_module.ORDER
     context = list(range(10, 10 + order))
     for token in (7, 8, 9, 2, 5):  # 2 ends a turn
         memory.saw(context, token)
@@ -320,8 +321,8 @@ def test_a_guess_follows_what_was_sampled_after_its_context():
 
 
 def test_the_guesses_keep_a_bounded_number_of_contexts():
-    memory = sampler_module.Continuations(most=3)
+    memory = draws_module.Continuations(most=3)
     for start in range(10):
-        memory.saw([start] * sampler_module.ORDER, start + 100)
+        memory.saw([start] * draws_module.ORDER, start + 100)
         assert len(memory.next) <= 3
-    assert memory.guess([9] * sampler_module.ORDER, 1, end=2) == [109]  # the latest stays
+    assert memory.guess([9] * draws_module.ORDER, 1, end=2) == [109]  # the latest stays
