@@ -10,7 +10,7 @@ import torch
 from hscale.train.policy import cache_slots
 
 if TYPE_CHECKING:
-    from hscale.train.embedded._sampler import _Row
+    from hscale.train.embedded._rows import Row
 
 
 class Lanes:
@@ -28,15 +28,15 @@ class Lanes:
     def view(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [(k[:self.used], v[:self.used]) for k, v in self.layers]
 
-    def members(self, live: list[_Row]) -> list[list[_Row]]:
+    def members(self, live: list[Row]) -> list[list[Row]]:
         """Each lane's playing rows, in the order of ``live``."""
-        out: list[list[_Row]] = [[] for _ in range(self.used)]
+        out: list[list[Row]] = [[] for _ in range(self.used)]
         for r in live:
             if not r.engine.done:
                 out[r.lane].append(r)
         return out
 
-    def unheld(self, live: list[_Row]) -> int:
+    def unheld(self, live: list[Row]) -> int:
         """Lanes whose rows all finished."""
         return self.used - len({r.lane for r in live if not r.engine.done})
 
@@ -52,13 +52,13 @@ class Lanes:
             k[to, :, :upto] = k[source, :, :upto]
             v[to, :, :upto] = v[source, :, :upto]
 
-    def split(self, groups: list[list[_Row]]) -> None:
+    def split(self, groups: list[list[Row]]) -> None:
         """After a tick's draws and turns: the rows of a lane (``groups``) that no longer
         match its first playing one move to lanes of their own, alike ones together."""
         for group in groups:
             if len(group) < 2:
                 continue
-            kinds: dict[tuple, list[_Row]] = {}
+            kinds: dict[tuple, list[Row]] = {}
             for r in group:
                 if not r.engine.done:
                     kinds.setdefault((r.pos, len(r.fed), r.next_token, len(r.gen),
@@ -68,7 +68,7 @@ class Lanes:
                 for r in alike:
                     r.lane = new
 
-    def leave(self, live: list[_Row]) -> list[_Row]:
+    def leave(self, live: list[Row]) -> list[Row]:
         """The playing rows; the lanes they hold become the first ones: a freed lane among
         them takes the keys and values of a held one from the end, so a leaving copies as
         many lanes as were freed, not every lane that stays."""

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -67,6 +67,7 @@ from hscale.harness import (
 from hscale.harness.tasks import Task
 from hscale.train.embedded._draws import Continuations, Draws, draw
 from hscale.train.embedded._lanes import Lanes
+from hscale.train.embedded._rows import Row
 from hscale.train.lm import common_prefix, mix
 from hscale.train.policy import MIN_QUERIES, TinyGPT, banned, cache_slots
 
@@ -85,24 +86,6 @@ def view_ids(tok: WordTokenizer, messages: Sequence[Message],
     for m in messages:
         out.extend(tok.encode_message(m, own.get(id(m))))
     return out
-
-
-@dataclass
-class _Row:
-    engine: TurnEngine
-    pending: list[int]
-    fed: list[int] = field(default_factory=list)
-    own: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    gen: list[int] = field(default_factory=list)
-    logps: list[float] = field(default_factory=list)
-    pos: int = 0
-    next_token: int = -1
-    greedy: bool = False
-    prompt_tokens: int = 0  # of the turn being written (its cost)
-    draws: Draws | None = None  # a sampled row's own stream of uniforms
-    entropy: float = 0.0  # summed over the row's sampled tokens
-    job: int = 0  # its index in the batch's jobs
-    lane: int = 0  # the cache row it shares with the rows alike (Lanes)
 
 
 @dataclass
@@ -164,13 +147,13 @@ class Sampler:
                seeds: list[int]) -> list[Episode]:
         began = time.perf_counter()
         self.model.eval()
-        rows: list[_Row] = []
+        rows: list[Row] = []
         finisher = Finisher()
         try:
             for job, ((harness, task), argmax, seed) in enumerate(zip(jobs, greedy, seeds,
                                                                       strict=True)):
                 draws = None if argmax else Draws(seed)
-                row = _Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
+                row = Row(TurnEngine(harness, task, self.max_turns), [], greedy=argmax,
                            draws=draws, job=job)
                 rows.append(row)
                 row.pending = self._turn_prompt(row.engine, {})
@@ -199,7 +182,7 @@ class Sampler:
                      ) -> list[int]:
         return view_ids(self.tok, engine.view(), own) + [self.tok.role["assistant"]]
 
-    def _loop(self, live: list[_Row], finisher: Finisher) -> None:
+    def _loop(self, live: list[Row], finisher: Finisher) -> None:
         cache = self._prefill(live)
         while live:
             members = cache.members(live)
@@ -220,7 +203,7 @@ class Sampler:
             if done and (LEAVE * done >= len(live) or LEAVE * cache.unheld(live) >= cache.used):
                 live = cache.leave(live)
 
-    def _feed(self, members: list[list[_Row]]
+    def _feed(self, members: list[list[Row]]
               ) -> tuple[list[list[int]], list[int], dict[int, list[int]]]:
         """Each lane's tokens for this tick and the position of its first: its rows are
         alike, so all take what its first row takes, its next forced tokens (up to the
@@ -263,7 +246,7 @@ class Sampler:
             chunks.append(chunk)
         return chunks, pos, guessed
 
-    def _sample(self, hidden: torch.Tensor, lengths: torch.Tensor, groups: list[list[_Row]],
+    def _sample(self, hidden: torch.Tensor, lengths: torch.Tensor, groups: list[list[Row]],
                 lanes: list[int], guessed: dict[int, list[int]], finisher: Finisher) -> None:
         """The next tokens of every row of the sampling ``lanes`` (their rows ``groups``):
         each row draws from its lane's distribution with its own uniforms (a greedy row takes
@@ -332,7 +315,7 @@ class Sampler:
             if r.engine.done:  # it ended: scored while the batch goes on
                 finisher.submit(r.job, r.engine)
 
-    def _prefill(self, live: list[_Row]) -> Lanes:
+    def _prefill(self, live: list[Row]) -> Lanes:
         """The cache of the rows about to start: each distinct first prompt read once but
         for its last token (whose output samples the first token), in a lane that every row
         starting with it shares. Each row then feeds that last token."""
@@ -365,7 +348,7 @@ class Sampler:
             r.fed, r.pos, r.pending = r.pending[:shared], shared, r.pending[shared:]
         return cache
 
-    def _extend(self, r: _Row, token: int, logp: float, limit: int) -> Generation | None:
+    def _extend(self, r: Row, token: int, logp: float, limit: int) -> Generation | None:
         """A sampled token: the turn goes on (None), or it ends: its Generation, for the
         harness."""
         if token != self.tok.eos and len(r.gen) < self.max_new:
@@ -379,7 +362,7 @@ class Sampler:
         return Generation(self.tok.decode(r.gen), tuple(r.gen), (*r.logps, *ended),
                           prompt_tokens=r.prompt_tokens)
 
-    def _next_turn(self, r: _Row, gen: Generation, at: int, limit: int) -> bool:
+    def _next_turn(self, r: Row, gen: Generation, at: int, limit: int) -> bool:
         """After the harness took ``gen`` (its message at ``at`` in the history): queue the
         harness's reply, unless the episode ended. True when the row must restart (the view
         no longer extends what it has seen)."""

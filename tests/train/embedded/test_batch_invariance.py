@@ -12,8 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-# internal: tests the embedded sampler's batching
+# internal: tests a sampled row's draws and the guesses of its next tokens
 import hscale.train.embedded._draws as draws_module  # noqa: E402
+
+# internal: tests the embedded sampler's batching
 import hscale.train.embedded._sampler as sampler_module  # noqa: E402
 from hscale.harness import (  # noqa: E402
     Harness,
