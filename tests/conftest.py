@@ -6,7 +6,9 @@ user's."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -35,9 +37,19 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+# What each slow test took when last recorded. The slow tests' files start longest first
+# (CI hands whole files to its workers in this order: --dist loadfile --no-loadscope-reorder),
+# so the workers end together rather than one of them starting the 8 minutes of veRL's
+# main_ppo last; a file stays whole, so its module fixtures are built once. Refresh with
+# --record-durations.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true",
                      help="also run the tests marked slow (CI runs them as a second step)")
+    parser.addoption("--record-durations", action="store_true",
+                     help=f"record what each slow test run took (over 1 s) in {DURATIONS.name}")
 
 
 def _slow_wanted(config) -> bool:
@@ -50,11 +62,34 @@ def pytest_collection_modifyitems(config, items):
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if "slow" not in item.keywords]
+    elif DURATIONS.exists():  # files longest first, each file's tests in their order
+        files: dict[str, float] = {}
+        for test, took in json.loads(DURATIONS.read_text()).items():
+            files[test.split("::")[0]] = files.get(test.split("::")[0], 0.0) + took
+        items.sort(key=lambda item: -files.get(item.nodeid.split("::")[0], 0.0))
     if any("gpu" in item.keywords for item in items) and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+_took: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Sums each test's setup, call and teardown (on xdist's controller, which sees them all)."""
+    if "slow" in report.keywords:
+        _took[report.nodeid] = _took.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("--record-durations") and not os.environ.get(
+            "PYTEST_XDIST_WORKER"):
+        known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        known.update({test: round(took, 1) for test, took in _took.items()})
+        DURATIONS.write_text(json.dumps(
+            {test: took for test, took in sorted(known.items()) if took > 1}, indent=0) + "\n")
 
 
 def _hypothesis_profiles() -> None:
