@@ -65,7 +65,8 @@ def pytest_collection_modifyitems(config, items):
     elif DURATIONS.exists():  # files longest first, each file's tests in their order
         files: dict[str, float] = {}
         for test, took in json.loads(DURATIONS.read_text()).items():
-            files[test.split("::")[0]] = files.get(test.split("::")[0], 0.0) + took
+            path = test.split("::")[0]
+            files[path] = files.get(path, 0.0) + took
         items.sort(key=lambda item: -files.get(item.nodeid.split("::")[0], 0.0))
     if any("gpu" in item.keywords for item in items) and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")

@@ -39,10 +39,9 @@ class Draws:
         self.used = 0
 
     def next(self) -> float:
-        if self.used == len(self.block):
-            self.block, self.used = torch.rand(BLOCK, generator=self.generator).tolist(), 0
+        (uniform,) = self.ahead(1)
         self.used += 1
-        return self.block[self.used - 1]
+        return uniform
 
     def ahead(self, n: int) -> list[float]:
         """The next ``n`` uniforms, which the next ``n`` calls of :meth:`next` return (the
